@@ -1,0 +1,347 @@
+//! Copying one directory entry synchronously: the path every engine shares for symlinks,
+//! special files, merges into existing directories, and (for the synchronous engines) files.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::data::BigFile;
+use super::Mover;
+use crate::error::{CopyError, Op};
+use crate::finalize;
+use crate::node::{Ctx, DirNode};
+use crate::plan::{Dereference, Overwrite};
+use crate::sys::{self, Kind, Stat};
+use crate::walk::{Queue, Task};
+
+/// Copies one entry of `dir` found by the walk (same name on both sides).
+pub(crate) fn copy_entry<'a>(
+    ctx: &'a Ctx<'a>,
+    mover: &mut dyn Mover<'a>,
+    dir: &Arc<DirNode<'a>>,
+    name: CString,
+    queue: &Queue<'a>,
+) {
+    let follow = ctx.plan.dereference == Dereference::Always;
+    match sys::statx_at(dir.src_fd(), &name, follow) {
+        Ok(stat) => copy_stated(ctx, mover, dir, name.clone(), name, stat, follow, queue),
+        Err(e) => ctx.fail(CopyError::io(Op::Stat, dir.src_path(Some(&name)), e)),
+    }
+}
+
+/// Copies a command-line file operand `src` of `dir` to `dst` in the destination directory.
+pub(crate) fn copy_root_entry<'a>(
+    ctx: &'a Ctx<'a>,
+    mover: &mut dyn Mover<'a>,
+    dir: &Arc<DirNode<'a>>,
+    src: &CStr,
+    dst: &CStr,
+    follow: bool,
+    queue: &Queue<'a>,
+) {
+    match sys::statx_at(dir.src_fd(), src, follow) {
+        Ok(stat) => copy_stated(
+            ctx,
+            mover,
+            dir,
+            src.to_owned(),
+            dst.to_owned(),
+            stat,
+            follow,
+            queue,
+        ),
+        Err(e) => ctx.fail(CopyError::io(Op::Stat, dir.src_path(Some(src)), e)),
+    }
+}
+
+/// Dispatches on the source's type once it is known.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn copy_stated<'a>(
+    ctx: &'a Ctx<'a>,
+    mover: &mut dyn Mover<'a>,
+    dir: &Arc<DirNode<'a>>,
+    src: CString,
+    dst: CString,
+    stat: Stat,
+    follow: bool,
+    queue: &Queue<'a>,
+) {
+    match stat.kind() {
+        Kind::Dir => {
+            if ctx.plan.recursive {
+                queue.push(Task::Subdir {
+                    parent: dir.clone(),
+                    name: src,
+                    stat: Some(stat),
+                });
+            } else {
+                ctx.fail(CopyError::Refused(format!(
+                    "-r not specified; omitting directory '{}'",
+                    dir.src_path(Some(&src)).display()
+                )));
+            }
+        }
+        Kind::File => {
+            if let Err(e) = copy_file(ctx, mover, dir, &src, &dst, &stat, follow, queue) {
+                ctx.fail(e);
+            }
+        }
+        Kind::Symlink | Kind::Special => match copy_other(ctx, dir, &src, &dst, &stat) {
+            Ok(true) => count_done(ctx, dir, &src, &dst),
+            Ok(false) => {}
+            Err(e) => ctx.fail(e),
+        },
+    }
+}
+
+/// Counts a finished entry and prints it under `-v`.
+pub(crate) fn count_done(ctx: &Ctx<'_>, dir: &DirNode<'_>, src: &CStr, dst: &CStr) {
+    ctx.progress.files.fetch_add(1, Ordering::Relaxed);
+    if ctx.plan.verbose {
+        ctx.reporter
+            .copied(&dir.src_path(Some(src)), &dir.dst_path(Some(dst)));
+    }
+}
+
+/// What is already at the destination name.
+pub(crate) enum Existing {
+    Nothing,
+    Something(Stat),
+}
+
+/// Applies cp's rules to an existing destination. `Ok(None)` means skip the entry.
+pub(crate) fn check_existing(
+    ctx: &Ctx<'_>,
+    dir: &DirNode<'_>,
+    src: &CStr,
+    dst: &CStr,
+    stat: &Stat,
+) -> Result<Option<Existing>, CopyError> {
+    if dir.fresh {
+        return Ok(Some(Existing::Nothing));
+    }
+    let existing = match sys::statx_at(dir.dst_fd(), dst, false) {
+        Ok(s) => s,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(Some(Existing::Nothing)),
+        Err(e) => return Err(CopyError::io(Op::Stat, dir.dst_path(Some(dst)), e)),
+    };
+    let same = match sys::statx_at(dir.dst_fd(), dst, true) {
+        Ok(target) => target.dev == stat.dev && target.ino == stat.ino,
+        Err(_) => false,
+    };
+    if (existing.dev == stat.dev && existing.ino == stat.ino) || (same && stat.kind() == Kind::File)
+    {
+        return Err(CopyError::Refused(format!(
+            "'{}' and '{}' are the same file",
+            dir.src_path(Some(src)).display(),
+            dir.dst_path(Some(dst)).display()
+        )));
+    }
+    if existing.kind() == Kind::Dir {
+        return Err(CopyError::Refused(format!(
+            "cannot overwrite directory '{}' with non-directory",
+            dir.dst_path(Some(dst)).display()
+        )));
+    }
+    match ctx.plan.overwrite {
+        Overwrite::NoClobber => Ok(None),
+        Overwrite::Update if existing.mtime >= stat.mtime => Ok(None),
+        _ => Ok(Some(Existing::Something(existing))),
+    }
+}
+
+/// Opens the source and creates (or truncates) the destination, following cp's rules.
+/// Returns `None` when the entry is skipped (`-n`, `-u`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn open_pair(
+    ctx: &Ctx<'_>,
+    dir: &DirNode<'_>,
+    src: &CStr,
+    dst: &CStr,
+    stat: &Stat,
+    follow: bool,
+) -> Result<Option<(OwnedFd, OwnedFd, bool)>, CopyError> {
+    let Some(existing) = check_existing(ctx, dir, src, dst, stat)? else {
+        return Ok(None);
+    };
+    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
+    let src_fd = sys::openat(dir.src_fd(), src, libc::O_RDONLY | nofollow, 0)
+        .map_err(|e| CopyError::io(Op::Open, dir.src_path(Some(src)), e))?;
+    let create = |extra: i32| {
+        sys::openat(
+            dir.dst_fd(),
+            dst,
+            libc::O_WRONLY | libc::O_CREAT | extra,
+            finalize::create_mode(stat),
+        )
+    };
+    let (dst_fd, created) = match existing {
+        Existing::Nothing => (create(libc::O_EXCL), true),
+        Existing::Something(old) if old.kind() == Kind::File => {
+            match sys::openat(dir.dst_fd(), dst, libc::O_WRONLY | libc::O_TRUNC, 0) {
+                Err(e) if ctx.plan.force => {
+                    let _ = e;
+                    (remove_then(dir, dst, || create(libc::O_EXCL)), true)
+                }
+                other => (other, false),
+            }
+        }
+        Existing::Something(_) => (remove_then(dir, dst, || create(libc::O_EXCL)), true),
+    };
+    let dst_fd = dst_fd.map_err(|e| CopyError::io(Op::Create, dir.dst_path(Some(dst)), e))?;
+    Ok(Some((src_fd, dst_fd, created)))
+}
+
+fn remove_then<T>(
+    dir: &DirNode<'_>,
+    name: &CStr,
+    then: impl FnOnce() -> io::Result<T>,
+) -> io::Result<T> {
+    match sys::unlinkat(dir.dst_fd(), name) {
+        Ok(()) => then(),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => then(),
+        Err(e) => Err(e),
+    }
+}
+
+/// Copies a regular file synchronously; big files are split into chunk tasks.
+#[allow(clippy::too_many_arguments)]
+fn copy_file<'a>(
+    ctx: &'a Ctx<'a>,
+    mover: &mut dyn Mover<'a>,
+    dir: &Arc<DirNode<'a>>,
+    src: &CStr,
+    dst: &CStr,
+    stat: &Stat,
+    follow: bool,
+    queue: &Queue<'a>,
+) -> Result<(), CopyError> {
+    let Some((src_fd, dst_fd, created)) = open_pair(ctx, dir, src, dst, stat, follow)? else {
+        return Ok(());
+    };
+    let tuning = &ctx.plan.tuning;
+    if tuning.threads > 1 && tuning.chunk_size > 0 && stat.size >= 2 * tuning.chunk_size {
+        split_into_chunks(ctx, dir, src, dst, src_fd, dst_fd, stat, created, queue);
+        return Ok(());
+    }
+    let devs = (stat.dev, dir.dst_dev);
+    let result = mover
+        .data_path()
+        .copy_whole(ctx, src_fd.as_fd(), dst_fd.as_fd(), devs, stat.size);
+    let copied = match result {
+        Ok(n) => n,
+        Err(side) => {
+            drop(dst_fd);
+            let _ = sys::unlinkat(dir.dst_fd(), dst);
+            return Err(side.into_error(dir, src, dst));
+        }
+    };
+    ctx.progress.bytes.fetch_add(copied, Ordering::Relaxed);
+    finish_file(ctx, dir, src, dst, dst_fd, stat, created, copied)
+}
+
+/// Metadata, close, count: the end of every regular file copy that is not chunked.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn finish_file(
+    ctx: &Ctx<'_>,
+    dir: &DirNode<'_>,
+    src: &CStr,
+    dst: &CStr,
+    dst_fd: OwnedFd,
+    stat: &Stat,
+    created: bool,
+    copied: u64,
+) -> Result<(), CopyError> {
+    let dst_path = || dir.dst_path(Some(dst));
+    let meta = finalize::file(ctx, dst_fd.as_fd(), stat, created, &dst_path);
+    if let Err(e) = sys::close(dst_fd) {
+        let _ = sys::unlinkat(dir.dst_fd(), dst);
+        return Err(CopyError::io(Op::Close, dst_path(), e));
+    }
+    if copied != stat.size && ctx.plan.verbose {
+        ctx.reporter.note(&format!(
+            "'{}' changed size while it was copied ({} bytes at start, {copied} copied)",
+            dir.src_path(Some(src)).display(),
+            stat.size
+        ));
+    }
+    count_done(ctx, dir, src, dst);
+    meta
+}
+
+#[allow(clippy::too_many_arguments)]
+fn split_into_chunks<'a>(
+    ctx: &'a Ctx<'a>,
+    dir: &Arc<DirNode<'a>>,
+    src: &CStr,
+    dst: &CStr,
+    src_fd: OwnedFd,
+    dst_fd: OwnedFd,
+    stat: &Stat,
+    created: bool,
+    queue: &Queue<'a>,
+) {
+    let chunk = ctx.plan.tuning.chunk_size;
+    // Reserve the length up front so parallel writers do not race to extend the file.
+    let _ = rustix::fs::ftruncate(&dst_fd, stat.size);
+    let file = Arc::new(BigFile::new(
+        dir.clone(),
+        src.to_owned(),
+        dst.to_owned(),
+        src_fd,
+        dst_fd,
+        *stat,
+        created,
+    ));
+    let mut offset = 0;
+    while offset < stat.size {
+        let last = offset + chunk >= stat.size;
+        let len = if last { u64::MAX - offset } else { chunk };
+        queue.push(Task::Chunk {
+            file: file.clone(),
+            offset,
+            len,
+        });
+        offset += chunk;
+    }
+}
+
+/// Symlinks and special files. Returns false when skipped by policy.
+fn copy_other(
+    ctx: &Ctx<'_>,
+    dir: &DirNode<'_>,
+    src: &CStr,
+    dst: &CStr,
+    stat: &Stat,
+) -> Result<bool, CopyError> {
+    let Some(existing) = check_existing(ctx, dir, src, dst, stat)? else {
+        return Ok(false);
+    };
+    if let Existing::Something(_) = existing {
+        sys::unlinkat(dir.dst_fd(), dst)
+            .map_err(|e| CopyError::io(Op::Remove, dir.dst_path(Some(dst)), e))?;
+    }
+    let is_symlink = stat.kind() == Kind::Symlink;
+    if is_symlink {
+        let target = sys::readlinkat(dir.src_fd(), src, stat.size)
+            .map_err(|e| CopyError::io(Op::ReadLink, dir.src_path(Some(src)), e))?;
+        let target = CString::new(target).map_err(|_| {
+            CopyError::io(
+                Op::ReadLink,
+                dir.src_path(Some(src)),
+                io::ErrorKind::InvalidData,
+            )
+        })?;
+        sys::symlinkat(&target, dir.dst_fd(), dst)
+            .map_err(|e| CopyError::io(Op::CreateSymlink, dir.dst_path(Some(dst)), e))?;
+    } else {
+        let mode = (stat.mode & libc::S_IFMT) | (stat.perm() & 0o777);
+        sys::mknodat(dir.dst_fd(), dst, mode, stat.rdev)
+            .map_err(|e| CopyError::io(Op::CreateSpecial, dir.dst_path(Some(dst)), e))?;
+    }
+    let path = || dir.dst_path(Some(dst));
+    finalize::entry_at(ctx, dir.dst_fd(), dst, stat, is_symlink, &path)?;
+    Ok(true)
+}

@@ -1,0 +1,103 @@
+//! Engines: how the bytes of regular files move. Walk, jobs and finalize are shared, so engines
+//! compare fairly; an engine is a [`Mover`] per worker thread.
+
+mod data;
+mod entry;
+mod sync;
+mod uring;
+
+use std::fmt;
+use std::str::FromStr;
+
+pub(crate) use data::{BigFile, DataPath};
+pub(crate) use entry::{copy_entry, copy_root_entry};
+pub(crate) use sync::SyncMover;
+pub use uring::uring_available;
+pub(crate) use uring::UringMover;
+
+use crate::node::DirNode;
+use crate::walk::{Entry, Queue};
+use std::sync::Arc;
+
+/// A copy engine, selectable with `ringio cp --engine`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Engine {
+    /// io_uring: per-file system calls of small files batched through one ring per worker;
+    /// large files moved in the kernel (FICLONE, copy_file_range) in parallel chunks.
+    Uring,
+    /// Plain read/write with a user-space buffer (`--bs`): the reference every engine is tested
+    /// against.
+    ReadWrite,
+}
+
+impl Engine {
+    /// Every engine, in the order `--help` lists them.
+    pub const ALL: &'static [Engine] = &[Engine::Uring, Engine::ReadWrite];
+
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Uring => "uring",
+            Engine::ReadWrite => "readwrite",
+        }
+    }
+
+    /// One line for `--help`.
+    pub fn about(self) -> &'static str {
+        match self {
+            Engine::Uring => {
+                "io_uring batches of open/read/write/close for small files; FICLONE or \
+                 copy_file_range in parallel chunks for large ones (default)"
+            }
+            Engine::ReadWrite => "plain read(2)/write(2) through a --bs buffer; the reference",
+        }
+    }
+}
+
+impl fmt::Display for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Engine {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Engine::ALL
+            .iter()
+            .copied()
+            .find(|e| e.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Engine::ALL.iter().map(|e| e.name()).collect();
+                format!("unknown engine '{s}' (choose from: {})", names.join(", "))
+            })
+    }
+}
+
+/// A worker's engine. Entries arrive in batches from one directory; a mover may keep I/O in
+/// flight between calls, and must have finished all of it when `drain` returns.
+pub(crate) trait Mover<'a> {
+    /// Copies (or starts copying) these entries of `dir`.
+    fn copy_entries(&mut self, dir: &Arc<DirNode<'a>>, entries: Vec<Entry>, queue: &Queue<'a>);
+    /// Copies one chunk of a big file.
+    fn copy_chunk(&mut self, file: &Arc<BigFile<'a>>, offset: u64, len: u64);
+    /// Makes progress on in-flight I/O without blocking.
+    fn poll(&mut self, queue: &Queue<'a>);
+    /// Finishes all in-flight I/O.
+    fn drain(&mut self, queue: &Queue<'a>);
+    /// The data path for files this mover copies synchronously.
+    fn data_path(&mut self) -> &mut DataPath;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for e in Engine::ALL {
+            assert_eq!(e.name().parse::<Engine>().unwrap(), *e);
+        }
+        assert!("nope".parse::<Engine>().unwrap_err().contains("uring"));
+    }
+}

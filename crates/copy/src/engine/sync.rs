@@ -1,0 +1,45 @@
+//! The synchronous mover: each entry copied start to finish on the worker thread. It serves
+//! `--engine readwrite` and is the automatic fallback where io_uring is missing or forbidden.
+
+use std::sync::Arc;
+
+use super::data::{BigFile, DataPath};
+use super::{copy_entry, Mover};
+use crate::node::DirNode;
+use crate::walk::{Entry, Queue};
+
+/// Synchronous copies through a [`DataPath`].
+#[derive(Debug)]
+pub(crate) struct SyncMover {
+    data: DataPath,
+}
+
+impl SyncMover {
+    pub fn new(data: DataPath) -> Self {
+        SyncMover { data }
+    }
+}
+
+impl<'a> Mover<'a> for SyncMover {
+    fn copy_entries(&mut self, dir: &Arc<DirNode<'a>>, entries: Vec<Entry>, queue: &Queue<'a>) {
+        let ctx = dir.ctx;
+        for (name, _) in entries {
+            if ctx.stopped() {
+                return;
+            }
+            copy_entry(ctx, self, dir, name, queue);
+        }
+    }
+
+    fn copy_chunk(&mut self, file: &Arc<BigFile<'a>>, offset: u64, len: u64) {
+        file.copy_chunk(&mut self.data, offset, len);
+    }
+
+    fn poll(&mut self, _queue: &Queue<'a>) {}
+
+    fn drain(&mut self, _queue: &Queue<'a>) {}
+
+    fn data_path(&mut self) -> &mut DataPath {
+        &mut self.data
+    }
+}

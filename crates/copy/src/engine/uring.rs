@@ -1,0 +1,507 @@
+//! The io_uring mover: small files go statx → open (source, then linked destination create) →
+//! read → write → close as ring operations. Many files are in flight at once, so each
+//! `io_uring_enter` carries the next step of dozens of files instead of one system call per
+//! step, and operations that block (cold cache) run concurrently in the kernel's io-wq workers.
+//! Files above the small-file threshold, symlinks, special files and merges into existing
+//! directories take the shared synchronous path ([`super::copy_entry`]), whose data path uses
+//! the kernel's own copy (FICLONE, copy_file_range).
+
+use std::alloc::{self, Layout};
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+
+use super::data::{BigFile, DataPath};
+use super::entry::{copy_stated, count_done};
+use super::{copy_entry, Mover};
+use crate::error::{CopyError, Op};
+use crate::finalize;
+use crate::node::DirNode;
+use crate::plan::Dereference;
+use crate::sys::{self, Kind, Stat};
+use crate::walk::{Entry, Queue};
+
+/// Checks that io_uring can be set up here and supports every opcode this mover uses.
+/// Docker's default seccomp profile and `kernel.io_uring_disabled` make this fail.
+pub fn uring_available() -> Result<(), String> {
+    let ring = IoUring::new(8).map_err(|e| format!("io_uring_setup failed: {e}"))?;
+    let mut probe = io_uring::Probe::new();
+    ring.submitter()
+        .register_probe(&mut probe)
+        .map_err(|e| format!("io_uring probe failed: {e}"))?;
+    for (code, name) in [
+        (opcode::Statx::CODE, "STATX"),
+        (opcode::OpenAt::CODE, "OPENAT"),
+        (opcode::Read::CODE, "READ"),
+        (opcode::Write::CODE, "WRITE"),
+        (opcode::Close::CODE, "CLOSE"),
+    ] {
+        if !probe.is_supported(code) {
+            return Err(format!("io_uring lacks the {name} operation"));
+        }
+    }
+    Ok(())
+}
+
+// Which operation a completion belongs to: the low byte of user_data.
+const TAG_STATX: u64 = 1;
+const TAG_OPEN_SRC: u64 = 2;
+const TAG_OPEN_DST: u64 = 3;
+const TAG_READ: u64 = 4;
+const TAG_WRITE: u64 = 5;
+const TAG_CLOSE_SRC: u64 = 6;
+const TAG_CLOSE_DST: u64 = 7;
+
+/// One small file in flight. Its name and statx buffer are heap allocations that stay put while
+/// the kernel uses them; the slot owns buffer number `slot`.
+struct FileOp<'a> {
+    dir: Arc<DirNode<'a>>,
+    name: CString,
+    statx: Box<libc::statx>,
+    stat: Option<Stat>,
+    src: i32,
+    dst: i32,
+    /// Bytes of the file written so far.
+    offset: u64,
+    /// Bytes in the buffer from the last read, and how many of them are written.
+    filled: u32,
+    written: u32,
+    /// Size of the last read request.
+    asked: u32,
+    /// Completions still to come before the next step.
+    pending: u8,
+    /// Content is complete and both descriptors went to CLOSE.
+    closed: bool,
+    error: Option<CopyError>,
+}
+
+/// Page-aligned buffers, one per slot, registered with the ring when the kernel allows.
+struct BufferPool {
+    base: *mut u8,
+    layout: Layout,
+    size: usize,
+}
+
+impl BufferPool {
+    fn new(count: usize, size: usize) -> Self {
+        let layout = Layout::from_size_align(count * size, 4096).expect("buffer layout");
+        // SAFETY: the layout has a non-zero size (count and size are at least 1).
+        let base = unsafe { alloc::alloc(layout) };
+        if base.is_null() {
+            alloc::handle_alloc_error(layout);
+        }
+        BufferPool { base, layout, size }
+    }
+
+    fn ptr(&self, index: usize) -> *mut u8 {
+        // SAFETY: callers pass index < count, so the offset stays inside the allocation.
+        unsafe { self.base.add(index * self.size) }
+    }
+
+    fn iovecs(&self, count: usize) -> Vec<libc::iovec> {
+        (0..count)
+            .map(|i| libc::iovec {
+                iov_base: self.ptr(i).cast(),
+                iov_len: self.size,
+            })
+            .collect()
+    }
+}
+
+impl Drop for BufferPool {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout; the ring that used it is gone (it is
+        // dropped first, being declared before the pool in `UringMover`).
+        unsafe { alloc::dealloc(self.base, self.layout) }
+    }
+}
+
+/// A worker's ring and its small files in flight.
+pub(crate) struct UringMover<'a> {
+    ring: IoUring,
+    slots: Vec<Option<FileOp<'a>>>,
+    free: Vec<usize>,
+    in_flight: usize,
+    buffers: BufferPool,
+    fixed_buffers: bool,
+    threshold: u64,
+    data: DataPath,
+    completions: Vec<(u64, i32)>,
+}
+
+impl<'a> UringMover<'a> {
+    /// Sets up a ring with `depth` file slots. Fails when io_uring is unavailable.
+    pub fn new(depth: u32, threshold: u64, data: DataPath) -> io::Result<Self> {
+        let depth = depth.max(1);
+        let entries = (depth * 2).next_power_of_two();
+        let ring = IoUring::builder()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .build(entries)
+            .or_else(|_| IoUring::builder().setup_coop_taskrun().build(entries))
+            .or_else(|_| IoUring::new(entries))?;
+        let buf_size = (threshold as usize).next_multiple_of(4096).max(4096);
+        let buffers = BufferPool::new(depth as usize, buf_size);
+        // SAFETY: the iovecs point into `buffers`, which lives as long as the ring.
+        let fixed_buffers = unsafe {
+            ring.submitter()
+                .register_buffers(&buffers.iovecs(depth as usize))
+        }
+        .is_ok();
+        Ok(UringMover {
+            ring,
+            slots: (0..depth).map(|_| None).collect(),
+            free: (0..depth as usize).rev().collect(),
+            in_flight: 0,
+            buffers,
+            fixed_buffers,
+            threshold,
+            data,
+            completions: Vec::with_capacity(entries as usize * 2),
+        })
+    }
+
+    /// Queues one entry, waiting for a free slot if all are busy.
+    fn start(&mut self, dir: &Arc<DirNode<'a>>, name: CString, queue: &Queue<'a>) {
+        while self.free.is_empty() {
+            self.wait(1, queue);
+        }
+        let slot = self.free.pop().expect("a free slot");
+        let mut op = FileOp {
+            dir: dir.clone(),
+            name,
+            // SAFETY: statx is plain old data; all-zero is a valid value.
+            statx: Box::new(unsafe { std::mem::zeroed() }),
+            stat: None,
+            src: -1,
+            dst: -1,
+            offset: 0,
+            filled: 0,
+            written: 0,
+            asked: 0,
+            pending: 1,
+            closed: false,
+            error: None,
+        };
+        let sqe = opcode::Statx::new(
+            types::Fd(dir.src_fd().as_raw_fd()),
+            op.name.as_ptr(),
+            (&mut *op.statx as *mut libc::statx).cast(),
+        )
+        .flags(libc::AT_SYMLINK_NOFOLLOW | libc::AT_STATX_SYNC_AS_STAT)
+        .mask(sys::STATX_MASK)
+        .build()
+        .user_data(user_data(slot, TAG_STATX));
+        self.slots[slot] = Some(op);
+        self.in_flight += 1;
+        self.push(&[sqe], queue);
+    }
+
+    /// Pushes SQEs, submitting first if the queue is full.
+    fn push(&mut self, sqes: &[squeue::Entry], queue: &Queue<'a>) {
+        loop {
+            // SAFETY: every pointer in these SQEs (names, statx buffers, data buffers) belongs
+            // to a slot that stays occupied until all of its completions have arrived.
+            let pushed = unsafe { self.ring.submission().push_multiple(sqes) };
+            if pushed.is_ok() {
+                return;
+            }
+            self.wait(0, queue);
+        }
+    }
+
+    /// Submits queued SQEs, waits for `want` completions, and handles every completion there is.
+    fn wait(&mut self, want: usize, queue: &Queue<'a>) {
+        match self.ring.submit_and_wait(want) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+            Err(e) => panic!("io_uring_enter failed: {e}"),
+        }
+        let mut done = std::mem::take(&mut self.completions);
+        done.extend(
+            self.ring
+                .completion()
+                .map(|c: cqueue::Entry| (c.user_data(), c.result())),
+        );
+        for &(data, res) in &done {
+            self.complete(data, res, queue);
+        }
+        done.clear();
+        self.completions = done;
+    }
+
+    fn complete(&mut self, data: u64, res: i32, queue: &Queue<'a>) {
+        let slot = (data >> 8) as usize;
+        let tag = data & 0xff;
+        let Some(op) = self.slots[slot].as_mut() else {
+            return;
+        };
+        op.pending -= 1;
+        let ctx = op.dir.ctx;
+        match tag {
+            TAG_STATX => {
+                if res < 0 {
+                    let err = CopyError::io(Op::Stat, op.dir.src_path(Some(&op.name)), errno(res));
+                    self.finish(slot, Some(err));
+                    return;
+                }
+                let stat = Stat::from(&*op.statx);
+                if stat.kind() != Kind::File || stat.size > self.threshold || ctx.stopped() {
+                    // Not a small file: the shared synchronous path takes it from here.
+                    let op = self.release(slot);
+                    if !ctx.stopped() {
+                        let name = op.name;
+                        copy_stated(ctx, self, &op.dir, name.clone(), name, stat, false, queue);
+                    }
+                    return;
+                }
+                op.stat = Some(stat);
+                op.pending = 2;
+                let dir = &op.dir;
+                let open_src =
+                    opcode::OpenAt::new(types::Fd(dir.src_fd().as_raw_fd()), op.name.as_ptr())
+                        .flags(libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                        .build()
+                        .flags(squeue::Flags::IO_LINK)
+                        .user_data(user_data(slot, TAG_OPEN_SRC));
+                // Linked: the destination is created only once the source opened.
+                let open_dst =
+                    opcode::OpenAt::new(types::Fd(dir.dst_fd().as_raw_fd()), op.name.as_ptr())
+                        .flags(libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC)
+                        .mode(finalize::create_mode(&stat))
+                        .build()
+                        .user_data(user_data(slot, TAG_OPEN_DST));
+                self.push(&[open_src, open_dst], queue);
+            }
+            TAG_OPEN_SRC | TAG_OPEN_DST => {
+                if res >= 0 {
+                    if tag == TAG_OPEN_SRC {
+                        op.src = res
+                    } else {
+                        op.dst = res
+                    }
+                } else if res != -libc::ECANCELED && op.error.is_none() {
+                    let (kind, path) = if tag == TAG_OPEN_SRC {
+                        (Op::Open, op.dir.src_path(Some(&op.name)))
+                    } else {
+                        (Op::Create, op.dir.dst_path(Some(&op.name)))
+                    };
+                    op.error = Some(CopyError::io(kind, path, errno(res)));
+                }
+                if op.pending == 0 {
+                    if op.error.is_some() || ctx.stopped() {
+                        let err = op.error.take();
+                        self.finish(slot, err);
+                    } else {
+                        self.read(slot, queue);
+                    }
+                }
+            }
+            TAG_READ => {
+                if res == -libc::EAGAIN || res == -libc::EINTR {
+                    self.read(slot, queue);
+                } else if res < 0 {
+                    let err = CopyError::io(Op::Read, op.dir.src_path(Some(&op.name)), errno(res));
+                    self.finish(slot, Some(err));
+                } else if res == 0 || ctx.stopped() {
+                    self.close(slot, queue);
+                } else {
+                    op.filled = res as u32;
+                    op.written = 0;
+                    self.write(slot, queue);
+                }
+            }
+            TAG_WRITE => {
+                if res == -libc::EAGAIN || res == -libc::EINTR {
+                    self.write(slot, queue);
+                    return;
+                }
+                if res <= 0 {
+                    let e = if res == 0 {
+                        io::ErrorKind::WriteZero.into()
+                    } else {
+                        errno(res)
+                    };
+                    let err = CopyError::io(Op::Write, op.dir.dst_path(Some(&op.name)), e);
+                    self.finish(slot, Some(err));
+                    return;
+                }
+                op.written += res as u32;
+                if op.written < op.filled {
+                    self.write(slot, queue); // short write: the rest
+                    return;
+                }
+                op.offset += u64::from(op.filled);
+                let size = op.stat.map_or(0, |s| s.size);
+                // A read shorter than asked that reached the size statx gave is end of file.
+                if (op.filled < op.asked && op.offset >= size) || ctx.stopped() {
+                    self.close(slot, queue);
+                } else {
+                    self.read(slot, queue);
+                }
+            }
+            TAG_CLOSE_SRC | TAG_CLOSE_DST => {
+                if tag == TAG_CLOSE_DST && res < 0 && op.error.is_none() {
+                    let err = CopyError::io(Op::Close, op.dir.dst_path(Some(&op.name)), errno(res));
+                    op.error = Some(err);
+                }
+                if op.pending == 0 {
+                    let err = op.error.take();
+                    self.finish(slot, err);
+                }
+            }
+            _ => unreachable!("unknown completion tag {tag}"),
+        }
+    }
+
+    fn read(&mut self, slot: usize, queue: &Queue<'a>) {
+        let op = self.slots[slot].as_mut().expect("live slot");
+        let size = op.stat.map_or(0, |s| s.size);
+        // Ask for one byte past the expected end, so a file that grew is noticed in one read.
+        let want = (size.saturating_sub(op.offset) + 1).min(self.buffers.size as u64) as u32;
+        op.asked = want;
+        op.pending = 1;
+        let buf = self.buffers.ptr(slot);
+        let sqe = if self.fixed_buffers {
+            opcode::ReadFixed::new(types::Fd(op.src), buf, want, slot as u16)
+                .offset(op.offset)
+                .build()
+        } else {
+            opcode::Read::new(types::Fd(op.src), buf, want)
+                .offset(op.offset)
+                .build()
+        };
+        self.push(&[sqe.user_data(user_data(slot, TAG_READ))], queue);
+    }
+
+    fn write(&mut self, slot: usize, queue: &Queue<'a>) {
+        let op = self.slots[slot].as_mut().expect("live slot");
+        op.pending = 1;
+        // SAFETY: written < filled <= buffer size, so the pointer stays in this slot's buffer.
+        let buf = unsafe { self.buffers.ptr(slot).add(op.written as usize) };
+        let len = op.filled - op.written;
+        let at = op.offset + u64::from(op.written);
+        let sqe = if self.fixed_buffers {
+            opcode::WriteFixed::new(types::Fd(op.dst), buf, len, slot as u16)
+                .offset(at)
+                .build()
+        } else {
+            opcode::Write::new(types::Fd(op.dst), buf, len)
+                .offset(at)
+                .build()
+        };
+        self.push(&[sqe.user_data(user_data(slot, TAG_WRITE))], queue);
+    }
+
+    /// Content is complete: metadata on the open destination, then both closes in one batch.
+    fn close(&mut self, slot: usize, queue: &Queue<'a>) {
+        let op = self.slots[slot].as_mut().expect("live slot");
+        let ctx = op.dir.ctx;
+        if ctx.stopped() {
+            self.finish(slot, None);
+            return;
+        }
+        ctx.progress.bytes.fetch_add(op.offset, Ordering::Relaxed);
+        if ctx.plan.preserve.any() {
+            let stat = op.stat.expect("stat of a file in flight");
+            // SAFETY: op.dst is open until the CLOSE below completes.
+            let dst = unsafe { BorrowedFd::borrow_raw(op.dst) };
+            let path = || op.dir.dst_path(Some(&op.name));
+            if let Err(e) = finalize::file(ctx, dst, &stat, true, &path) {
+                op.error = Some(e);
+            }
+        }
+        op.pending = 2;
+        let close_src = opcode::Close::new(types::Fd(op.src))
+            .build()
+            .user_data(user_data(slot, TAG_CLOSE_SRC));
+        let close_dst = opcode::Close::new(types::Fd(op.dst))
+            .build()
+            .user_data(user_data(slot, TAG_CLOSE_DST));
+        op.src = -1;
+        op.dst = -1;
+        op.closed = true;
+        self.push(&[close_src, close_dst], queue);
+    }
+
+    /// Ends a file: on success counts it; on failure (or interruption) closes what is open,
+    /// removes the partial destination and reports the error. Metadata errors leave the file,
+    /// whose content is complete, in place.
+    fn finish(&mut self, slot: usize, err: Option<CopyError>) {
+        let op = self.release(slot);
+        let ctx = op.dir.ctx;
+        let dst_was_open = op.dst >= 0;
+        for fd in [op.src, op.dst] {
+            if fd >= 0 {
+                // SAFETY: the fd came from a completed OPENAT and no operation uses it now.
+                drop(unsafe { OwnedFd::from_raw_fd(fd) });
+            }
+        }
+        let close_failed = matches!(err, Some(CopyError::Io { op: Op::Close, .. }));
+        if (!op.closed && dst_was_open) || close_failed {
+            let _ = sys::unlinkat(op.dir.dst_fd(), &op.name);
+        }
+        match err {
+            Some(e) => ctx.fail(e),
+            None if op.closed => count_done(ctx, &op.dir, &op.name, &op.name),
+            None => {}
+        }
+    }
+
+    fn release(&mut self, slot: usize) -> FileOp<'a> {
+        let op = self.slots[slot].take().expect("live slot");
+        self.free.push(slot);
+        self.in_flight -= 1;
+        op
+    }
+}
+
+fn user_data(slot: usize, tag: u64) -> u64 {
+    ((slot as u64) << 8) | tag
+}
+
+fn errno(res: i32) -> io::Error {
+    io::Error::from_raw_os_error(-res)
+}
+
+impl<'a> Mover<'a> for UringMover<'a> {
+    fn copy_entries(&mut self, dir: &Arc<DirNode<'a>>, entries: Vec<Entry>, queue: &Queue<'a>) {
+        let ctx = dir.ctx;
+        // Merges need cp's checks against what exists, -L needs following: the shared path.
+        let ring_ok = dir.fresh && ctx.plan.dereference != Dereference::Always;
+        for (name, kind) in entries {
+            if ctx.stopped() {
+                return;
+            }
+            match kind {
+                Some(Kind::File) | None if ring_ok => self.start(dir, name, queue),
+                _ => copy_entry(ctx, self, dir, name, queue),
+            }
+        }
+    }
+
+    fn copy_chunk(&mut self, file: &Arc<BigFile<'a>>, offset: u64, len: u64) {
+        file.copy_chunk(&mut self.data, offset, len);
+    }
+
+    fn poll(&mut self, queue: &Queue<'a>) {
+        if self.in_flight > 0 {
+            self.wait(0, queue);
+        }
+    }
+
+    fn drain(&mut self, queue: &Queue<'a>) {
+        while self.in_flight > 0 {
+            self.wait(1, queue);
+        }
+    }
+
+    fn data_path(&mut self) -> &mut DataPath {
+        &mut self.data
+    }
+}

@@ -1,0 +1,155 @@
+//! Errors that name the operation and the path.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// The operation that failed, worded for `ringio: cannot <op> '<path>': <reason>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// stat / statx.
+    Stat,
+    /// Opening a file for reading.
+    Open,
+    /// Opening a directory.
+    OpenDir,
+    /// Reading directory entries.
+    ReadDir,
+    /// Creating a regular file.
+    Create,
+    /// Creating a directory.
+    CreateDir,
+    /// Reading file content.
+    Read,
+    /// Writing file content.
+    Write,
+    /// Reading a symlink's target.
+    ReadLink,
+    /// Creating a symlink.
+    CreateSymlink,
+    /// Creating a special file (fifo, socket, device).
+    CreateSpecial,
+    /// Removing a destination entry.
+    Remove,
+    /// Setting permissions.
+    SetMode,
+    /// Setting owner and group.
+    SetOwner,
+    /// Setting access and modification times.
+    SetTimes,
+    /// Closing a file (errors here can mean lost writes).
+    Close,
+    /// Flushing to stable storage.
+    Sync,
+    /// Copying onto an existing entry.
+    Overwrite,
+    /// Copying at all (a rule such as "into itself" refused it).
+    Copy,
+}
+
+impl Op {
+    fn verb(self) -> &'static str {
+        match self {
+            Op::Stat => "stat",
+            Op::Open => "open",
+            Op::OpenDir => "open directory",
+            Op::ReadDir => "read directory",
+            Op::Create => "create regular file",
+            Op::CreateDir => "create directory",
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::ReadLink => "read symbolic link",
+            Op::CreateSymlink => "create symbolic link",
+            Op::CreateSpecial => "create special file",
+            Op::Remove => "remove",
+            Op::SetMode => "preserve permissions for",
+            Op::SetOwner => "preserve ownership for",
+            Op::SetTimes => "preserve times for",
+            Op::Close => "close",
+            Op::Sync => "fsync",
+            Op::Overwrite => "overwrite",
+            Op::Copy => "copy",
+        }
+    }
+}
+
+/// A failure of one operation on one path.
+#[derive(Debug, thiserror::Error)]
+pub enum CopyError {
+    /// A system call failed.
+    #[error("cannot {} '{}': {}", .op.verb(), .path.display(), reason(.source))]
+    Io {
+        /// What was being done.
+        op: Op,
+        /// The path it was done to, as the user would name it.
+        path: PathBuf,
+        /// The system's reason.
+        #[source]
+        source: io::Error,
+    },
+    /// A rule of cp refused the copy (into itself, same file, missing -r, ...).
+    #[error("{0}")]
+    Refused(String),
+    /// The copy was interrupted by a signal.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl CopyError {
+    /// Builds an I/O error for `op` on `path`.
+    pub fn io(op: Op, path: impl Into<PathBuf>, source: impl Into<io::Error>) -> Self {
+        CopyError::Io {
+            op,
+            path: path.into(),
+            source: source.into(),
+        }
+    }
+
+    /// True for errors that must stop the whole run: no space, no quota, read-only filesystem.
+    pub fn is_fatal(&self) -> bool {
+        match self {
+            CopyError::Io { source, .. } => matches!(
+                source.raw_os_error(),
+                Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EROFS)
+            ),
+            CopyError::Interrupted => true,
+            CopyError::Refused(_) => false,
+        }
+    }
+}
+
+/// The system's reason without Rust's " (os error N)" suffix, as cp prints it.
+fn reason(err: &io::Error) -> impl fmt::Display + '_ {
+    struct Reason<'a>(&'a io::Error);
+    impl fmt::Display for Reason<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            let text = self.0.to_string();
+            match text.rfind(" (os error ") {
+                Some(cut) => f.write_str(&text[..cut]),
+                None => f.write_str(&text),
+            }
+        }
+    }
+    Reason(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_matches_cp() {
+        let err = CopyError::io(
+            Op::Open,
+            "src/secret",
+            io::Error::from_raw_os_error(libc::EACCES),
+        );
+        assert_eq!(
+            err.to_string(),
+            "cannot open 'src/secret': Permission denied"
+        );
+        assert!(!err.is_fatal());
+        let full = CopyError::io(Op::Write, "d/f", io::Error::from_raw_os_error(libc::ENOSPC));
+        assert!(full.is_fatal());
+    }
+}

@@ -1,0 +1,120 @@
+//! Metadata after content: owner, then mode (chown clears setuid), then times (last, since
+//! every other change touches ctime and writing into a directory touches its mtime).
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::BorrowedFd;
+use std::path::PathBuf;
+
+use crate::error::{CopyError, Op};
+use crate::node::{Ctx, DirNode};
+use crate::sys::{self, Stat};
+
+/// Mode a new file or directory is created with. The kernel applies the umask on top.
+pub(crate) fn create_mode(stat: &Stat) -> u32 {
+    stat.perm() & 0o777
+}
+
+/// Applies metadata to a regular file's destination descriptor after its content is written.
+/// `created` says the file was made by this run with [`create_mode`].
+pub(crate) fn file(
+    ctx: &Ctx<'_>,
+    dst: BorrowedFd<'_>,
+    stat: &Stat,
+    created: bool,
+    path: &dyn Fn() -> PathBuf,
+) -> Result<(), CopyError> {
+    let preserve = ctx.plan.preserve;
+    if preserve.ownership {
+        chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid))
+            .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
+    }
+    if preserve.mode && (!created || needs_chmod(ctx, stat)) {
+        sys::fchmod(dst, stat.perm()).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+    }
+    if preserve.timestamps {
+        sys::futimens(dst, stat.atime, stat.mtime)
+            .map_err(|e| CopyError::io(Op::SetTimes, path(), e))?;
+    }
+    Ok(())
+}
+
+/// True when the mode a file was created with (after the umask) differs from the source's.
+fn needs_chmod(ctx: &Ctx<'_>, stat: &Stat) -> bool {
+    stat.perm() != (create_mode(stat) & !ctx.umask)
+}
+
+/// Owner and group as cp does it: root sets both; anyone else tries the group alone, and a
+/// refusal there is not an error (the file simply keeps the caller's group).
+fn chown(ctx: &Ctx<'_>, stat: &Stat, call: impl Fn(u32, u32) -> io::Result<()>) -> io::Result<()> {
+    if ctx.is_root {
+        return call(stat.uid, stat.gid);
+    }
+    match call(u32::MAX, stat.gid) {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => Ok(()),
+        other => other,
+    }
+}
+
+/// Applies a directory's metadata once all its children are done. Runs from `DirNode::drop`.
+pub(crate) fn directory(node: &DirNode<'_>) {
+    let ctx = node.ctx;
+    let preserve = ctx.plan.preserve;
+    let stat = &node.stat;
+    let dst = node.dst_fd();
+    let path = || node.dst_path(None);
+    if preserve.ownership {
+        if let Err(e) = chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid)) {
+            ctx.fail(CopyError::io(Op::SetOwner, path(), e));
+        }
+    }
+    // A fresh directory was made with owner rwx so it could be filled; give it its real mode.
+    let mode = if preserve.mode {
+        Some(stat.perm())
+    } else if node.fresh {
+        Some(create_mode(stat) & !ctx.umask)
+    } else {
+        None
+    };
+    if let Some(mode) = mode {
+        if node.fresh && mode == dir_create_mode(stat) & !ctx.umask {
+            // Created with exactly this mode already.
+        } else if let Err(e) = sys::fchmod(dst, mode) {
+            ctx.fail(CopyError::io(Op::SetMode, path(), e));
+        }
+    }
+    if preserve.timestamps {
+        if let Err(e) = sys::futimens(dst, stat.atime, stat.mtime) {
+            ctx.fail(CopyError::io(Op::SetTimes, path(), e));
+        }
+    }
+}
+
+/// Mode a new directory is created with: its own bits, plus owner rwx so it can be filled.
+pub(crate) fn dir_create_mode(stat: &Stat) -> u32 {
+    (stat.perm() & 0o777) | 0o700
+}
+
+/// Owner and times of a symlink or special file, set on the entry itself.
+pub(crate) fn entry_at(
+    ctx: &Ctx<'_>,
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    stat: &Stat,
+    is_symlink: bool,
+    path: &dyn Fn() -> PathBuf,
+) -> Result<(), CopyError> {
+    let preserve = ctx.plan.preserve;
+    if preserve.ownership {
+        chown(ctx, stat, |uid, gid| sys::lchownat(dir, name, uid, gid))
+            .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
+    }
+    if preserve.mode && !is_symlink {
+        sys::fchmodat(dir, name, stat.perm()).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+    }
+    if preserve.timestamps {
+        sys::lutimensat(dir, name, stat.atime, stat.mtime)
+            .map_err(|e| CopyError::io(Op::SetTimes, path(), e))?;
+    }
+    Ok(())
+}

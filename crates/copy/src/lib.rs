@@ -1,0 +1,28 @@
+//! ringio-copy: the copy pipeline behind `ringio cp`.
+//!
+//! The pipeline is `walk → jobs → engine → finalize`:
+//!
+//! * [`walk`] reads directories with getdents64 relative to directory descriptors, so trees deeper
+//!   than `PATH_MAX` copy, and streams work to a small pool of threads. Memory grows with depth and
+//!   in-flight work, never with the size of the tree.
+//! * An engine ([`Engine`]) moves the bytes of regular files: `uring` batches the per-file system
+//!   calls of small files through one io_uring per worker and lets the kernel move large files
+//!   (FICLONE, copy_file_range) in parallel chunks; `readwrite` is plain read/write, the reference.
+//! * [`finalize`] applies metadata after content, and to directories after all their children.
+//!
+//! Everything a caller decides is in a [`CopyPlan`]; [`copy`] runs it.
+#![deny(missing_docs)]
+
+mod engine;
+mod error;
+pub mod finalize;
+mod node;
+mod plan;
+mod run;
+mod sys;
+pub mod walk;
+
+pub use engine::{uring_available, Engine};
+pub use error::{CopyError, Op};
+pub use plan::{CopyPlan, CopyRoot, Dereference, Overwrite, Preserve, Tuning};
+pub use run::{copy, Progress, Reporter, Summary};

@@ -1,0 +1,280 @@
+//! What to copy and how: the validated plan the CLI hands to [`crate::copy`].
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::engine::Engine;
+use crate::error::{CopyError, Op};
+
+/// Which symlinks are followed (cp's `-P`, `-L`, `-H`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dereference {
+    /// `-P`: copy symlinks as symlinks.
+    Never,
+    /// `-L`: follow every symlink.
+    Always,
+    /// `-H`: follow symlinks named on the command line, copy the others as symlinks.
+    CommandLine,
+}
+
+/// Which metadata is carried over (cp's `--preserve`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Preserve {
+    /// Permission bits, including setuid, setgid and sticky.
+    pub mode: bool,
+    /// Owner and group (the owner only when running as root).
+    pub ownership: bool,
+    /// Access and modification times, with nanoseconds.
+    pub timestamps: bool,
+    /// Hard links between files of the copied tree.
+    pub links: bool,
+    /// Extended attributes, ACLs included.
+    pub xattr: bool,
+}
+
+impl Preserve {
+    /// `--preserve=all`.
+    pub const ALL: Preserve = Preserve {
+        mode: true,
+        ownership: true,
+        timestamps: true,
+        links: true,
+        xattr: true,
+    };
+    /// `-p`: mode, ownership, timestamps.
+    pub const P: Preserve = Preserve {
+        mode: true,
+        ownership: true,
+        timestamps: true,
+        links: false,
+        xattr: false,
+    };
+
+    /// Parses one comma-separated `--preserve` / `--no-preserve` list and sets each named
+    /// attribute to `value`.
+    pub fn apply_list(&mut self, list: &str, value: bool) -> Result<(), String> {
+        for word in list.split(',').filter(|w| !w.is_empty()) {
+            match word {
+                "mode" => self.mode = value,
+                "ownership" => self.ownership = value,
+                "timestamps" => self.timestamps = value,
+                "links" => self.links = value,
+                "xattr" => self.xattr = value,
+                "all" => {
+                    *self = if value { Preserve::ALL } else { Preserve::default() };
+                }
+                // cp accepts these; ringio has no separate notion of them.
+                "context" => {}
+                _ => {
+                    return Err(format!(
+                        "invalid attribute '{word}' (valid: mode, ownership, timestamps, links, xattr, all)"
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// True when any metadata beyond content is carried over.
+    pub fn any(&self) -> bool {
+        self.mode || self.ownership || self.timestamps || self.xattr
+    }
+}
+
+/// What happens when a destination file already exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overwrite {
+    /// cp's default: write over the existing file, keeping its inode.
+    Replace,
+    /// `-n`: never touch an existing file.
+    NoClobber,
+    /// `-u`: replace only when the source is newer.
+    Update,
+}
+
+/// Engine knobs. Defaults come from measurements recorded in docs/BENCHMARKS.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuning {
+    /// Worker threads.
+    pub threads: usize,
+    /// Buffer size for the read/write data path.
+    pub block_size: usize,
+    /// Files in flight per io_uring worker.
+    pub queue_depth: u32,
+    /// Files up to this size go through the io_uring read/write pipeline; larger ones are moved
+    /// by the kernel (FICLONE, copy_file_range).
+    pub small_file_threshold: u64,
+    /// Files at least twice this size are split into chunks of this size, copied in parallel.
+    pub chunk_size: u64,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Tuning {
+            threads: (cores * 2).clamp(4, 64),
+            block_size: 128 * 1024,
+            queue_depth: 64,
+            small_file_threshold: 64 * 1024,
+            chunk_size: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// One source and the exact destination path it becomes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyRoot {
+    /// The source, as the user named it.
+    pub src: PathBuf,
+    /// The destination path to create (already resolved: `DIR/basename(src)` when copying into a
+    /// directory).
+    pub dst: PathBuf,
+}
+
+/// Everything [`crate::copy`] needs, resolved and validated.
+#[derive(Debug, Clone)]
+pub struct CopyPlan {
+    /// Source → destination pairs, in command-line order.
+    pub roots: Vec<CopyRoot>,
+    /// `-r`: copy directories recursively.
+    pub recursive: bool,
+    /// Symlink following.
+    pub dereference: Dereference,
+    /// Metadata to carry over.
+    pub preserve: Preserve,
+    /// Existing-destination policy.
+    pub overwrite: Overwrite,
+    /// `-f`: when an existing destination cannot be opened, remove it and try again.
+    pub force: bool,
+    /// How bytes move.
+    pub engine: Engine,
+    /// Engine knobs.
+    pub tuning: Tuning,
+    /// `-v`: print each copied entry, and note engine fallbacks.
+    pub verbose: bool,
+}
+
+impl CopyPlan {
+    /// Resolves cp's three forms into source → destination pairs:
+    /// `SRC DST`, `SRC... DIR` (also `-t DIR SRC...`) and `-T SRC DST`.
+    pub fn resolve_roots(
+        sources: &[PathBuf],
+        target: &Path,
+        into_directory: Option<bool>,
+    ) -> Result<Vec<CopyRoot>, CopyError> {
+        if sources.is_empty() {
+            return Err(CopyError::Refused(format!(
+                "missing destination file operand after '{}'",
+                target.display()
+            )));
+        }
+        let target_is_dir = fs::metadata(target).map(|m| m.is_dir()).unwrap_or(false);
+        let into = match into_directory {
+            Some(true) => {
+                if !target_is_dir {
+                    return Err(not_a_directory(target));
+                }
+                true
+            }
+            Some(false) => {
+                if sources.len() > 1 {
+                    return Err(CopyError::Refused(format!(
+                        "extra operand '{}'",
+                        sources[1].display()
+                    )));
+                }
+                false
+            }
+            None if sources.len() > 1 => {
+                if !target_is_dir {
+                    return Err(not_a_directory(target));
+                }
+                true
+            }
+            None => target_is_dir,
+        };
+        Ok(sources
+            .iter()
+            .map(|src| {
+                let dst = if into {
+                    match src.file_name() {
+                        Some(name) => target.join(name),
+                        None => target.to_path_buf(),
+                    }
+                } else {
+                    target.to_path_buf()
+                };
+                CopyRoot {
+                    src: src.clone(),
+                    dst,
+                }
+            })
+            .collect())
+    }
+}
+
+fn not_a_directory(target: &Path) -> CopyError {
+    match fs::metadata(target) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            CopyError::io(Op::Copy, target, io::Error::from_raw_os_error(libc::ENOENT))
+        }
+        _ => CopyError::Refused(format!("target '{}' is not a directory", target.display())),
+    }
+}
+
+/// Refuses `dst` when it lies inside the directory `src` (cp: "cannot copy a directory into
+/// itself"). Works on canonical paths of what exists: the deepest existing ancestor of `dst`.
+pub(crate) fn check_not_inside(src: &Path, dst: &Path) -> Result<(), CopyError> {
+    let Ok(src_real) = fs::canonicalize(src) else {
+        return Ok(());
+    };
+    let mut probe = Some(dst);
+    while let Some(p) = probe {
+        if let Ok(real) = fs::canonicalize(p) {
+            let tail = dst.strip_prefix(p).unwrap_or(Path::new(""));
+            let dst_real = real.join(tail);
+            if dst_real.starts_with(&src_real) {
+                return Err(CopyError::Refused(format!(
+                    "cannot copy a directory, '{}', into itself, '{}'",
+                    src.display(),
+                    dst.display()
+                )));
+            }
+            return Ok(());
+        }
+        probe = p.parent().filter(|p| !p.as_os_str().is_empty());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preserve_lists() {
+        let mut p = Preserve::default();
+        p.apply_list("mode,timestamps", true).unwrap();
+        assert!(p.mode && p.timestamps && !p.ownership);
+        p.apply_list("all", true).unwrap();
+        assert_eq!(p, Preserve::ALL);
+        p.apply_list("xattr", false).unwrap();
+        assert!(!p.xattr && p.links);
+        assert!(p.apply_list("colour", true).is_err());
+    }
+
+    #[test]
+    fn roots_into_existing_directory() {
+        let tmp = std::env::temp_dir();
+        let roots = CopyPlan::resolve_roots(&[PathBuf::from("a/b")], &tmp, None).expect("resolves");
+        assert_eq!(roots[0].dst, tmp.join("b"));
+        let roots = CopyPlan::resolve_roots(&[PathBuf::from("a/b")], &tmp, Some(false)).unwrap();
+        assert_eq!(roots[0].dst, tmp);
+        let missing = Path::new("/nonexistent-ringio-target");
+        assert!(
+            CopyPlan::resolve_roots(&[PathBuf::from("a"), PathBuf::from("b")], missing, None)
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,278 @@
+//! Running a [`CopyPlan`]: roots become tasks, workers take them, metadata lands in post-order.
+
+use std::ffi::{CString, OsStr};
+use std::io;
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::engine::{uring_available, DataPath, Engine, Mover, SyncMover, UringMover};
+use crate::error::{CopyError, Op};
+use crate::finalize;
+use crate::node::{Ctx, DirNode, RootNames};
+use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference};
+use crate::sys::{self, Kind};
+use crate::walk::{self, Queue, Task};
+
+/// Live counters, readable from another thread (progress bars), and the stop switch.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Entries (files, symlinks, special files) finished.
+    pub files: AtomicU64,
+    /// Directories read.
+    pub dirs: AtomicU64,
+    /// File bytes copied.
+    pub bytes: AtomicU64,
+    cancel: AtomicBool,
+}
+
+impl Progress {
+    /// Zeroed counters; `const` so a signal handler can reach a `static` one.
+    pub const fn new() -> Self {
+        Progress {
+            files: AtomicU64::new(0),
+            dirs: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            cancel: AtomicBool::new(false),
+        }
+    }
+
+    /// Asks the copy to stop as soon as it can (async-signal-safe: one atomic store).
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+
+    /// True once [`Progress::cancel`] was called.
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+}
+
+/// Where the copy reports what happens. Called from worker threads.
+pub trait Reporter: Sync {
+    /// An entry failed; the copy goes on (unless the error is fatal).
+    fn error(&self, err: &CopyError);
+    /// An entry was copied (called only under `-v`).
+    fn copied(&self, src: &Path, dst: &Path);
+    /// Something worth saying under `-v` (an engine fallback, a file that changed size).
+    fn note(&self, msg: &str);
+}
+
+/// The outcome of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Entries copied.
+    pub files: u64,
+    /// Directories read.
+    pub dirs: u64,
+    /// File bytes copied.
+    pub bytes: u64,
+    /// Entries that failed.
+    pub errors: u64,
+    /// Stopped by [`Progress::cancel`] (SIGINT).
+    pub interrupted: bool,
+    /// The engine that actually ran.
+    pub engine: String,
+}
+
+/// Runs the plan. Per-entry errors go to `reporter` and are counted in the summary.
+pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Summary {
+    let nofile = sys::raise_nofile_limit();
+    let mut plan = plan.clone();
+    // Keep descriptors well inside RLIMIT_NOFILE: each in-flight small file holds two, each open
+    // directory pair two, each worker a ring and its current synchronous file.
+    let threads = plan
+        .tuning
+        .threads
+        .clamp(1, ((nofile as usize).saturating_sub(16) / 12).max(1));
+    plan.tuning.threads = threads;
+    let per_thread = (nofile as usize).saturating_sub(32) / threads;
+    let depth_budget = (per_thread / 4).saturating_sub(4).max(1) as u32;
+    plan.tuning.queue_depth = plan.tuning.queue_depth.clamp(1, depth_budget);
+
+    let use_uring = match plan.engine {
+        Engine::Uring => match uring_available() {
+            Ok(()) => true,
+            Err(why) => {
+                if plan.verbose {
+                    reporter.note(&format!("{why}; using the synchronous threaded engine"));
+                }
+                false
+            }
+        },
+        Engine::ReadWrite => false,
+    };
+    let ctx = Ctx {
+        plan: &plan,
+        progress,
+        reporter,
+        umask: sys::umask(),
+        // SAFETY: geteuid cannot fail.
+        is_root: unsafe { libc::geteuid() } == 0,
+        errors: AtomicU64::new(0),
+        fatal: AtomicBool::new(false),
+    };
+    let queue = Queue::new(threads);
+    for root in &plan.roots {
+        if ctx.stopped() {
+            break;
+        }
+        if let Err(e) = start_root(&ctx, &queue, root) {
+            ctx.fail(e);
+        }
+    }
+    let engine_name = if use_uring {
+        "uring"
+    } else {
+        plan.engine.name()
+    };
+    let engine_name = if plan.engine == Engine::Uring && !use_uring {
+        "sync (io_uring unavailable)"
+    } else {
+        engine_name
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                let tuning = &plan.tuning;
+                let bs = tuning.block_size;
+                let mut mover: Box<dyn Mover<'_>> = match plan.engine {
+                    Engine::ReadWrite => Box::new(SyncMover::new(DataPath::read_write(bs))),
+                    Engine::Uring if use_uring => {
+                        match UringMover::new(
+                            tuning.queue_depth,
+                            tuning.small_file_threshold,
+                            DataPath::kernel(bs),
+                        ) {
+                            Ok(m) => Box::new(m),
+                            Err(e) => {
+                                if plan.verbose {
+                                    reporter.note(&format!(
+                                        "io_uring setup failed ({e}); this worker copies synchronously"
+                                    ));
+                                }
+                                Box::new(SyncMover::new(DataPath::kernel(bs)))
+                            }
+                        }
+                    }
+                    Engine::Uring => Box::new(SyncMover::new(DataPath::kernel(bs))),
+                };
+                walk::worker(&ctx, &queue, mover.as_mut());
+            });
+        }
+    });
+    Summary {
+        files: progress.files.load(Ordering::Relaxed),
+        dirs: progress.dirs.load(Ordering::Relaxed),
+        bytes: progress.bytes.load(Ordering::Relaxed),
+        errors: ctx.errors.load(Ordering::Relaxed),
+        interrupted: progress.cancelled(),
+        engine: engine_name.to_string(),
+    }
+}
+
+fn cstring(bytes: &[u8], path: &Path) -> Result<CString, CopyError> {
+    CString::new(bytes).map_err(|_| CopyError::io(Op::Stat, path, io::ErrorKind::InvalidInput))
+}
+
+fn path_cstring(path: &Path) -> Result<CString, CopyError> {
+    cstring(path.as_os_str().as_bytes(), path)
+}
+
+/// Turns one command-line operand into its first task.
+fn start_root<'a>(ctx: &'a Ctx<'a>, queue: &Queue<'a>, root: &CopyRoot) -> Result<(), CopyError> {
+    let plan = ctx.plan;
+    let follow = plan.dereference != Dereference::Never;
+    let src_c = path_cstring(&root.src)?;
+    let cwd = rustix::fs::CWD;
+    let stat =
+        sys::statx_at(cwd, &src_c, follow).map_err(|e| CopyError::io(Op::Stat, &root.src, e))?;
+    if stat.kind() != Kind::Dir {
+        return start_root_entry(ctx, queue, root, follow);
+    }
+    if !plan.recursive {
+        return Err(CopyError::Refused(format!(
+            "-r not specified; omitting directory '{}'",
+            root.src.display()
+        )));
+    }
+    check_not_inside(&root.src, &root.dst)?;
+    let dst_c = path_cstring(&root.dst)?;
+    let fresh = match sys::mkdirat(cwd, &dst_c, finalize::dir_create_mode(&stat)) {
+        Ok(()) => true,
+        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => false,
+        Err(e) => return Err(CopyError::io(Op::CreateDir, &root.dst, e)),
+    };
+    let src =
+        sys::open_dir(cwd, &src_c, follow).map_err(|e| CopyError::io(Op::OpenDir, &root.src, e))?;
+    let dst = match sys::open_dir(cwd, &dst_c, true) {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            return Err(CopyError::Refused(format!(
+                "cannot overwrite non-directory '{}' with directory '{}'",
+                root.dst.display(),
+                root.src.display()
+            )))
+        }
+        Err(e) => return Err(CopyError::io(Op::OpenDir, &root.dst, e)),
+    };
+    let dst_dev = sys::fstatx(dst.as_fd())
+        .map_err(|e| CopyError::io(Op::Stat, &root.dst, e))?
+        .dev;
+    let names = RootNames {
+        src: root.src.clone(),
+        dst: root.dst.clone(),
+    };
+    let node = DirNode::root(ctx, names, src, dst, stat, dst_dev, fresh, true);
+    queue.push(Task::Read(Arc::new(node)));
+    Ok(())
+}
+
+/// A file, symlink or special file operand: copied by a worker as an entry of its parent.
+fn start_root_entry<'a>(
+    ctx: &'a Ctx<'a>,
+    queue: &Queue<'a>,
+    root: &CopyRoot,
+    follow: bool,
+) -> Result<(), CopyError> {
+    let (src_dir, src_name) = split(&root.src);
+    let (dst_dir, dst_name) = split(&root.dst);
+    let cwd = rustix::fs::CWD;
+    let src_fd = sys::open_dir(cwd, &path_cstring(&src_dir)?, true)
+        .map_err(|e| CopyError::io(Op::OpenDir, &src_dir, e))?;
+    let dst_fd = sys::open_dir(cwd, &path_cstring(&dst_dir)?, true)
+        .map_err(|e| CopyError::io(Op::Create, &root.dst, e))?;
+    let stat = sys::fstatx(src_fd.as_fd()).map_err(|e| CopyError::io(Op::Stat, &src_dir, e))?;
+    let dst_dev = sys::fstatx(dst_fd.as_fd())
+        .map_err(|e| CopyError::io(Op::Stat, &dst_dir, e))?
+        .dev;
+    let names = RootNames {
+        src: display_dir(&root.src),
+        dst: display_dir(&root.dst),
+    };
+    let node = DirNode::root(ctx, names, src_fd, dst_fd, stat, dst_dev, false, false);
+    queue.push(Task::Root {
+        dir: Arc::new(node),
+        src: cstring(src_name.as_bytes(), &root.src)?,
+        dst: cstring(dst_name.as_bytes(), &root.dst)?,
+        follow,
+    });
+    Ok(())
+}
+
+/// Splits a path into the directory to open and the final name ("." when there is none).
+fn split(path: &Path) -> (PathBuf, &OsStr) {
+    let name = path.file_name().unwrap_or(path.as_os_str());
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    (dir, name)
+}
+
+/// The directory part as the user wrote it, so messages show `name`, not `./name`.
+fn display_dir(path: &Path) -> PathBuf {
+    path.parent().map(Path::to_path_buf).unwrap_or_default()
+}

@@ -1,0 +1,389 @@
+//! Thin, safe wrappers over the system calls the pipeline makes, relative to directory fds.
+
+use std::ffi::CStr;
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+/// The file types the walk distinguishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Regular file.
+    File,
+    /// Directory.
+    Dir,
+    /// Symbolic link.
+    Symlink,
+    /// FIFO, socket, character or block device.
+    Special,
+}
+
+/// The part of statx the copy needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Stat {
+    /// Type and permission bits (`st_mode`).
+    pub mode: u32,
+    /// Size in bytes.
+    pub size: u64,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Inode number.
+    pub ino: u64,
+    /// Device holding the inode.
+    pub dev: u64,
+    /// Device number, for device nodes.
+    pub rdev: u64,
+    /// Access time (seconds, nanoseconds).
+    pub atime: (i64, u32),
+    /// Modification time (seconds, nanoseconds).
+    pub mtime: (i64, u32),
+}
+
+impl Stat {
+    /// The file type.
+    pub fn kind(&self) -> Kind {
+        match self.mode & libc::S_IFMT {
+            libc::S_IFREG => Kind::File,
+            libc::S_IFDIR => Kind::Dir,
+            libc::S_IFLNK => Kind::Symlink,
+            _ => Kind::Special,
+        }
+    }
+
+    /// Permission bits, including setuid, setgid and sticky.
+    pub fn perm(&self) -> u32 {
+        self.mode & 0o7777
+    }
+}
+
+impl From<&libc::statx> for Stat {
+    fn from(s: &libc::statx) -> Self {
+        Stat {
+            mode: u32::from(s.stx_mode),
+            size: s.stx_size,
+            uid: s.stx_uid,
+            gid: s.stx_gid,
+            ino: s.stx_ino,
+            dev: libc::makedev(s.stx_dev_major, s.stx_dev_minor),
+            rdev: libc::makedev(s.stx_rdev_major, s.stx_rdev_minor),
+            atime: (s.stx_atime.tv_sec, s.stx_atime.tv_nsec),
+            mtime: (s.stx_mtime.tv_sec, s.stx_mtime.tv_nsec),
+        }
+    }
+}
+
+/// The statx mask the copy asks for.
+pub const STATX_MASK: u32 = libc::STATX_BASIC_STATS;
+
+/// statx relative to `dir`; `follow` decides whether a final symlink is followed.
+pub fn statx_at(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> io::Result<Stat> {
+    let flags = if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW };
+    statx_raw(dir.as_raw_fd(), name, flags)
+}
+
+/// statx of an open descriptor.
+pub fn fstatx(fd: BorrowedFd<'_>) -> io::Result<Stat> {
+    statx_raw(fd.as_raw_fd(), c"", libc::AT_EMPTY_PATH)
+}
+
+fn statx_raw(dirfd: i32, name: &CStr, flags: i32) -> io::Result<Stat> {
+    let mut buf = MaybeUninit::<libc::statx>::zeroed();
+    // SAFETY: `name` is NUL-terminated and `buf` is a valid, writable statx buffer.
+    let rc = unsafe {
+        libc::statx(
+            dirfd,
+            name.as_ptr(),
+            flags | libc::AT_STATX_SYNC_AS_STAT,
+            STATX_MASK,
+            buf.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: statx succeeded and filled the buffer (it was zeroed before, too).
+    Ok(Stat::from(unsafe { &buf.assume_init() }))
+}
+
+/// openat returning an owned descriptor; O_CLOEXEC is always added.
+pub fn openat(dir: BorrowedFd<'_>, name: &CStr, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+    // SAFETY: `name` is NUL-terminated; the returned fd is checked before it is owned.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            flags | libc::O_CLOEXEC,
+            mode,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: openat returned a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Opens a directory relative to `dir` without following a final symlink.
+pub fn open_dir(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> io::Result<OwnedFd> {
+    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
+    openat(dir, name, libc::O_RDONLY | libc::O_DIRECTORY | nofollow, 0)
+}
+
+/// mkdirat.
+pub fn mkdirat(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> io::Result<()> {
+    // SAFETY: `name` is NUL-terminated.
+    cvt(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) })
+}
+
+/// unlinkat (files, symlinks, special files).
+pub fn unlinkat(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
+    // SAFETY: `name` is NUL-terminated.
+    cvt(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) })
+}
+
+/// readlinkat into a fresh buffer sized from the link's size (grown if the link changed).
+pub fn readlinkat(dir: BorrowedFd<'_>, name: &CStr, size_hint: u64) -> io::Result<Vec<u8>> {
+    let mut cap = (size_hint as usize).clamp(64, 1 << 20) + 1;
+    loop {
+        let mut buf = vec![0u8; cap];
+        // SAFETY: `buf` is writable for `cap` bytes and `name` is NUL-terminated.
+        let n = unsafe {
+            libc::readlinkat(dir.as_raw_fd(), name.as_ptr(), buf.as_mut_ptr().cast(), cap)
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let n = n as usize;
+        if n < cap {
+            buf.truncate(n);
+            return Ok(buf);
+        }
+        cap *= 2;
+    }
+}
+
+/// symlinkat.
+pub fn symlinkat(target: &CStr, dir: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
+    // SAFETY: both strings are NUL-terminated.
+    cvt(unsafe { libc::symlinkat(target.as_ptr(), dir.as_raw_fd(), name.as_ptr()) })
+}
+
+/// mknodat (fifos, sockets, devices).
+pub fn mknodat(dir: BorrowedFd<'_>, name: &CStr, mode: u32, rdev: u64) -> io::Result<()> {
+    // SAFETY: `name` is NUL-terminated.
+    cvt(unsafe { libc::mknodat(dir.as_raw_fd(), name.as_ptr(), mode, rdev) })
+}
+
+/// fchownat without following symlinks (works on the link itself).
+pub fn lchownat(dir: BorrowedFd<'_>, name: &CStr, uid: u32, gid: u32) -> io::Result<()> {
+    // SAFETY: `name` is NUL-terminated.
+    cvt(unsafe {
+        libc::fchownat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            uid,
+            gid,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    })
+}
+
+/// fchown; `uid` of `u32::MAX` leaves the owner alone.
+pub fn fchown(fd: BorrowedFd<'_>, uid: u32, gid: u32) -> io::Result<()> {
+    // SAFETY: plain syscall on a borrowed fd.
+    cvt(unsafe { libc::fchown(fd.as_raw_fd(), uid, gid) })
+}
+
+/// fchmod.
+pub fn fchmod(fd: BorrowedFd<'_>, mode: u32) -> io::Result<()> {
+    // SAFETY: plain syscall on a borrowed fd.
+    cvt(unsafe { libc::fchmod(fd.as_raw_fd(), mode) })
+}
+
+/// fchmodat (the final component must not be a symlink).
+pub fn fchmodat(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> io::Result<()> {
+    // SAFETY: `name` is NUL-terminated.
+    cvt(unsafe { libc::fchmodat(dir.as_raw_fd(), name.as_ptr(), mode, 0) })
+}
+
+fn timespecs(atime: (i64, u32), mtime: (i64, u32)) -> [libc::timespec; 2] {
+    [
+        libc::timespec {
+            tv_sec: atime.0,
+            tv_nsec: i64::from(atime.1),
+        },
+        libc::timespec {
+            tv_sec: mtime.0,
+            tv_nsec: i64::from(mtime.1),
+        },
+    ]
+}
+
+/// futimens.
+pub fn futimens(fd: BorrowedFd<'_>, atime: (i64, u32), mtime: (i64, u32)) -> io::Result<()> {
+    let ts = timespecs(atime, mtime);
+    // SAFETY: `ts` is a valid array of two timespecs.
+    cvt(unsafe { libc::futimens(fd.as_raw_fd(), ts.as_ptr()) })
+}
+
+/// utimensat on the entry itself (symlinks are not followed).
+pub fn lutimensat(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    atime: (i64, u32),
+    mtime: (i64, u32),
+) -> io::Result<()> {
+    let ts = timespecs(atime, mtime);
+    // SAFETY: `name` is NUL-terminated and `ts` holds two timespecs.
+    cvt(unsafe {
+        libc::utimensat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            ts.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    })
+}
+
+/// copy_file_range at explicit offsets. Returns bytes copied (0 at end of file).
+pub fn copy_file_range(
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+    offset: u64,
+    len: usize,
+) -> io::Result<usize> {
+    let (mut off_in, mut off_out) = (offset, offset);
+    rustix::fs::copy_file_range(src, Some(&mut off_in), dst, Some(&mut off_out), len)
+        .map_err(io::Error::from)
+}
+
+/// FICLONE: share all of `src`'s extents with `dst`.
+pub fn ficlone(dst: BorrowedFd<'_>, src: BorrowedFd<'_>) -> io::Result<()> {
+    rustix::fs::ioctl_ficlone(dst, src).map_err(io::Error::from)
+}
+
+/// pread; retries EINTR.
+pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buf` is writable for its whole length.
+        let n = unsafe {
+            libc::pread(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                offset as i64,
+            )
+        };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// pwrite of the whole buffer, resubmitting short writes.
+pub fn pwrite_all(fd: BorrowedFd<'_>, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: `buf` is readable for its whole length.
+        let n = unsafe {
+            libc::pwrite(
+                fd.as_raw_fd(),
+                buf.as_ptr().cast(),
+                buf.len(),
+                offset as i64,
+            )
+        };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        if n == 0 {
+            return Err(io::Error::from(io::ErrorKind::WriteZero));
+        }
+        buf = &buf[n as usize..];
+        offset += n as u64;
+    }
+    Ok(())
+}
+
+/// Closes a descriptor and reports the error close returns (lost writes on some filesystems).
+pub fn close(fd: OwnedFd) -> io::Result<()> {
+    let raw = std::os::fd::IntoRawFd::into_raw_fd(fd);
+    // SAFETY: we own `raw` and never use it again.
+    cvt(unsafe { libc::close(raw) })
+}
+
+/// Reads directory entries with getdents64 into a caller-owned buffer.
+pub fn read_dir_entries(
+    dir: &OwnedFd,
+    buf: &mut [MaybeUninit<u8>],
+    mut each: impl FnMut(&CStr, Option<Kind>),
+) -> io::Result<()> {
+    let mut raw = rustix::fs::RawDir::new(dir.as_fd(), buf);
+    while let Some(entry) = raw.next() {
+        let entry = entry.map_err(io::Error::from)?;
+        let name = entry.file_name();
+        if name == c"." || name == c".." {
+            continue;
+        }
+        use rustix::fs::FileType as T;
+        let kind = match entry.file_type() {
+            T::RegularFile => Some(Kind::File),
+            T::Directory => Some(Kind::Dir),
+            T::Symlink => Some(Kind::Symlink),
+            T::Fifo | T::Socket | T::CharacterDevice | T::BlockDevice => Some(Kind::Special),
+            T::Unknown => None,
+        };
+        each(name, kind);
+    }
+    Ok(())
+}
+
+/// The process umask, read once (umask has no getter; set it and put it back).
+pub fn umask() -> u32 {
+    // SAFETY: umask cannot fail; the original value is restored at once, before threads start.
+    unsafe {
+        let old = libc::umask(0o022);
+        libc::umask(old);
+        old
+    }
+}
+
+/// Raises the soft RLIMIT_NOFILE to the hard limit and returns the new soft limit.
+pub fn raise_nofile_limit() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid rlimit buffer.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 1024;
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: lim.rlim_max.min(1 << 20),
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: `raised` is a valid rlimit within the hard limit.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            return raised.rlim_cur;
+        }
+    }
+    lim.rlim_cur
+}
+
+fn cvt(rc: libc::c_int) -> io::Result<()> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,296 @@
+//! The streaming, parallel walk: a shared stack of tasks and the workers that take them.
+//!
+//! Tasks are whole directories, batches of one directory's entries, and chunks of big files, so a
+//! deep tree spreads across workers by directory and a flat directory by batches of entries.
+//! The stack is LIFO, so the walk runs depth-first and the number of queued tasks stays near
+//! depth × fan-out instead of growing with the tree. A reader that finds the stack already full
+//! copies its entries itself instead of queueing more.
+
+use std::ffi::{CStr, CString};
+use std::mem::MaybeUninit;
+use std::os::fd::AsFd;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex};
+
+use crate::engine::{BigFile, Mover};
+use crate::error::{CopyError, Op};
+use crate::finalize;
+use crate::node::{Ctx, DirNode};
+use crate::plan::Dereference;
+use crate::sys::{self, Kind, Stat};
+
+/// One directory entry waiting to be copied: its name and, when getdents knew it, its type.
+pub(crate) type Entry = (CString, Option<Kind>);
+
+/// Work for a worker.
+pub(crate) enum Task<'a> {
+    /// Create and fill the destination twin of a source subdirectory.
+    Subdir {
+        parent: Arc<DirNode<'a>>,
+        name: CString,
+        stat: Option<Stat>,
+    },
+    /// Read an already opened directory pair.
+    Read(Arc<DirNode<'a>>),
+    /// Copy these entries of one directory.
+    Entries {
+        dir: Arc<DirNode<'a>>,
+        entries: Vec<Entry>,
+    },
+    /// A command-line file operand, possibly renamed (`cp a b`).
+    Root {
+        dir: Arc<DirNode<'a>>,
+        src: CString,
+        dst: CString,
+        follow: bool,
+    },
+    /// A byte range of a big file.
+    Chunk {
+        file: Arc<BigFile<'a>>,
+        offset: u64,
+        len: u64,
+    },
+}
+
+/// The shared task stack and the count of busy workers, for termination.
+pub(crate) struct Queue<'a> {
+    state: Mutex<QueueState<'a>>,
+    wake: Condvar,
+    threads: usize,
+}
+
+struct QueueState<'a> {
+    tasks: Vec<Task<'a>>,
+    busy: usize,
+}
+
+/// Entries a batch task carries; also how many entries a reader collects before handing off.
+const BATCH: usize = 128;
+
+impl<'a> Queue<'a> {
+    pub fn new(threads: usize) -> Self {
+        Queue {
+            state: Mutex::new(QueueState {
+                tasks: Vec::new(),
+                busy: 0,
+            }),
+            wake: Condvar::new(),
+            threads,
+        }
+    }
+
+    pub fn push(&self, task: Task<'a>) {
+        self.state.lock().expect("queue lock").tasks.push(task);
+        self.wake.notify_one();
+    }
+
+    /// True when idle workers could use more queued work.
+    pub fn hungry(&self) -> bool {
+        self.state.lock().expect("queue lock").tasks.len() < self.threads * 2
+    }
+
+    fn try_pop(&self) -> Option<Task<'a>> {
+        self.state.lock().expect("queue lock").tasks.pop()
+    }
+
+    /// Blocks until a task arrives, or returns None when no task is queued and no worker is busy
+    /// (nothing can create more). The caller counts as busy while it holds a task.
+    fn pop_or_finish(&self, was_busy: bool) -> Option<Task<'a>> {
+        let mut st = self.state.lock().expect("queue lock");
+        if was_busy {
+            st.busy -= 1;
+        }
+        loop {
+            if let Some(task) = st.tasks.pop() {
+                st.busy += 1;
+                return Some(task);
+            }
+            if st.busy == 0 {
+                self.wake.notify_all();
+                return None;
+            }
+            st = self.wake.wait(st).expect("queue lock");
+        }
+    }
+}
+
+/// A worker: takes tasks until the tree is done, keeping its engine's pipeline full.
+pub(crate) fn worker<'a>(ctx: &'a Ctx<'a>, queue: &Queue<'a>, mover: &mut dyn Mover<'a>) {
+    let mut busy = false;
+    let mut dir_buf = vec![MaybeUninit::<u8>::uninit(); 64 * 1024];
+    loop {
+        // Prefer queued work; run our own in-flight I/O to completion before sleeping on the
+        // queue, since only we can finish it.
+        let task = if busy {
+            match queue.try_pop() {
+                Some(t) => Some(t),
+                None => {
+                    mover.drain(queue);
+                    queue.pop_or_finish(true)
+                }
+            }
+        } else {
+            queue.pop_or_finish(false)
+        };
+        let Some(task) = task else { break };
+        busy = true;
+        if ctx.stopped() {
+            drop(task);
+            continue;
+        }
+        run_task(ctx, queue, mover, task, &mut dir_buf);
+        mover.poll(queue);
+    }
+    mover.drain(queue);
+}
+
+fn run_task<'a>(
+    ctx: &'a Ctx<'a>,
+    queue: &Queue<'a>,
+    mover: &mut dyn Mover<'a>,
+    task: Task<'a>,
+    dir_buf: &mut [MaybeUninit<u8>],
+) {
+    match task {
+        Task::Subdir { parent, name, stat } => {
+            if let Some(node) = open_subdir(ctx, parent, name, stat) {
+                read_dir(ctx, queue, mover, Arc::new(node), dir_buf);
+            }
+        }
+        Task::Read(node) => read_dir(ctx, queue, mover, node, dir_buf),
+        Task::Entries { dir, entries } => mover.copy_entries(&dir, entries, queue),
+        Task::Root {
+            dir,
+            src,
+            dst,
+            follow,
+        } => crate::engine::copy_root_entry(ctx, mover, &dir, &src, &dst, follow, queue),
+        Task::Chunk { file, offset, len } => mover.copy_chunk(&file, offset, len),
+    }
+}
+
+/// Opens a source subdirectory and creates (or, when merging, opens) its destination twin.
+fn open_subdir<'a>(
+    ctx: &'a Ctx<'a>,
+    parent: Arc<DirNode<'a>>,
+    name: CString,
+    stat: Option<Stat>,
+) -> Option<DirNode<'a>> {
+    let follow = ctx.plan.dereference == Dereference::Always;
+    let src = match sys::open_dir(parent.src_fd(), &name, follow) {
+        Ok(fd) => fd,
+        Err(e) => {
+            ctx.fail(CopyError::io(Op::OpenDir, parent.src_path(Some(&name)), e));
+            return None;
+        }
+    };
+    let stat = match stat {
+        Some(s) => s,
+        None => match sys::fstatx(src.as_fd()) {
+            Ok(s) => s,
+            Err(e) => {
+                ctx.fail(CopyError::io(Op::Stat, parent.src_path(Some(&name)), e));
+                return None;
+            }
+        },
+    };
+    if follow && parent.has_ancestor(stat.dev, stat.ino) {
+        ctx.fail(CopyError::Refused(format!(
+            "cannot copy '{}': symbolic link loop (directory is its own ancestor)",
+            parent.src_path(Some(&name)).display()
+        )));
+        return None;
+    }
+    let (dst, fresh) = make_dst_dir(ctx, &parent, &name, &stat)?;
+    Some(DirNode::child(parent, name, src, dst, stat, fresh))
+}
+
+/// mkdir the destination (owner rwx while it is filled) and open it. An existing directory is
+/// merged into; an existing non-directory is cp's "cannot overwrite non-directory" error.
+pub(crate) fn make_dst_dir(
+    ctx: &Ctx<'_>,
+    parent: &DirNode<'_>,
+    name: &CStr,
+    stat: &Stat,
+) -> Option<(std::os::fd::OwnedFd, bool)> {
+    let fresh = match sys::mkdirat(parent.dst_fd(), name, finalize::dir_create_mode(stat)) {
+        Ok(()) => true,
+        Err(e) if e.raw_os_error() == Some(libc::EEXIST) && !parent.fresh => false,
+        Err(e) => {
+            ctx.fail(CopyError::io(Op::CreateDir, parent.dst_path(Some(name)), e));
+            return None;
+        }
+    };
+    match sys::open_dir(parent.dst_fd(), name, false) {
+        Ok(fd) => Some((fd, fresh)),
+        Err(e)
+            if e.raw_os_error() == Some(libc::ENOTDIR) || e.raw_os_error() == Some(libc::ELOOP) =>
+        {
+            ctx.fail(CopyError::Refused(format!(
+                "cannot overwrite non-directory '{}' with directory '{}'",
+                parent.dst_path(Some(name)).display(),
+                parent.src_path(Some(name)).display()
+            )));
+            None
+        }
+        Err(e) => {
+            ctx.fail(CopyError::io(Op::OpenDir, parent.dst_path(Some(name)), e));
+            None
+        }
+    }
+}
+
+/// Reads a directory in getdents64-sized bites: subdirectories become tasks at once, other
+/// entries are batched and either queued for idle workers or copied here.
+fn read_dir<'a>(
+    ctx: &'a Ctx<'a>,
+    queue: &Queue<'a>,
+    mover: &mut dyn Mover<'a>,
+    node: Arc<DirNode<'a>>,
+    dir_buf: &mut [MaybeUninit<u8>],
+) {
+    ctx.progress.dirs.fetch_add(1, Ordering::Relaxed);
+    let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
+    let flush = |batch: &mut Vec<Entry>, mover: &mut dyn Mover<'a>, last: bool| {
+        if batch.is_empty() {
+            return;
+        }
+        let entries = std::mem::replace(batch, Vec::with_capacity(if last { 0 } else { BATCH }));
+        if !last && queue.hungry() {
+            queue.push(Task::Entries {
+                dir: node.clone(),
+                entries,
+            });
+        } else {
+            mover.copy_entries(&node, entries, queue);
+        }
+    };
+    let follow_all = ctx.plan.dereference == Dereference::Always;
+    let mut subdirs = Vec::new();
+    let result = sys::read_dir_entries(&node.src, dir_buf, |name, kind| {
+        if kind == Some(Kind::Dir) && !follow_all {
+            subdirs.push(name.to_owned());
+        } else {
+            batch.push((name.to_owned(), kind));
+        }
+        if batch.len() >= BATCH {
+            flush(&mut batch, mover, false);
+        }
+        if ctx.stopped() {
+            batch.clear();
+        }
+    });
+    if let Err(e) = result {
+        ctx.fail(CopyError::io(Op::ReadDir, node.src_path(None), e));
+    }
+    if ctx.plan.recursive {
+        for name in subdirs {
+            queue.push(Task::Subdir {
+                parent: node.clone(),
+                name,
+                stat: None,
+            });
+        }
+    }
+    flush(&mut batch, mover, true);
+}

@@ -1,0 +1,223 @@
+//! The command line: clap definitions only. `cp.rs` turns them into a `CopyPlan`.
+
+use std::path::PathBuf;
+
+use clap::builder::PossibleValue;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use ringio_copy::Engine;
+
+/// Fast, correct file copies and I/O measurements on Linux, built around io_uring.
+#[derive(Debug, Parser)]
+#[command(name = "ringio", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Copy files and directory trees, with cp's options and semantics.
+    Cp(CpArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell to generate completions for.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// `ringio cp`.
+#[derive(Debug, Args)]
+#[command(
+    override_usage = "ringio cp [OPTIONS] SRC DST\n       ringio cp [OPTIONS] SRC... DIR\n       ringio cp [OPTIONS] -t DIR SRC...",
+    after_help = "Copying onto an existing directory copies into it, as cp does. Per-entry errors are \
+printed as \"ringio: cannot <op> '<path>': <reason>\"; the copy goes on and exits 1 at the end. \
+No space left stops at once. Ctrl-C stops promptly (exit 130). Either way, no partially written \
+file is left behind."
+)]
+pub struct CpArgs {
+    /// Sources, then the destination (unless -t is given).
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
+
+    /// Copy directories recursively.
+    #[arg(short = 'r', short_alias = 'R', long, visible_short_alias = 'R')]
+    pub recursive: bool,
+
+    /// Same as -dR --preserve=all: an exact copy of the tree.
+    #[arg(short = 'a', long)]
+    pub archive: bool,
+
+    /// Same as --no-dereference --preserve=links.
+    #[arg(short = 'd')]
+    pub no_deref_preserve_links: bool,
+
+    /// Same as --preserve=mode,ownership,timestamps.
+    #[arg(short = 'p')]
+    pub preserve_default: bool,
+
+    /// Preserve the listed attributes: mode, ownership, timestamps, links, xattr, all
+    /// [default list: mode,ownership,timestamps].
+    #[arg(
+        long,
+        value_name = "LIST",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "mode,ownership,timestamps"
+    )]
+    pub preserve: Option<String>,
+
+    /// Don't preserve the listed attributes.
+    #[arg(long, value_name = "LIST", require_equals = true)]
+    pub no_preserve: Option<String>,
+
+    /// Never follow symbolic links in SRC; copy them as links (the default with -r).
+    #[arg(short = 'P', long = "no-dereference", overrides_with_all = ["dereference", "dereference_args"])]
+    pub no_dereference: bool,
+
+    /// Always follow symbolic links in SRC.
+    #[arg(short = 'L', long, overrides_with_all = ["no_dereference", "dereference_args"])]
+    pub dereference: bool,
+
+    /// Follow symbolic links named on the command line, copy the others as links.
+    #[arg(short = 'H', overrides_with_all = ["no_dereference", "dereference"])]
+    pub dereference_args: bool,
+
+    /// Never overwrite an existing file.
+    #[arg(short = 'n', long)]
+    pub no_clobber: bool,
+
+    /// If an existing destination file cannot be opened, remove it and try again.
+    #[arg(short = 'f', long)]
+    pub force: bool,
+
+    /// Copy only when the source is newer than the destination file or the destination is
+    /// missing (`older`, the default); `all` replaces always, `none` never.
+    #[arg(
+        short = 'u',
+        long,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "older"
+    )]
+    pub update: Option<UpdateWhen>,
+
+    /// Print each entry as it is copied, and say when an engine falls back.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+
+    /// Show a live progress line (files, bytes, rate) on stderr.
+    #[arg(long)]
+    pub progress: bool,
+
+    /// Copy all SRC arguments into DIR.
+    #[arg(
+        short = 't',
+        long,
+        value_name = "DIR",
+        conflicts_with = "no_target_directory"
+    )]
+    pub target_directory: Option<PathBuf>,
+
+    /// Treat DST as a normal file: never copy into it even if it is a directory.
+    #[arg(short = 'T', long)]
+    pub no_target_directory: bool,
+
+    /// How bytes move. io_uring falls back to a synchronous threaded engine by itself where it
+    /// is unavailable (seccomp, kernel.io_uring_disabled).
+    #[arg(long, value_name = "ENGINE", default_value = "uring")]
+    pub engine: EngineArg,
+
+    /// Buffer size for read/write copies, e.g. 128K, 1M.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub bs: Option<u64>,
+
+    /// Worker threads [default: 2 per core, at least 4].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
+
+    /// Small files in flight per io_uring worker.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub queue_depth: Option<u32>,
+
+    /// Files up to this size go through io_uring read/write; larger ones are copied in the
+    /// kernel (FICLONE, copy_file_range).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub small_file_threshold: Option<u64>,
+
+    /// Files of at least twice this size are split into chunks of it, copied in parallel.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub chunk_size: Option<u64>,
+}
+
+/// `--update=WHEN`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UpdateWhen {
+    /// Replace only when the destination is older than the source.
+    Older,
+    /// Never replace (like -n, but not an error).
+    None,
+    /// Always replace (cp's default).
+    All,
+}
+
+/// clap's view of [`Engine`]: the list comes from the enum itself.
+#[derive(Debug, Clone, Copy)]
+pub struct EngineArg(pub Engine);
+
+impl ValueEnum for EngineArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [EngineArg; 2] = [EngineArg(Engine::Uring), EngineArg(Engine::ReadWrite)];
+        const { assert!(ALL.len() == Engine::ALL.len()) };
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.name()).help(self.0.about()))
+    }
+}
+
+/// Parses sizes like `4096`, `128K`, `1M`, `1MiB`, `2G`.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size (e.g. 4096, 128K, 1M)"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        _ => return Err(format!("'{text}': unknown unit '{unit}' (use K, M or G)")),
+    };
+    let size = n
+        .checked_shl(shift)
+        .filter(|v| v >> shift == n)
+        .ok_or(format!("'{text}' is too large"))?;
+    if size == 0 {
+        return Err("size must be greater than zero".into());
+    }
+    Ok(size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("128K").unwrap(), 128 << 10);
+        assert_eq!(parse_size("1MiB").unwrap(), 1 << 20);
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("12Q").is_err());
+    }
+}

@@ -1,0 +1,230 @@
+//! `ringio cp`: arguments → `CopyPlan` → run, with messages, progress and the exit code.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use indicatif::{HumanBytes, ProgressBar, ProgressStyle};
+use ringio_copy::{CopyError, CopyPlan, Dereference, Overwrite, Preserve, Progress, Tuning};
+
+use crate::cli::{CpArgs, UpdateWhen};
+
+/// Shared with the SIGINT handler, which may only touch atomics.
+static PROGRESS: Progress = Progress::new();
+
+/// Resolves the arguments into a plan, with cp's precedence rules.
+pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
+    let (sources, target, into) = match (&args.target_directory, args.no_target_directory) {
+        (Some(dir), _) => (args.paths.clone(), dir.clone(), Some(true)),
+        (None, no_target) => {
+            if args.paths.len() < 2 {
+                bail!(
+                    "missing destination file operand after '{}'",
+                    args.paths
+                        .first()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default()
+                );
+            }
+            let (dst, srcs) = args.paths.split_last().expect("at least two paths");
+            (
+                srcs.to_vec(),
+                dst.clone(),
+                if no_target { Some(false) } else { None },
+            )
+        }
+    };
+    let roots = CopyPlan::resolve_roots(&sources, &target, into)?;
+
+    let recursive = args.recursive || args.archive;
+    let mut preserve = Preserve::default();
+    if args.preserve_default {
+        preserve = Preserve::P;
+    }
+    if args.no_deref_preserve_links {
+        preserve.links = true;
+    }
+    if args.archive {
+        preserve = Preserve::ALL;
+    }
+    if let Some(list) = &args.preserve {
+        preserve
+            .apply_list(list, true)
+            .map_err(anyhow::Error::msg)?;
+    }
+    if let Some(list) = &args.no_preserve {
+        preserve
+            .apply_list(list, false)
+            .map_err(anyhow::Error::msg)?;
+    }
+
+    let dereference = if args.dereference {
+        Dereference::Always
+    } else if args.dereference_args {
+        Dereference::CommandLine
+    } else if args.no_dereference || args.archive || args.no_deref_preserve_links || recursive {
+        Dereference::Never
+    } else {
+        // cp without -r follows symlinks named on the command line.
+        Dereference::CommandLine
+    };
+
+    let overwrite = if args.no_clobber {
+        Overwrite::NoClobber
+    } else {
+        match args.update {
+            Some(UpdateWhen::Older) => Overwrite::Update,
+            Some(UpdateWhen::None) => Overwrite::NoClobber,
+            Some(UpdateWhen::All) | None => Overwrite::Replace,
+        }
+    };
+
+    let mut tuning = Tuning::default();
+    if let Some(bs) = args.bs {
+        tuning.block_size = usize::try_from(bs)?.min(1 << 30);
+    }
+    if let Some(t) = args.threads {
+        tuning.threads = t as usize;
+    }
+    if let Some(q) = args.queue_depth {
+        tuning.queue_depth = q;
+    }
+    if let Some(s) = args.small_file_threshold {
+        tuning.small_file_threshold = s.min(16 << 20);
+    }
+    if let Some(c) = args.chunk_size {
+        tuning.chunk_size = c;
+    }
+    Ok(CopyPlan {
+        roots,
+        recursive,
+        dereference,
+        preserve,
+        overwrite,
+        force: args.force,
+        engine: args.engine.0,
+        tuning,
+        verbose: args.verbose,
+    })
+}
+
+/// Prints errors, `-v` lines and notes; keeps the progress bar out of their way.
+struct Terminal {
+    bar: Option<ProgressBar>,
+}
+
+impl Terminal {
+    fn line(&self, to_stderr: bool, text: &str) {
+        let print = || {
+            if to_stderr {
+                let _ = writeln!(std::io::stderr().lock(), "{text}");
+            } else {
+                // A closed stdout (ringio cp -v | head) is not an error of the copy.
+                let _ = writeln!(std::io::stdout().lock(), "{text}");
+            }
+        };
+        match &self.bar {
+            Some(bar) => bar.suspend(print),
+            None => print(),
+        }
+    }
+}
+
+impl ringio_copy::Reporter for Terminal {
+    fn error(&self, err: &CopyError) {
+        self.line(true, &format!("ringio: {err}"));
+    }
+
+    fn copied(&self, src: &Path, dst: &Path) {
+        self.line(
+            false,
+            &format!("'{}' -> '{}'", src.display(), dst.display()),
+        );
+    }
+
+    fn note(&self, msg: &str) {
+        self.line(true, &format!("ringio: {msg}"));
+    }
+}
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    PROGRESS.cancel();
+}
+
+fn install_sigint_handler() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe. SA_RESETHAND
+    // makes a second Ctrl-C kill the process the usual way.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_sigint as *const () as usize;
+        action.sa_flags = libc::SA_RESETHAND | libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
+    }
+}
+
+/// Runs `ringio cp` and returns the process exit code.
+pub fn run(args: &CpArgs) -> Result<i32> {
+    let plan = plan(args)?;
+    install_sigint_handler();
+    let bar = args.progress.then(|| {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}").expect("template"),
+        );
+        bar.enable_steady_tick(Duration::from_millis(100));
+        bar
+    });
+    let term = Terminal { bar };
+    let started = Instant::now();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let summary = std::thread::scope(|scope| {
+        if let Some(bar) = &term.bar {
+            let done = &done;
+            scope.spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    let bytes = PROGRESS.bytes.load(Ordering::Relaxed);
+                    let secs = started.elapsed().as_secs_f64().max(1e-3);
+                    bar.set_message(format!(
+                        "{} files, {} dirs, {} ({}/s)",
+                        PROGRESS.files.load(Ordering::Relaxed),
+                        PROGRESS.dirs.load(Ordering::Relaxed),
+                        HumanBytes(bytes),
+                        HumanBytes((bytes as f64 / secs) as u64)
+                    ));
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            });
+        }
+        let summary = ringio_copy::copy(&plan, &PROGRESS, &term);
+        done.store(true, Ordering::Relaxed);
+        summary
+    });
+    if let Some(bar) = &term.bar {
+        bar.finish_and_clear();
+    }
+    if args.verbose || args.progress {
+        let secs = started.elapsed().as_secs_f64();
+        eprintln!(
+            "ringio: {} entries, {} dirs, {} in {secs:.3} s ({}/s) with the {} engine{}",
+            summary.files,
+            summary.dirs,
+            HumanBytes(summary.bytes),
+            HumanBytes((summary.bytes as f64 / secs.max(1e-6)) as u64),
+            summary.engine,
+            if summary.errors > 0 {
+                format!(", {} errors", summary.errors)
+            } else {
+                String::new()
+            }
+        );
+    }
+    if summary.interrupted {
+        eprintln!("ringio: interrupted; partially copied files were removed");
+        return Ok(130);
+    }
+    Ok(if summary.errors > 0 { 1 } else { 0 })
+}

@@ -5,7 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::engine::Engine;
-use crate::error::{CopyError, Op};
+use crate::error::CopyError;
 
 /// Which symlinks are followed (cp's `-P`, `-L`, `-H`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,9 +216,10 @@ impl CopyPlan {
 
 fn not_a_directory(target: &Path) -> CopyError {
     match fs::metadata(target) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            CopyError::io(Op::Copy, target, io::Error::from_raw_os_error(libc::ENOENT))
-        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => CopyError::Refused(format!(
+            "target '{}': No such file or directory",
+            target.display()
+        )),
         _ => CopyError::Refused(format!("target '{}' is not a directory", target.display())),
     }
 }

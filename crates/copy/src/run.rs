@@ -16,6 +16,9 @@ use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference};
 use crate::sys::{self, Kind};
 use crate::walk::{self, Queue, Task};
 
+/// Bytes of I/O buffers all io_uring workers together may hold.
+const BUFFER_BUDGET: u64 = 32 << 20;
+
 /// Live counters, readable from another thread (progress bars), and the stop switch.
 #[derive(Debug, Default)]
 pub struct Progress {
@@ -89,8 +92,19 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
         .clamp(1, ((nofile as usize).saturating_sub(16) / 12).max(1));
     plan.tuning.threads = threads;
     let per_thread = (nofile as usize).saturating_sub(32) / threads;
-    let depth_budget = (per_thread / 4).saturating_sub(4).max(1) as u32;
-    plan.tuning.queue_depth = plan.tuning.queue_depth.clamp(1, depth_budget);
+    let fd_depth = (per_thread / 4).saturating_sub(4).max(1) as u64;
+    // Registered buffers are pinned, so they count fully in RSS: keep all of them within a
+    // fixed budget whatever the thread count.
+    let buffer = plan
+        .tuning
+        .small_file_threshold
+        .next_multiple_of(4096)
+        .max(4096);
+    let memory_depth = (BUFFER_BUDGET / threads as u64 / buffer).max(1);
+    plan.tuning.queue_depth = plan
+        .tuning
+        .queue_depth
+        .clamp(1, fd_depth.min(memory_depth).min(u32::MAX as u64) as u32);
 
     let use_uring = match plan.engine {
         Engine::Uring => match uring_available() {

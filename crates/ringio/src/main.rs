@@ -25,7 +25,7 @@ fn main() {
     match code {
         Ok(code) => std::process::exit(code),
         Err(err) => {
-            eprintln!("ringio: {err:#}");
+            eprintln!("ringio: {err}");
             std::process::exit(1);
         }
     }

@@ -126,7 +126,9 @@ pub(crate) struct UringMover<'a> {
     slots: Vec<Option<FileOp<'a>>>,
     free: Vec<usize>,
     in_flight: usize,
-    buffers: BufferPool,
+    /// Allocated at the first small file, so big-file copies never hold it.
+    buffers: Option<BufferPool>,
+    buffer_size: usize,
     fixed_buffers: bool,
     threshold: u64,
     data: DataPath,
@@ -144,25 +146,35 @@ impl<'a> UringMover<'a> {
             .build(entries)
             .or_else(|_| IoUring::builder().setup_coop_taskrun().build(entries))
             .or_else(|_| IoUring::new(entries))?;
-        let buf_size = (threshold as usize).next_multiple_of(4096).max(4096);
-        let buffers = BufferPool::new(depth as usize, buf_size);
-        // SAFETY: the iovecs point into `buffers`, which lives as long as the ring.
-        let fixed_buffers = unsafe {
-            ring.submitter()
-                .register_buffers(&buffers.iovecs(depth as usize))
-        }
-        .is_ok();
         Ok(UringMover {
             ring,
             slots: (0..depth).map(|_| None).collect(),
             free: (0..depth as usize).rev().collect(),
             in_flight: 0,
-            buffers,
-            fixed_buffers,
+            buffers: None,
+            buffer_size: (threshold as usize).next_multiple_of(4096).max(4096),
+            fixed_buffers: false,
             threshold,
             data,
             completions: Vec::with_capacity(entries as usize * 2),
         })
+    }
+
+    /// One buffer per slot, registered with the ring where the kernel allows (pinned memory
+    /// counts against RLIMIT_MEMLOCK for non-root users; plain reads and writes work without).
+    fn buffers(&mut self) -> &BufferPool {
+        if self.buffers.is_none() {
+            let pool = BufferPool::new(self.slots.len(), self.buffer_size);
+            // SAFETY: the iovecs point into the pool, which is dropped after the ring.
+            self.fixed_buffers = unsafe {
+                self.ring
+                    .submitter()
+                    .register_buffers(&pool.iovecs(self.slots.len()))
+            }
+            .is_ok();
+            self.buffers = Some(pool);
+        }
+        self.buffers.as_ref().expect("just allocated")
     }
 
     /// Queues one entry, waiting for a free slot if all are busy.
@@ -170,6 +182,7 @@ impl<'a> UringMover<'a> {
         while self.free.is_empty() {
             self.wait(1, queue);
         }
+        self.buffers();
         let slot = self.free.pop().expect("a free slot");
         let mut op = FileOp {
             dir: dir.clone(),
@@ -363,10 +376,14 @@ impl<'a> UringMover<'a> {
         let op = self.slots[slot].as_mut().expect("live slot");
         let size = op.stat.map_or(0, |s| s.size);
         // Ask for one byte past the expected end, so a file that grew is noticed in one read.
-        let want = (size.saturating_sub(op.offset) + 1).min(self.buffers.size as u64) as u32;
+        let want = (size.saturating_sub(op.offset) + 1).min(self.buffer_size as u64) as u32;
         op.asked = want;
         op.pending = 1;
-        let buf = self.buffers.ptr(slot);
+        let buf = self
+            .buffers
+            .as_ref()
+            .expect("pool of a live slot")
+            .ptr(slot);
         let sqe = if self.fixed_buffers {
             opcode::ReadFixed::new(types::Fd(op.src), buf, want, slot as u16)
                 .offset(op.offset)
@@ -383,7 +400,13 @@ impl<'a> UringMover<'a> {
         let op = self.slots[slot].as_mut().expect("live slot");
         op.pending = 1;
         // SAFETY: written < filled <= buffer size, so the pointer stays in this slot's buffer.
-        let buf = unsafe { self.buffers.ptr(slot).add(op.written as usize) };
+        let buf = unsafe {
+            self.buffers
+                .as_ref()
+                .expect("pool of a live slot")
+                .ptr(slot)
+                .add(op.written as usize)
+        };
         let len = op.filled - op.written;
         let at = op.offset + u64::from(op.written);
         let sqe = if self.fixed_buffers {

@@ -18,14 +18,19 @@ pub(crate) fn create_mode(stat: &Stat) -> u32 {
 /// Applies metadata to a regular file's destination descriptor after its content is written.
 /// `created` says the file was made by this run with [`create_mode`].
 pub(crate) fn file(
-    ctx: &Ctx<'_>,
+    dir: &DirNode<'_>,
+    name: &CStr,
     dst: BorrowedFd<'_>,
     stat: &Stat,
     created: bool,
-    path: &dyn Fn() -> PathBuf,
 ) -> Result<(), CopyError> {
+    let ctx = dir.ctx;
     let preserve = ctx.plan.preserve;
-    if preserve.ownership {
+    let path = || dir.dst_path(Some(name));
+    // A file this run created already belongs to us, and to our group unless its directory is
+    // setgid: skip the chown when that is already the source's owner and group.
+    let owned_already = created && stat.uid == ctx.euid && stat.gid == ctx.egid && !dir.dst_setgid;
+    if preserve.ownership && !owned_already {
         chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid))
             .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
     }

@@ -25,6 +25,8 @@ pub(crate) struct Ctx<'a> {
     pub reporter: &'a dyn Reporter,
     pub umask: u32,
     pub is_root: bool,
+    pub euid: u32,
+    pub egid: u32,
     pub errors: AtomicU64,
     pub fatal: AtomicBool,
 }
@@ -74,6 +76,8 @@ pub(crate) struct DirNode<'a> {
     pub stat: Stat,
     /// Device of the destination directory.
     pub dst_dev: u64,
+    /// The destination directory is (or may be) setgid, so new files take its group.
+    pub dst_setgid: bool,
     /// Apply metadata in Drop (false for the parent of a single-file root).
     pub finalize: bool,
 }
@@ -93,6 +97,8 @@ impl<'a> DirNode<'a> {
             src,
             dst,
             dst_dev: parent.dst_dev,
+            // mkdir inherits setgid from its parent; a merged directory is not known.
+            dst_setgid: parent.dst_setgid || !fresh,
             parent: Some(parent),
             name,
             root: None,
@@ -111,6 +117,7 @@ impl<'a> DirNode<'a> {
         dst: OwnedFd,
         stat: Stat,
         dst_dev: u64,
+        dst_setgid: bool,
         fresh: bool,
         finalize: bool,
     ) -> Self {
@@ -124,6 +131,7 @@ impl<'a> DirNode<'a> {
             fresh,
             stat,
             dst_dev,
+            dst_setgid,
             finalize,
         }
     }

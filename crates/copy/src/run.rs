@@ -125,6 +125,10 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
         umask: sys::umask(),
         // SAFETY: geteuid cannot fail.
         is_root: unsafe { libc::geteuid() } == 0,
+        // SAFETY: these cannot fail.
+        euid: unsafe { libc::geteuid() },
+        // SAFETY: as above.
+        egid: unsafe { libc::getegid() },
         errors: AtomicU64::new(0),
         fatal: AtomicBool::new(false),
     };
@@ -232,14 +236,23 @@ fn start_root<'a>(ctx: &'a Ctx<'a>, queue: &Queue<'a>, root: &CopyRoot) -> Resul
         }
         Err(e) => return Err(CopyError::io(Op::OpenDir, &root.dst, e)),
     };
-    let dst_dev = sys::fstatx(dst.as_fd())
-        .map_err(|e| CopyError::io(Op::Stat, &root.dst, e))?
-        .dev;
+    let dst_stat = sys::fstatx(dst.as_fd()).map_err(|e| CopyError::io(Op::Stat, &root.dst, e))?;
+    let dst_setgid = dst_stat.mode & libc::S_ISGID != 0;
     let names = RootNames {
         src: root.src.clone(),
         dst: root.dst.clone(),
     };
-    let node = DirNode::root(ctx, names, src, dst, stat, dst_dev, fresh, true);
+    let node = DirNode::root(
+        ctx,
+        names,
+        src,
+        dst,
+        stat,
+        dst_stat.dev,
+        dst_setgid,
+        fresh,
+        true,
+    );
     queue.push(Task::Read(Arc::new(node)));
     Ok(())
 }
@@ -259,14 +272,23 @@ fn start_root_entry<'a>(
     let dst_fd = sys::open_dir(cwd, &path_cstring(&dst_dir)?, true)
         .map_err(|e| CopyError::io(Op::Create, &root.dst, e))?;
     let stat = sys::fstatx(src_fd.as_fd()).map_err(|e| CopyError::io(Op::Stat, &src_dir, e))?;
-    let dst_dev = sys::fstatx(dst_fd.as_fd())
-        .map_err(|e| CopyError::io(Op::Stat, &dst_dir, e))?
-        .dev;
+    let dst_stat = sys::fstatx(dst_fd.as_fd()).map_err(|e| CopyError::io(Op::Stat, &dst_dir, e))?;
+    let dst_setgid = dst_stat.mode & libc::S_ISGID != 0;
     let names = RootNames {
         src: display_dir(&root.src),
         dst: display_dir(&root.dst),
     };
-    let node = DirNode::root(ctx, names, src_fd, dst_fd, stat, dst_dev, false, false);
+    let node = DirNode::root(
+        ctx,
+        names,
+        src_fd,
+        dst_fd,
+        stat,
+        dst_stat.dev,
+        dst_setgid,
+        false,
+        false,
+    );
     queue.push(Task::Root {
         dir: Arc::new(node),
         src: cstring(src_name.as_bytes(), &root.src)?,

@@ -234,7 +234,13 @@ impl Drop for BigFile<'_> {
             let _ = sys::unlinkat(self.dir.dst_fd(), &self.dst_name);
             return;
         }
-        if let Err(e) = finalize::file(ctx, dst.as_fd(), &self.stat, self.created, &dst_path) {
+        if let Err(e) = finalize::file(
+            &self.dir,
+            &self.dst_name,
+            dst.as_fd(),
+            &self.stat,
+            self.created,
+        ) {
             ctx.fail(e);
         }
         if let Err(e) = sys::close(dst) {

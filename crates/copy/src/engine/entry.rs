@@ -255,7 +255,7 @@ pub(crate) fn finish_file(
     copied: u64,
 ) -> Result<(), CopyError> {
     let dst_path = || dir.dst_path(Some(dst));
-    let meta = finalize::file(ctx, dst_fd.as_fd(), stat, created, &dst_path);
+    let meta = finalize::file(dir, dst, dst_fd.as_fd(), stat, created);
     if let Err(e) = sys::close(dst_fd) {
         let _ = sys::unlinkat(dir.dst_fd(), dst);
         return Err(CopyError::io(Op::Close, dst_path(), e));

@@ -434,8 +434,7 @@ impl<'a> UringMover<'a> {
             let stat = op.stat.expect("stat of a file in flight");
             // SAFETY: op.dst is open until the CLOSE below completes.
             let dst = unsafe { BorrowedFd::borrow_raw(op.dst) };
-            let path = || op.dir.dst_path(Some(&op.name));
-            if let Err(e) = finalize::file(ctx, dst, &stat, true, &path) {
+            if let Err(e) = finalize::file(&op.dir, &op.name, dst, &stat, true) {
                 op.error = Some(e);
             }
         }

@@ -84,15 +84,13 @@ pub struct Summary {
 pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Summary {
     let nofile = sys::raise_nofile_limit();
     let mut plan = plan.clone();
-    // Keep descriptors well inside RLIMIT_NOFILE: each in-flight small file holds two, each open
-    // directory pair two, each worker a ring and its current synchronous file.
-    let threads = plan
-        .tuning
-        .threads
-        .clamp(1, ((nofile as usize).saturating_sub(16) / 12).max(1));
+    // Keep descriptors well inside RLIMIT_NOFILE. Each worker holds the directory pairs on its
+    // path (two per level), its current synchronous file, a ring and two per small file in
+    // flight; give each worker at least 128 of them, and the rest to in-flight files.
+    let threads = plan.tuning.threads.clamp(1, ((nofile as usize).saturating_sub(16) / 128).max(1));
     plan.tuning.threads = threads;
     let per_thread = (nofile as usize).saturating_sub(32) / threads;
-    let fd_depth = (per_thread / 4).saturating_sub(4).max(1) as u64;
+    let fd_depth = (per_thread.saturating_sub(64) / 2).max(1) as u64;
     // Registered buffers are pinned, so they count fully in RSS: keep all of them within a
     // fixed budget whatever the thread count.
     let buffer = plan

@@ -77,7 +77,8 @@ pub(crate) fn directory(node: &DirNode<'_>) {
     let mode = if preserve.mode {
         Some(stat.perm())
     } else if node.fresh {
-        Some(create_mode(stat) & !ctx.umask)
+        // cp keeps the sticky bit of a new directory, drops setuid/setgid, applies the umask.
+        Some(stat.perm() & 0o1777 & !ctx.umask)
     } else {
         None
     };

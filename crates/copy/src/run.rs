@@ -87,7 +87,10 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
     // Keep descriptors well inside RLIMIT_NOFILE. Each worker holds the directory pairs on its
     // path (two per level), its current synchronous file, a ring and two per small file in
     // flight; give each worker at least 128 of them, and the rest to in-flight files.
-    let threads = plan.tuning.threads.clamp(1, ((nofile as usize).saturating_sub(16) / 128).max(1));
+    let threads = plan
+        .tuning
+        .threads
+        .clamp(1, ((nofile as usize).saturating_sub(16) / 128).max(1));
     plan.tuning.threads = threads;
     let per_thread = (nofile as usize).saturating_sub(32) / threads;
     let fd_depth = (per_thread.saturating_sub(64) / 2).max(1) as u64;
@@ -223,9 +226,10 @@ fn start_root<'a>(ctx: &'a Ctx<'a>, queue: &Queue<'a>, root: &CopyRoot) -> Resul
     };
     let src =
         sys::open_dir(cwd, &src_c, follow).map_err(|e| CopyError::io(Op::OpenDir, &root.src, e))?;
-    let dst = match sys::open_dir(cwd, &dst_c, true) {
+    // Not following a final symlink: `cp -rT dir link` must not write through `link`.
+    let dst = match sys::open_dir(cwd, &dst_c, false) {
         Ok(fd) => fd,
-        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) => {
             return Err(CopyError::Refused(format!(
                 "cannot overwrite non-directory '{}' with directory '{}'",
                 root.dst.display(),
@@ -262,6 +266,11 @@ fn start_root_entry<'a>(
     root: &CopyRoot,
     follow: bool,
 ) -> Result<(), CopyError> {
+    if root.dst.as_os_str().as_bytes().ends_with(b"/") {
+        // `cp file new/`: a trailing slash promises a directory that is not there.
+        let err = io::Error::from_raw_os_error(libc::ENOTDIR);
+        return Err(CopyError::io(Op::Create, &root.dst, err));
+    }
     let (src_dir, src_name) = split(&root.src);
     let (dst_dir, dst_name) = split(&root.dst);
     let cwd = rustix::fs::CWD;

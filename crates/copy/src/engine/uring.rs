@@ -274,22 +274,26 @@ impl<'a> UringMover<'a> {
                     return;
                 }
                 op.stat = Some(stat);
-                op.pending = 2;
                 let dir = &op.dir;
                 let open_src =
                     opcode::OpenAt::new(types::Fd(dir.src_fd().as_raw_fd()), op.name.as_ptr())
                         .flags(libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
                         .build()
-                        .flags(squeue::Flags::IO_LINK)
                         .user_data(user_data(slot, TAG_OPEN_SRC));
-                // Linked: the destination is created only once the source opened.
-                let open_dst =
-                    opcode::OpenAt::new(types::Fd(dir.dst_fd().as_raw_fd()), op.name.as_ptr())
-                        .flags(libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC)
-                        .mode(finalize::create_mode(&stat))
-                        .build()
-                        .user_data(user_data(slot, TAG_OPEN_DST));
-                self.push(&[open_src, open_dst], queue);
+                if std::env::var_os("RINGIO_RING_CREATE").is_some() {
+                    op.pending = 2;
+                    // Linked: the destination is created only once the source opened.
+                    let open_dst =
+                        opcode::OpenAt::new(types::Fd(dir.dst_fd().as_raw_fd()), op.name.as_ptr())
+                            .flags(libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC)
+                            .mode(finalize::create_mode(&stat))
+                            .build()
+                            .user_data(user_data(slot, TAG_OPEN_DST));
+                    self.push(&[open_src.flags(squeue::Flags::IO_LINK), open_dst], queue);
+                } else {
+                    op.pending = 1;
+                    self.push(&[open_src], queue);
+                }
             }
             TAG_OPEN_SRC | TAG_OPEN_DST => {
                 if res >= 0 {
@@ -305,6 +309,26 @@ impl<'a> UringMover<'a> {
                         (Op::Create, op.dir.dst_path(Some(&op.name)))
                     };
                     op.error = Some(CopyError::io(kind, path, errno(res)));
+                }
+                if op.pending == 0 && op.error.is_none() && op.dst < 0 && !ctx.stopped() {
+                    // io_uring always hands O_CREAT opens to an io-wq thread; creating here
+                    // costs no thread hand-off.
+                    let stat = op.stat.expect("stat of a file in flight");
+                    match sys::openat(
+                        op.dir.dst_fd(),
+                        &op.name,
+                        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+                        finalize::create_mode(&stat),
+                    ) {
+                        Ok(fd) => op.dst = std::os::fd::IntoRawFd::into_raw_fd(fd),
+                        Err(e) => {
+                            op.error = Some(CopyError::io(
+                                Op::Create,
+                                op.dir.dst_path(Some(&op.name)),
+                                e,
+                            ))
+                        }
+                    }
                 }
                 if op.pending == 0 {
                     if op.error.is_some() || ctx.stopped() {

@@ -1,0 +1,124 @@
+//! Shared helpers for the `ringio cp` integration tests: seeded random trees ([`TreeSpec`],
+//! [`TestTree`]), the tree comparer ([`assert_trees_equal`]), the binary runner ([`Cp`]) and small
+//! system helpers (times, owners, xattrs, tmpfs mounts).
+//!
+//! Every test crate includes this module with `#[macro_use] mod common;` and uses only part of it.
+#![allow(dead_code, unused_imports, unused_macros)]
+
+mod compare;
+pub mod deep;
+mod rng;
+mod run;
+mod sys;
+mod tree;
+
+use std::path::{Path, PathBuf};
+
+pub use compare::{assert_trees_equal, tree_diff, Check};
+pub use rng::Rng;
+pub use run::{
+    assert_exit, assert_success, describe, gnu_cp, gnu_cp_available, ringio, run_cp, stderr_lines,
+    Cp, Running,
+};
+pub use sys::{
+    chown_tree, cstring, get_xattr, is_root, lstat_times, mkfifo, set_times, set_xattr, TmpfsMount,
+    NOBODY,
+};
+pub use tree::{Atimes, TestTree, TreeSpec, Ts};
+
+/// Every copy engine; each copy test runs once per engine. Keep in sync with `engine_tests!`.
+pub const ENGINES: &[&str] = &["uring", "readwrite"];
+
+/// Prints why a test cannot run here, and returns from it.
+macro_rules! skip {
+    ($($arg:tt)*) => {{
+        eprintln!("SKIPPED: {}", format!($($arg)*));
+        return;
+    }};
+}
+
+/// Runs each named `fn name(engine: &str)` once per engine, as `name::uring`, `name::readwrite`.
+/// The engine list here must match [`ENGINES`].
+macro_rules! engine_tests {
+    ($($name:ident),+ $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn uring() {
+                super::$name("uring")
+            }
+            #[test]
+            fn readwrite() {
+                super::$name("readwrite")
+            }
+        }
+    )+};
+}
+
+/// A scratch directory for one test, removed at the end. When not root, it first makes every
+/// directory writable again, since trees under test hold 0555 directories.
+#[derive(Debug)]
+pub struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        let dir = tempfile::Builder::new()
+            .prefix("ringio-test-")
+            .tempdir()
+            .expect("create tempdir");
+        Scratch { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn join(&self, rel: impl AsRef<Path>) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// Hands the scratch directory itself to `uid:gid` (mode 0755), so a child running as that
+    /// user can work in it. Entries inside are given with [`chown_tree`].
+    pub fn give_to(&self, uid: u32, gid: u32) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(self.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod scratch");
+        std::os::unix::fs::chown(self.path(), Some(uid), Some(gid)).expect("chown scratch");
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !is_root() {
+            sys::make_dirs_writable(self.path());
+        }
+    }
+}
+
+/// Writes `content` to `path`, creating parent directories.
+pub fn write_file(path: impl AsRef<Path>, content: impl AsRef<[u8]>) {
+    let path = path.as_ref();
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("create parent dirs");
+    }
+    std::fs::write(path, content).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
+/// Sets the permission bits of `path` (follows symlinks).
+pub fn chmod(path: impl AsRef<Path>, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = path.as_ref();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .unwrap_or_else(|e| panic!("chmod {:o} {}: {e}", mode, path.display()));
+}
+
+/// The permission bits (with setuid, setgid, sticky) of `path`, not following symlinks.
+pub fn mode_of(path: impl AsRef<Path>) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    let path = path.as_ref();
+    std::fs::symlink_metadata(path)
+        .unwrap_or_else(|e| panic!("lstat {}: {e}", path.display()))
+        .mode()
+        & 0o7777
+}

@@ -1,0 +1,299 @@
+//! Running the `ringio` binary (and GNU cp, the reference) with a timeout.
+
+use std::ffi::{OsStr, OsString};
+use std::io::{self, Read};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Long enough for a debug build to copy any tree the tests make; a hang fails instead of
+/// stalling the suite.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// One invocation of the binary: `ringio cp ARGS...` unless made with [`Cp::bare`].
+#[derive(Debug)]
+pub struct Cp {
+    cmd: Command,
+    shown: Vec<OsString>,
+    timeout: Duration,
+}
+
+impl Default for Cp {
+    fn default() -> Self {
+        Cp::new()
+    }
+}
+
+impl Cp {
+    /// `ringio cp`.
+    pub fn new() -> Cp {
+        Cp::bare().arg("cp")
+    }
+
+    /// `ringio` without a subcommand.
+    pub fn bare() -> Cp {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringio"));
+        cmd.env("LC_ALL", "C").stdin(Stdio::null());
+        Cp {
+            cmd,
+            shown: vec!["ringio".into()],
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Cp {
+        self.cmd.arg(arg.as_ref());
+        self.shown.push(arg.as_ref().to_owned());
+        self
+    }
+
+    pub fn args<I, S>(mut self, args: I) -> Cp
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        for arg in args {
+            self = self.arg(arg);
+        }
+        self
+    }
+
+    /// `--engine ENGINE`.
+    pub fn engine(self, engine: &str) -> Cp {
+        self.arg("--engine").arg(engine)
+    }
+
+    /// The child's working directory (the test process's own never changes).
+    pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Cp {
+        self.cmd.current_dir(dir.as_ref());
+        self
+    }
+
+    pub fn timeout(mut self, timeout: Duration) -> Cp {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Runs the child as `uid:gid` with no supplementary groups (the test must be root).
+    pub fn run_as(mut self, uid: u32, gid: u32) -> Cp {
+        // SAFETY: the hook runs in the forked child before exec; it makes only
+        // async-signal-safe system calls and touches no memory shared with the parent.
+        unsafe {
+            self.cmd.pre_exec(move || {
+                if libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setgid(gid) != 0
+                    || libc::setuid(uid) != 0
+                {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        self
+    }
+
+    /// Runs the child with RLIMIT_NOFILE (soft and hard) set to `limit`.
+    pub fn nofile_limit(mut self, limit: u64) -> Cp {
+        // SAFETY: as in `run_as`: only setrlimit, on a stack value, in the child before exec.
+        unsafe {
+            self.cmd.pre_exec(move || {
+                let rl = libc::rlimit {
+                    rlim_cur: limit as _,
+                    rlim_max: limit as _,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        self
+    }
+
+    /// The command line, for messages.
+    pub fn shown(&self) -> String {
+        self.shown
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    pub fn spawn(mut self) -> Running {
+        let shown = self.shown();
+        eprintln!("running: {shown}");
+        self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = self
+            .cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {shown}: {e}"));
+        let stdout = drain(child.stdout.take().expect("piped stdout"));
+        let stderr = drain(child.stderr.take().expect("piped stderr"));
+        Running {
+            child,
+            stdout,
+            stderr,
+            shown,
+            timeout: self.timeout,
+            started: Instant::now(),
+        }
+    }
+
+    /// Runs to completion; panics (after killing the child) if it outlives the timeout.
+    pub fn run(self) -> Output {
+        self.spawn().wait()
+    }
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = pipe.read_to_end(&mut buf);
+        buf
+    })
+}
+
+/// A child started by [`Cp::spawn`].
+#[derive(Debug)]
+pub struct Running {
+    child: Child,
+    stdout: JoinHandle<Vec<u8>>,
+    stderr: JoinHandle<Vec<u8>>,
+    shown: String,
+    timeout: Duration,
+    started: Instant,
+}
+
+impl Running {
+    pub fn pid(&self) -> libc::pid_t {
+        self.child.id() as libc::pid_t
+    }
+
+    /// The exit status, if the child has exited.
+    pub fn try_status(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().expect("try_wait")
+    }
+
+    /// Waits for at most `limit`; `None` if the child is still running then.
+    pub fn wait_status(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.try_status() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Waits for the end and collects the output; kills the child and panics on timeout.
+    pub fn wait(mut self) -> Output {
+        let left = self.timeout.saturating_sub(self.started.elapsed());
+        let status = self.wait_status(left);
+        let Some(status) = status else {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            let stderr = self.stderr.join().unwrap_or_default();
+            panic!(
+                "timed out after {:?}, killed: {}\nstderr: {}",
+                self.timeout,
+                self.shown,
+                String::from_utf8_lossy(&stderr)
+            );
+        };
+        Output {
+            status,
+            stdout: self.stdout.join().expect("stdout reader"),
+            stderr: self.stderr.join().expect("stderr reader"),
+        }
+    }
+}
+
+/// `ringio cp ARGS...` in the test's working directory, to completion.
+pub fn run_cp<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    Cp::new().args(args).run()
+}
+
+/// `ringio ARGS...` (no `cp`), to completion.
+pub fn ringio<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    Cp::bare().args(args).run()
+}
+
+/// True when `cp` on PATH is GNU cp, the reference the tests compare with.
+pub fn gnu_cp_available() -> bool {
+    Command::new("cp")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("GNU coreutils"))
+        .unwrap_or(false)
+}
+
+/// GNU `cp ARGS...` run in `cwd`.
+pub fn gnu_cp<I, S>(cwd: &Path, args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let out = Command::new("cp")
+        .args(args)
+        .current_dir(cwd)
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run GNU cp");
+    eprintln!("GNU cp: {}", describe(&out));
+    out
+}
+
+/// Status, stdout and stderr, for failure messages.
+pub fn describe(out: &Output) -> String {
+    let status = match (out.status.code(), out.status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => format!("{:?}", out.status),
+    };
+    format!(
+        "{status}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Exit status 0 and nothing on stderr: cp is silent when all goes well.
+#[track_caller]
+pub fn assert_success(out: &Output) {
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "expected success with empty stderr, got {}",
+        describe(out)
+    );
+}
+
+#[track_caller]
+pub fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "expected exit status {code}, got {}",
+        describe(out)
+    );
+}
+
+pub fn stderr_lines(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}

@@ -1,0 +1,212 @@
+//! Thin libc wrappers the standard library lacks: nanosecond times on symlinks, xattrs, fifos,
+//! and a tmpfs mount that unmounts itself.
+
+use std::ffi::{CString, OsString};
+use std::io;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::tree::Ts;
+
+/// The unprivileged user tests switch to when they run as root.
+pub const NOBODY: (u32, u32) = (65534, 65534);
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+pub fn cstring(path: &Path) -> CString {
+    CString::new(path.as_os_str().as_bytes()).expect("path without NUL")
+}
+
+/// Sets atime and mtime of `path` itself (symlinks are not followed). `None` leaves one as is.
+pub fn set_times(path: &Path, atime: Option<Ts>, mtime: Option<Ts>) -> io::Result<()> {
+    let spec = |t: Option<Ts>| match t {
+        Some(t) => libc::timespec {
+            tv_sec: t.sec as libc::time_t,
+            tv_nsec: t.nsec as _,
+        },
+        None => libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_OMIT,
+        },
+    };
+    let times = [spec(atime), spec(mtime)];
+    let c = cstring(path);
+    // SAFETY: `c` is a NUL-terminated path and `times` holds the two timespecs utimensat reads.
+    let rc = unsafe {
+        libc::utimensat(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            times.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// (atime, mtime) of `path` itself.
+pub fn lstat_times(path: &Path) -> (Ts, Ts) {
+    let m =
+        std::fs::symlink_metadata(path).unwrap_or_else(|e| panic!("lstat {}: {e}", path.display()));
+    (
+        Ts::new(m.atime(), m.atime_nsec()),
+        Ts::new(m.mtime(), m.mtime_nsec()),
+    )
+}
+
+/// Reading an entry moves its atime (relatime); the comparer puts it back so that it can run
+/// several times over the same trees. Best effort: only the owner or root may set times.
+pub fn put_back_atime(path: &Path, meta: &std::fs::Metadata) {
+    let _ = set_times(path, Some(Ts::new(meta.atime(), meta.atime_nsec())), None);
+}
+
+/// lchown every entry under (and including) `root`.
+pub fn chown_tree(root: &Path, uid: u32, gid: u32) {
+    std::os::unix::fs::lchown(root, Some(uid), Some(gid))
+        .unwrap_or_else(|e| panic!("lchown {}: {e}", root.display()));
+    let meta = std::fs::symlink_metadata(root).expect("lstat");
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(root).expect("read_dir") {
+            chown_tree(&entry.expect("dir entry").path(), uid, gid);
+        }
+    }
+}
+
+/// When not root, trees with 0555 directories cannot be removed; make them writable first.
+pub fn make_dirs_writable(root: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::symlink_metadata(root) else {
+        return;
+    };
+    if !meta.is_dir() {
+        return;
+    }
+    let _ = std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o700));
+    if let Ok(entries) = std::fs::read_dir(root) {
+        for entry in entries.flatten() {
+            make_dirs_writable(&entry.path());
+        }
+    }
+}
+
+pub fn mkfifo(path: &Path, mode: u32) {
+    let c = cstring(path);
+    // SAFETY: `c` is a NUL-terminated path.
+    let rc = unsafe { libc::mkfifo(c.as_ptr(), mode as libc::mode_t) };
+    assert_eq!(
+        rc,
+        0,
+        "mkfifo {}: {}",
+        path.display(),
+        io::Error::last_os_error()
+    );
+}
+
+/// Sets an extended attribute on `path` itself.
+pub fn set_xattr(path: &Path, name: &str, value: &[u8]) -> io::Result<()> {
+    let c = cstring(path);
+    let n = CString::new(name).expect("xattr name");
+    // SAFETY: both strings are NUL-terminated; `value` is valid for `value.len()` bytes.
+    let rc = unsafe {
+        libc::lsetxattr(
+            c.as_ptr(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The value of one extended attribute of `path` itself.
+pub fn get_xattr(path: &Path, name: &str) -> io::Result<Vec<u8>> {
+    let c = cstring(path);
+    let n = CString::new(name).expect("xattr name");
+    let mut buf = vec![0u8; 64 * 1024];
+    // SAFETY: both strings are NUL-terminated; `buf` is writable for `buf.len()` bytes.
+    let len =
+        unsafe { libc::lgetxattr(c.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if len < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buf.truncate(len as usize);
+    Ok(buf)
+}
+
+/// All extended attributes of `path` itself, sorted by name.
+pub fn list_xattrs(path: &Path) -> io::Result<Vec<(OsString, Vec<u8>)>> {
+    let c = cstring(path);
+    let mut names = vec![0u8; 64 * 1024];
+    // SAFETY: `c` is NUL-terminated; `names` is writable for `names.len()` bytes.
+    let len = unsafe { libc::llistxattr(c.as_ptr(), names.as_mut_ptr().cast(), names.len()) };
+    if len < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    names.truncate(len as usize);
+    let mut out = Vec::new();
+    for name in names.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+        let name = OsString::from_vec(name.to_vec());
+        let value = get_xattr(path, &name.to_string_lossy())?;
+        out.push((name, value));
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// A tmpfs mounted for one test; unmounted (lazily, so a stuck child cannot block it) on drop.
+#[derive(Debug)]
+pub struct TmpfsMount {
+    path: PathBuf,
+}
+
+impl TmpfsMount {
+    /// Mounts a tmpfs of `size` (as mount's `size=` option, e.g. "4m") on the existing `path`.
+    pub fn new(path: &Path, size: &str) -> Result<TmpfsMount, String> {
+        if !is_root() {
+            return Err("mounting a tmpfs needs root".into());
+        }
+        let out = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0755"),
+                "tmpfs",
+            ])
+            .arg(path)
+            .output()
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "mount failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(TmpfsMount {
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TmpfsMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.path).status();
+    }
+}

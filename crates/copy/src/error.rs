@@ -37,6 +37,10 @@ pub enum Op {
     SetOwner,
     /// Setting access and modification times.
     SetTimes,
+    /// Copying extended attributes.
+    SetXattr,
+    /// Creating a hard link.
+    Link,
     /// Closing a file (errors here can mean lost writes).
     Close,
     /// Flushing to stable storage.
@@ -65,6 +69,8 @@ impl Op {
             Op::SetMode => "preserve permissions for",
             Op::SetOwner => "preserve ownership for",
             Op::SetTimes => "preserve times for",
+            Op::SetXattr => "preserve extended attributes for",
+            Op::Link => "create hard link",
             Op::Close => "close",
             Op::Sync => "fsync",
             Op::Overwrite => "overwrite",
@@ -102,6 +108,14 @@ impl CopyError {
             op,
             path: path.into(),
             source: source.into(),
+        }
+    }
+
+    /// The system's reason alone, as cp words it ("Permission denied").
+    pub fn reason(&self) -> String {
+        match self {
+            CopyError::Io { source, .. } => reason(source).to_string(),
+            other => other.to_string(),
         }
     }
 

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use crate::error::{CopyError, Op};
 use crate::node::{Ctx, DirNode};
 use crate::sys::{self, Stat};
+use crate::xattr::{self, XattrError};
+use std::sync::atomic::Ordering;
 
 /// Mode a new file or directory is created with. The kernel applies the umask on top.
 pub(crate) fn create_mode(stat: &Stat) -> u32 {
@@ -20,6 +22,7 @@ pub(crate) fn create_mode(stat: &Stat) -> u32 {
 pub(crate) fn file(
     dir: &DirNode<'_>,
     name: &CStr,
+    src: BorrowedFd<'_>,
     dst: BorrowedFd<'_>,
     stat: &Stat,
     created: bool,
@@ -33,6 +36,9 @@ pub(crate) fn file(
     if preserve.ownership && !owned_already {
         chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid))
             .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
+    }
+    if preserve.xattr {
+        xattrs(ctx, src, dst, &path)?;
     }
     if preserve.mode && (!created || needs_chmod(ctx, stat)) {
         sys::fchmod(dst, stat.perm()).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
@@ -73,6 +79,11 @@ pub(crate) fn directory(node: &DirNode<'_>) {
             ctx.fail(CopyError::io(Op::SetOwner, path(), e));
         }
     }
+    if preserve.xattr {
+        if let Err(e) = xattrs(ctx, node.src_fd(), dst, &path) {
+            ctx.fail(e);
+        }
+    }
     // A fresh directory was made with owner rwx so it could be filled; give it its real mode.
     let mode = if preserve.mode {
         Some(stat.perm())
@@ -93,6 +104,31 @@ pub(crate) fn directory(node: &DirNode<'_>) {
         if let Err(e) = sys::futimens(dst, stat.atime, stat.mtime) {
             ctx.fail(CopyError::io(Op::SetTimes, path(), e));
         }
+    }
+}
+
+/// Copies extended attributes. A destination that takes none gets one warning per run, not an
+/// error per file.
+fn xattrs(
+    ctx: &Ctx<'_>,
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+    path: &dyn Fn() -> PathBuf,
+) -> Result<(), CopyError> {
+    match xattr::copy_all(src, dst) {
+        Ok(()) => Ok(()),
+        Err(XattrError::Unsupported(e)) => {
+            if !ctx.xattr_warned.swap(true, Ordering::Relaxed) {
+                ctx.reporter.note(&format!(
+                    "warning: extended attributes not preserved: '{}': {} (the destination \
+                     filesystem does not support them)",
+                    path().display(),
+                    CopyError::io(Op::SetXattr, path(), e).reason()
+                ));
+            }
+            Ok(())
+        }
+        Err(XattrError::Failed(e)) => Err(CopyError::io(Op::SetXattr, path(), e)),
     }
 }
 

@@ -16,11 +16,13 @@
 mod engine;
 mod error;
 pub mod finalize;
+mod links;
 mod node;
 mod plan;
 mod run;
 mod sys;
 pub mod walk;
+mod xattr;
 
 pub use engine::{uring_available, Engine};
 pub use error::{CopyError, Op};

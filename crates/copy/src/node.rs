@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use crate::error::CopyError;
 use crate::finalize;
+use crate::links::LinkMap;
 use crate::plan::CopyPlan;
 use crate::run::{Progress, Reporter};
 use crate::sys::Stat;
@@ -29,6 +30,10 @@ pub(crate) struct Ctx<'a> {
     pub egid: u32,
     pub errors: AtomicU64,
     pub fatal: AtomicBool,
+    /// First copies of multiply linked inodes (`--preserve=links`).
+    pub links: LinkMap,
+    /// The "no extended attributes here" warning was printed.
+    pub xattr_warned: AtomicBool,
 }
 
 impl Ctx<'_> {
@@ -80,6 +85,9 @@ pub(crate) struct DirNode<'a> {
     pub dst_setgid: bool,
     /// Apply metadata in Drop (false for the parent of a single-file root).
     pub finalize: bool,
+    /// At a root, under `--preserve=links`: its own descriptor of the destination, which
+    /// hard-link targets are named relative to.
+    anchor: Option<Arc<OwnedFd>>,
 }
 
 impl<'a> DirNode<'a> {
@@ -105,6 +113,7 @@ impl<'a> DirNode<'a> {
             fresh,
             stat,
             finalize: true,
+            anchor: None,
         }
     }
 
@@ -133,7 +142,14 @@ impl<'a> DirNode<'a> {
             dst_dev,
             dst_setgid,
             finalize,
+            anchor: None,
         }
+    }
+
+    /// Gives a root the descriptor hard links are made relative to.
+    pub fn with_link_anchor(mut self) -> Self {
+        self.anchor = self.dst.try_clone().ok().map(Arc::new);
+        self
     }
 
     /// Source directory descriptor.
@@ -178,6 +194,21 @@ impl<'a> DirNode<'a> {
                 (None, None) => return PathBuf::new(),
             }
         }
+    }
+
+    /// The destination `child` as (root anchor, path relative to it), for linkat.
+    pub fn anchored_path(&self, child: &CStr) -> Option<(Arc<OwnedFd>, CString)> {
+        let mut names: Vec<&[u8]> = vec![child.to_bytes()];
+        let mut node = self;
+        while let Some(parent) = &node.parent {
+            names.push(node.name.to_bytes());
+            node = parent;
+        }
+        let anchor = node.anchor.clone()?;
+        names.reverse();
+        CString::new(names.join(&b'/'))
+            .ok()
+            .map(|path| (anchor, path))
     }
 
     /// True when `(dev, ino)` is this directory or one of its ancestors (a symlink loop

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::engine::{uring_available, DataPath, Engine, Mover, SyncMover, UringMover};
 use crate::error::{CopyError, Op};
 use crate::finalize;
+use crate::links::LinkMap;
 use crate::node::{Ctx, DirNode, RootNames};
 use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference};
 use crate::sys::{self, Kind};
@@ -132,6 +133,8 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
         egid: unsafe { libc::getegid() },
         errors: AtomicU64::new(0),
         fatal: AtomicBool::new(false),
+        links: LinkMap::default(),
+        xattr_warned: AtomicBool::new(false),
     };
     let queue = Queue::new(threads);
     for root in &plan.roots {
@@ -255,6 +258,11 @@ fn start_root<'a>(ctx: &'a Ctx<'a>, queue: &Queue<'a>, root: &CopyRoot) -> Resul
         fresh,
         true,
     );
+    let node = if plan.preserve.links {
+        node.with_link_anchor()
+    } else {
+        node
+    };
     queue.push(Task::Read(Arc::new(node)));
     Ok(())
 }
@@ -296,6 +304,11 @@ fn start_root_entry<'a>(
         false,
         false,
     );
+    let node = if ctx.plan.preserve.links {
+        node.with_link_anchor()
+    } else {
+        node
+    };
     queue.push(Task::Root {
         dir: Arc::new(node),
         src: cstring(src_name.as_bytes(), &root.src)?,

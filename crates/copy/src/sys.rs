@@ -29,6 +29,8 @@ pub struct Stat {
     pub uid: u32,
     /// Group.
     pub gid: u32,
+    /// Hard-link count.
+    pub nlink: u32,
     /// Inode number.
     pub ino: u64,
     /// Device holding the inode.
@@ -65,6 +67,7 @@ impl From<&libc::statx> for Stat {
             size: s.stx_size,
             uid: s.stx_uid,
             gid: s.stx_gid,
+            nlink: s.stx_nlink,
             ino: s.stx_ino,
             dev: libc::makedev(s.stx_dev_major, s.stx_dev_minor),
             rdev: libc::makedev(s.stx_rdev_major, s.stx_rdev_minor),

@@ -237,6 +237,7 @@ impl Drop for BigFile<'_> {
         if let Err(e) = finalize::file(
             &self.dir,
             &self.dst_name,
+            self.src.as_fd(),
             dst.as_fd(),
             &self.stat,
             self.created,

@@ -11,6 +11,7 @@ use super::data::BigFile;
 use super::Mover;
 use crate::error::{CopyError, Op};
 use crate::finalize;
+use crate::links::Linked;
 use crate::node::{Ctx, DirNode};
 use crate::plan::{Dereference, Overwrite};
 use crate::sys::{self, Kind, Stat};
@@ -218,7 +219,20 @@ fn copy_file<'a>(
     follow: bool,
     queue: &Queue<'a>,
 ) -> Result<(), CopyError> {
-    let Some((src_fd, dst_fd, created)) = open_pair(ctx, dir, src, dst, stat, follow)? else {
+    let opened = if ctx.plan.preserve.links && stat.nlink > 1 {
+        match ctx.links.link_or_create(dir, dst, stat, || {
+            open_pair(ctx, dir, src, dst, stat, follow)
+        })? {
+            Linked::Linked => {
+                count_done(ctx, dir, src, dst);
+                return Ok(());
+            }
+            Linked::Created(opened) => opened,
+        }
+    } else {
+        open_pair(ctx, dir, src, dst, stat, follow)?
+    };
+    let Some((src_fd, dst_fd, created)) = opened else {
         return Ok(());
     };
     let tuning = &ctx.plan.tuning;
@@ -239,7 +253,7 @@ fn copy_file<'a>(
         }
     };
     ctx.progress.bytes.fetch_add(copied, Ordering::Relaxed);
-    finish_file(ctx, dir, src, dst, dst_fd, stat, created, copied)
+    finish_file(ctx, dir, src, dst, src_fd, dst_fd, stat, created, copied)
 }
 
 /// Metadata, close, count: the end of every regular file copy that is not chunked.
@@ -249,13 +263,15 @@ pub(crate) fn finish_file(
     dir: &DirNode<'_>,
     src: &CStr,
     dst: &CStr,
+    src_fd: OwnedFd,
     dst_fd: OwnedFd,
     stat: &Stat,
     created: bool,
     copied: u64,
 ) -> Result<(), CopyError> {
     let dst_path = || dir.dst_path(Some(dst));
-    let meta = finalize::file(dir, dst, dst_fd.as_fd(), stat, created);
+    let meta = finalize::file(dir, dst, src_fd.as_fd(), dst_fd.as_fd(), stat, created);
+    drop(src_fd);
     if let Err(e) = sys::close(dst_fd) {
         let _ = sys::unlinkat(dir.dst_fd(), dst);
         return Err(CopyError::io(Op::Close, dst_path(), e));
@@ -308,8 +324,29 @@ fn split_into_chunks<'a>(
     }
 }
 
-/// Symlinks and special files. Returns false when skipped by policy.
+/// Symlinks and special files, hard-linked to an earlier copy where the source is.
+/// Returns false when skipped by policy.
 fn copy_other(
+    ctx: &Ctx<'_>,
+    dir: &DirNode<'_>,
+    src: &CStr,
+    dst: &CStr,
+    stat: &Stat,
+) -> Result<bool, CopyError> {
+    if ctx.plan.preserve.links && stat.nlink > 1 {
+        match ctx
+            .links
+            .link_or_create(dir, dst, stat, || create_other(ctx, dir, src, dst, stat))?
+        {
+            Linked::Linked => Ok(true),
+            Linked::Created(made) => Ok(made),
+        }
+    } else {
+        create_other(ctx, dir, src, dst, stat)
+    }
+}
+
+fn create_other(
     ctx: &Ctx<'_>,
     dir: &DirNode<'_>,
     src: &CStr,

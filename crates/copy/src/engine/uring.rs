@@ -264,7 +264,12 @@ impl<'a> UringMover<'a> {
                     return;
                 }
                 let stat = Stat::from(&*op.statx);
-                if stat.kind() != Kind::File || stat.size > self.threshold || ctx.stopped() {
+                let linked = ctx.plan.preserve.links && stat.nlink > 1;
+                if stat.kind() != Kind::File
+                    || stat.size > self.threshold
+                    || linked
+                    || ctx.stopped()
+                {
                     // Not a small file: the shared synchronous path takes it from here.
                     let op = self.release(slot);
                     if !ctx.stopped() {
@@ -458,7 +463,9 @@ impl<'a> UringMover<'a> {
             let stat = op.stat.expect("stat of a file in flight");
             // SAFETY: op.dst is open until the CLOSE below completes.
             let dst = unsafe { BorrowedFd::borrow_raw(op.dst) };
-            if let Err(e) = finalize::file(&op.dir, &op.name, dst, &stat, true) {
+            // SAFETY: likewise op.src.
+            let src = unsafe { BorrowedFd::borrow_raw(op.src) };
+            if let Err(e) = finalize::file(&op.dir, &op.name, src, dst, &stat, true) {
                 op.error = Some(e);
             }
         }

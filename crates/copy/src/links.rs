@@ -1,0 +1,69 @@
+//! Hard links (`--preserve=links`): the first copy of a multiply linked source inode is
+//! remembered by a path relative to its tree's destination root; later names link to it.
+//! Only inodes with nlink > 1 are tracked, so memory grows with those alone.
+
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::{Arc, Mutex};
+
+use crate::node::DirNode;
+use crate::sys::Stat;
+
+/// Where the first copy of an inode went.
+struct FirstCopy {
+    anchor: Arc<OwnedFd>,
+    path: CString,
+}
+
+/// What [`LinkMap::link_or_create`] did.
+pub(crate) enum Linked<T> {
+    /// The name was hard-linked to an earlier copy.
+    Linked,
+    /// This is the first name of the inode (or linking failed): `create` ran.
+    Created(T),
+}
+
+/// Source inode → first destination copy.
+#[derive(Default)]
+pub(crate) struct LinkMap {
+    first: Mutex<HashMap<(u64, u64), FirstCopy>>,
+}
+
+impl LinkMap {
+    /// Links `dst` in `dir` to the earlier copy of `stat`'s inode, or runs `create` and remembers
+    /// its result as the copy later names link to. The lock is held across `create`, so a second
+    /// name never races the creation of the first.
+    pub fn link_or_create<T, E>(
+        &self,
+        dir: &DirNode<'_>,
+        dst: &CStr,
+        stat: &Stat,
+        create: impl FnOnce() -> Result<T, E>,
+    ) -> Result<Linked<T>, E> {
+        let key = (stat.dev, stat.ino);
+        let mut first = self.first.lock().expect("link map lock");
+        if let Some(copy) = first.get(&key) {
+            // SAFETY: both strings are NUL-terminated and both fds are open.
+            let rc = unsafe {
+                libc::linkat(
+                    copy.anchor.as_raw_fd(),
+                    copy.path.as_ptr(),
+                    dir.dst_fd().as_raw_fd(),
+                    dst.as_ptr(),
+                    0,
+                )
+            };
+            if rc == 0 {
+                return Ok(Linked::Linked);
+            }
+            // The first copy is gone or out of reach (a path past PATH_MAX): copy this name on
+            // its own, as cp does when it cannot link.
+        }
+        let made = create()?;
+        if let Some((anchor, path)) = dir.anchored_path(dst) {
+            first.insert(key, FirstCopy { anchor, path });
+        }
+        Ok(Linked::Created(made))
+    }
+}

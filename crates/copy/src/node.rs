@@ -6,11 +6,12 @@
 //! without any bookkeeping of its own.
 
 use std::ffi::{CStr, CString, OsStr};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::error::CopyError;
 use crate::finalize;
@@ -30,6 +31,10 @@ pub(crate) struct Ctx<'a> {
     pub egid: u32,
     pub errors: AtomicU64,
     pub fatal: AtomicBool,
+    /// Directory pairs below the roots with open descriptors, and how many may stay open
+    /// when nobody holds them.
+    pub open_dirs: AtomicUsize,
+    pub dir_budget: usize,
     /// First copies of multiply linked inodes (`--preserve=links`).
     pub links: LinkMap,
     /// The "no extended attributes here" warning was printed.
@@ -54,6 +59,11 @@ impl Ctx<'_> {
         self.reporter.error(&err);
     }
 
+    /// True when idle directories should give their descriptors back.
+    pub fn over_dir_budget(&self) -> bool {
+        self.open_dirs.load(Ordering::Relaxed) > self.dir_budget
+    }
+
     /// True once the run must stop: SIGINT or a fatal error.
     pub fn stopped(&self) -> bool {
         self.fatal.load(Ordering::Relaxed) || self.progress.cancelled()
@@ -66,11 +76,18 @@ pub(crate) struct RootNames {
     pub dst: PathBuf,
 }
 
-/// A source directory and its destination twin, both open.
+/// A source directory and its destination twin.
+///
+/// Their descriptors are open while anyone holds the node ([`DirHold`]). When the run is over
+/// its directory-descriptor budget (a deep tree under a low RLIMIT_NOFILE), a node nobody holds
+/// closes them, and the next holder reopens them by name from the nearest open ancestor. Under
+/// ordinary limits nothing is ever closed early.
 pub(crate) struct DirNode<'a> {
     pub ctx: &'a Ctx<'a>,
-    pub src: OwnedFd,
-    pub dst: OwnedFd,
+    fds: Mutex<DirFds>,
+    /// Raw copies of the descriptors for lock-free reads by holders (-1 while closed).
+    src_raw: AtomicI32,
+    dst_raw: AtomicI32,
     pub parent: Option<Arc<DirNode<'a>>>,
     /// Name within the parent (empty at a root).
     pub name: CString,
@@ -90,7 +107,38 @@ pub(crate) struct DirNode<'a> {
     anchor: Option<Arc<OwnedFd>>,
 }
 
+/// A node's descriptors and how many holders need them.
+struct DirFds {
+    src: Option<OwnedFd>,
+    dst: Option<OwnedFd>,
+    holders: u32,
+}
+
 impl<'a> DirNode<'a> {
+    fn new_fds(
+        ctx: &Ctx<'_>,
+        src: OwnedFd,
+        dst: OwnedFd,
+        counted: bool,
+    ) -> (Mutex<DirFds>, AtomicI32, AtomicI32) {
+        if counted {
+            ctx.open_dirs.fetch_add(1, Ordering::Relaxed);
+        }
+        let raw = (
+            AtomicI32::new(src.as_raw_fd()),
+            AtomicI32::new(dst.as_raw_fd()),
+        );
+        (
+            Mutex::new(DirFds {
+                src: Some(src),
+                dst: Some(dst),
+                holders: 0,
+            }),
+            raw.0,
+            raw.1,
+        )
+    }
+
     /// A node below `parent`.
     pub fn child(
         parent: Arc<DirNode<'a>>,
@@ -100,10 +148,12 @@ impl<'a> DirNode<'a> {
         stat: Stat,
         fresh: bool,
     ) -> Self {
+        let (fds, src_raw, dst_raw) = Self::new_fds(parent.ctx, src, dst, true);
         DirNode {
             ctx: parent.ctx,
-            src,
-            dst,
+            fds,
+            src_raw,
+            dst_raw,
             dst_dev: parent.dst_dev,
             // mkdir inherits setgid from its parent; a merged directory is not known.
             dst_setgid: parent.dst_setgid || !fresh,
@@ -130,10 +180,12 @@ impl<'a> DirNode<'a> {
         fresh: bool,
         finalize: bool,
     ) -> Self {
+        let (fds, src_raw, dst_raw) = Self::new_fds(ctx, src, dst, false);
         DirNode {
             ctx,
-            src,
-            dst,
+            fds,
+            src_raw,
+            dst_raw,
             parent: None,
             name: CString::default(),
             root: Some(names),
@@ -148,18 +200,86 @@ impl<'a> DirNode<'a> {
 
     /// Gives a root the descriptor hard links are made relative to.
     pub fn with_link_anchor(mut self) -> Self {
-        self.anchor = self.dst.try_clone().ok().map(Arc::new);
+        self.anchor = self.dst_fd().try_clone_to_owned().ok().map(Arc::new);
         self
     }
 
-    /// Source directory descriptor.
+    /// Source directory descriptor. The caller holds the node (a [`DirHold`], or it is being
+    /// created or dropped).
     pub fn src_fd(&self) -> BorrowedFd<'_> {
-        self.src.as_fd()
+        let raw = self.src_raw.load(Ordering::Acquire);
+        debug_assert!(raw >= 0, "source directory used while closed");
+        // SAFETY: a holder keeps the descriptor open (see DirHold); it outlives the borrow.
+        unsafe { BorrowedFd::borrow_raw(raw) }
     }
 
-    /// Destination directory descriptor.
+    /// Destination directory descriptor; the same rule as [`DirNode::src_fd`].
     pub fn dst_fd(&self) -> BorrowedFd<'_> {
-        self.dst.as_fd()
+        let raw = self.dst_raw.load(Ordering::Acquire);
+        debug_assert!(raw >= 0, "destination directory used while closed");
+        // SAFETY: as in src_fd.
+        unsafe { BorrowedFd::borrow_raw(raw) }
+    }
+
+    /// Registers a holder, reopening the descriptors if they were closed.
+    fn acquire(&self) -> io::Result<()> {
+        let mut fds = self.fds.lock().expect("dir fds lock");
+        if fds.src.is_none() {
+            let (src, dst) = self.reopen()?;
+            self.src_raw.store(src.as_raw_fd(), Ordering::Release);
+            self.dst_raw.store(dst.as_raw_fd(), Ordering::Release);
+            fds.src = Some(src);
+            fds.dst = Some(dst);
+            self.ctx.open_dirs.fetch_add(1, Ordering::Relaxed);
+        }
+        fds.holders += 1;
+        Ok(())
+    }
+
+    /// Drops a holder; the last one closes the descriptors when the run is over budget.
+    fn release(&self) {
+        let mut fds = self.fds.lock().expect("dir fds lock");
+        fds.holders -= 1;
+        if fds.holders == 0 && self.parent.is_some() && self.ctx.over_dir_budget() {
+            self.src_raw.store(-1, Ordering::Release);
+            self.dst_raw.store(-1, Ordering::Release);
+            fds.src = None;
+            fds.dst = None;
+            self.ctx.open_dirs.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Opens this directory pair again by name, starting from the nearest ancestor that is
+    /// open, a bounded number of components at a time (paths can be longer than PATH_MAX).
+    fn reopen(&self) -> io::Result<(OwnedFd, OwnedFd)> {
+        let mut names: Vec<&CStr> = vec![&self.name];
+        let mut node = self.parent.as_deref().expect("roots never close");
+        loop {
+            let open = {
+                let mut fds = node.fds.lock().expect("dir fds lock");
+                if fds.src.is_some() {
+                    fds.holders += 1;
+                    true
+                } else {
+                    false
+                }
+            };
+            if open {
+                break;
+            }
+            names.push(&node.name);
+            node = node.parent.as_deref().expect("roots never close");
+        }
+        names.reverse();
+        let opened = (|| {
+            let follow = self.ctx.plan.dereference == crate::plan::Dereference::Always;
+            Ok((
+                open_path(node.src_fd(), &names, follow)?,
+                open_path(node.dst_fd(), &names, false)?,
+            ))
+        })();
+        node.release();
+        opened
     }
 
     /// The user-facing source path of `child` (or of this directory). Built only for messages.
@@ -227,8 +347,56 @@ impl<'a> DirNode<'a> {
 
 impl Drop for DirNode<'_> {
     fn drop(&mut self) {
-        if self.finalize {
+        let open = self.fds.get_mut().expect("dir fds lock").src.is_some();
+        if self.finalize && (open || self.acquire().is_ok()) {
             finalize::directory(self);
         }
+        if self.parent.is_some() && self.fds.get_mut().expect("dir fds lock").src.is_some() {
+            self.ctx.open_dirs.fetch_sub(1, Ordering::Relaxed);
+        }
     }
+}
+
+/// A claim on a [`DirNode`]'s descriptors: while it lives, `src_fd()` and `dst_fd()` are open.
+pub(crate) struct DirHold<'a> {
+    node: Arc<DirNode<'a>>,
+}
+
+impl<'a> DirHold<'a> {
+    /// Holds `node`, reopening its descriptors if the budget had closed them.
+    pub fn new(node: Arc<DirNode<'a>>) -> io::Result<Self> {
+        node.acquire()?;
+        Ok(DirHold { node })
+    }
+
+    /// The held node.
+    pub fn node(&self) -> &Arc<DirNode<'a>> {
+        &self.node
+    }
+}
+
+impl Drop for DirHold<'_> {
+    fn drop(&mut self) {
+        self.node.release();
+    }
+}
+
+impl<'a> std::ops::Deref for DirHold<'a> {
+    type Target = Arc<DirNode<'a>>;
+    fn deref(&self) -> &Self::Target {
+        &self.node
+    }
+}
+
+/// Opens `names` below `base` as one directory, at most a few components per openat so no
+/// path passes PATH_MAX; intermediate descriptors are closed at once.
+fn open_path(base: BorrowedFd<'_>, names: &[&CStr], follow: bool) -> io::Result<OwnedFd> {
+    let mut current: Option<OwnedFd> = None;
+    for group in names.chunks(8) {
+        let joined: Vec<&[u8]> = group.iter().map(|n| n.to_bytes()).collect();
+        let path = CString::new(joined.join(&b'/')).map_err(|_| io::ErrorKind::InvalidInput)?;
+        let from = current.as_ref().map_or(base, |fd| fd.as_fd());
+        current = Some(crate::sys::open_dir(from, &path, follow)?);
+    }
+    current.ok_or_else(|| io::ErrorKind::InvalidInput.into())
 }

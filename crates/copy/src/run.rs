@@ -5,7 +5,7 @@ use std::io;
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::engine::{uring_available, DataPath, Engine, Mover, SyncMover, UringMover};
@@ -108,6 +108,10 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
         .queue_depth
         .clamp(1, fd_depth.min(memory_depth).min(u32::MAX as u64) as u32);
 
+    // What is left once every worker has its in-flight files: directory pairs (two each) that
+    // may stay open while idle. Past it, idle directories close and reopen on demand.
+    let file_fds = threads * (2 * plan.tuning.queue_depth as usize + 8) + 32;
+    let dir_budget = ((nofile as usize).saturating_sub(file_fds) / 2).max(4);
     let use_uring = match plan.engine {
         Engine::Uring => match uring_available() {
             Ok(()) => true,
@@ -134,6 +138,8 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
         errors: AtomicU64::new(0),
         fatal: AtomicBool::new(false),
         links: LinkMap::default(),
+        open_dirs: AtomicUsize::new(0),
+        dir_budget,
         xattr_warned: AtomicBool::new(false),
     };
     let queue = Queue::new(threads);

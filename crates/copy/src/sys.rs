@@ -3,7 +3,7 @@
 use std::ffi::CStr;
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// The file types the walk distinguishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -326,11 +326,11 @@ pub fn close(fd: OwnedFd) -> io::Result<()> {
 
 /// Reads directory entries with getdents64 into a caller-owned buffer.
 pub fn read_dir_entries(
-    dir: &OwnedFd,
+    dir: BorrowedFd<'_>,
     buf: &mut [MaybeUninit<u8>],
     mut each: impl FnMut(&CStr, Option<Kind>),
 ) -> io::Result<()> {
-    let mut raw = rustix::fs::RawDir::new(dir.as_fd(), buf);
+    let mut raw = rustix::fs::RawDir::new(dir, buf);
     while let Some(entry) = raw.next() {
         let entry = entry.map_err(io::Error::from)?;
         let name = entry.file_name();

@@ -15,7 +15,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use crate::engine::{BigFile, Mover};
 use crate::error::{CopyError, Op};
 use crate::finalize;
-use crate::node::{Ctx, DirNode};
+use crate::node::{Ctx, DirHold, DirNode};
 use crate::plan::Dereference;
 use crate::sys::{self, Kind, Stat};
 
@@ -158,14 +158,33 @@ fn run_task<'a>(
             }
         }
         Task::Read(node) => read_dir(ctx, queue, mover, node, dir_buf),
-        Task::Entries { dir, entries } => mover.copy_entries(&dir, entries, queue),
+        Task::Entries { dir, entries } => {
+            if let Some(dir) = hold(ctx, dir) {
+                mover.copy_entries(&dir, entries, queue);
+            }
+        }
         Task::Root {
             dir,
             src,
             dst,
             follow,
-        } => crate::engine::copy_root_entry(ctx, mover, &dir, &src, &dst, follow, queue),
+        } => {
+            if let Some(dir) = hold(ctx, dir) {
+                crate::engine::copy_root_entry(ctx, mover, &dir, &src, &dst, follow, queue);
+            }
+        }
         Task::Chunk { file, offset, len } => mover.copy_chunk(&file, offset, len),
+    }
+}
+
+/// Holds a directory's descriptors for a task, reporting a failed reopen.
+fn hold<'a>(ctx: &Ctx<'a>, dir: Arc<DirNode<'a>>) -> Option<DirHold<'a>> {
+    match DirHold::new(dir.clone()) {
+        Ok(held) => Some(held),
+        Err(e) => {
+            ctx.fail(CopyError::io(Op::OpenDir, dir.src_path(None), e));
+            None
+        }
     }
 }
 
@@ -177,6 +196,7 @@ fn open_subdir<'a>(
     stat: Option<Stat>,
 ) -> Option<DirNode<'a>> {
     let follow = ctx.plan.dereference == Dereference::Always;
+    let parent = hold(ctx, parent)?;
     let src = match sys::open_dir(parent.src_fd(), &name, follow) {
         Ok(fd) => fd,
         Err(e) => {
@@ -202,7 +222,14 @@ fn open_subdir<'a>(
         return None;
     }
     let (dst, fresh) = make_dst_dir(ctx, &parent, &name, &stat)?;
-    Some(DirNode::child(parent, name, src, dst, stat, fresh))
+    Some(DirNode::child(
+        parent.node().clone(),
+        name,
+        src,
+        dst,
+        stat,
+        fresh,
+    ))
 }
 
 /// mkdir the destination (owner rwx while it is filled) and open it. An existing directory is
@@ -250,6 +277,7 @@ fn read_dir<'a>(
     dir_buf: &mut [MaybeUninit<u8>],
 ) {
     ctx.progress.dirs.fetch_add(1, Ordering::Relaxed);
+    let Some(node) = hold(ctx, node) else { return };
     let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
     let flush = |batch: &mut Vec<Entry>, mover: &mut dyn Mover<'a>, last: bool| {
         if batch.is_empty() {
@@ -267,7 +295,7 @@ fn read_dir<'a>(
     };
     let follow_all = ctx.plan.dereference == Dereference::Always;
     let mut subdirs = Vec::new();
-    let result = sys::read_dir_entries(&node.src, dir_buf, |name, kind| {
+    let result = sys::read_dir_entries(node.src_fd(), dir_buf, |name, kind| {
         if kind == Some(Kind::Dir) && !follow_all {
             subdirs.push(name.to_owned());
         } else {

@@ -5,11 +5,10 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 
 use crate::error::{CopyError, Op};
 use crate::finalize;
-use crate::node::{Ctx, DirNode};
+use crate::node::{Ctx, DirHold, DirNode};
 use crate::sys::{self, Stat};
 
 /// Largest single copy_file_range call, so SIGINT is noticed promptly.
@@ -165,7 +164,8 @@ impl DataPath {
 /// A file big enough to be split into chunks that workers copy in parallel. The last chunk to
 /// finish drops the last `Arc`, and `Drop` finalizes the file, or removes it if any chunk failed.
 pub(crate) struct BigFile<'a> {
-    pub dir: Arc<DirNode<'a>>,
+    /// Held: the file is created in it and removed from it on failure.
+    pub dir: DirHold<'a>,
     pub src_name: CString,
     pub dst_name: CString,
     pub src: OwnedFd,
@@ -179,7 +179,7 @@ pub(crate) struct BigFile<'a> {
 
 impl<'a> BigFile<'a> {
     pub fn new(
-        dir: Arc<DirNode<'a>>,
+        dir: DirHold<'a>,
         src_name: CString,
         dst_name: CString,
         src: OwnedFd,

@@ -12,7 +12,7 @@ use super::Mover;
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::links::Linked;
-use crate::node::{Ctx, DirNode};
+use crate::node::{Ctx, DirHold, DirNode};
 use crate::plan::{Dereference, Overwrite};
 use crate::sys::{self, Kind, Stat};
 use crate::walk::{Queue, Task};
@@ -302,8 +302,12 @@ fn split_into_chunks<'a>(
     let chunk = ctx.plan.tuning.chunk_size;
     // Reserve the length up front so parallel writers do not race to extend the file.
     let _ = rustix::fs::ftruncate(&dst_fd, stat.size);
+    let held = match DirHold::new(dir.clone()) {
+        Ok(held) => held,
+        Err(e) => return ctx.fail(CopyError::io(Op::OpenDir, dir.dst_path(None), e)),
+    };
     let file = Arc::new(BigFile::new(
-        dir.clone(),
+        held,
         src.to_owned(),
         dst.to_owned(),
         src_fd,

@@ -20,7 +20,7 @@ use super::entry::{copy_stated, count_done};
 use super::{copy_entry, Mover};
 use crate::error::{CopyError, Op};
 use crate::finalize;
-use crate::node::DirNode;
+use crate::node::{DirHold, DirNode};
 use crate::plan::Dereference;
 use crate::sys::{self, Kind, Stat};
 use crate::walk::{Entry, Queue};
@@ -59,7 +59,8 @@ const TAG_CLOSE_DST: u64 = 7;
 /// One small file in flight. Its name and statx buffer are heap allocations that stay put while
 /// the kernel uses them; the slot owns buffer number `slot`.
 struct FileOp<'a> {
-    dir: Arc<DirNode<'a>>,
+    /// Keeps the directory's descriptors open while the kernel uses them.
+    dir: DirHold<'a>,
     name: CString,
     statx: Box<libc::statx>,
     stat: Option<Stat>,
@@ -184,8 +185,16 @@ impl<'a> UringMover<'a> {
         }
         self.buffers();
         let slot = self.free.pop().expect("a free slot");
+        let held = match DirHold::new(dir.clone()) {
+            Ok(held) => held,
+            Err(e) => {
+                return dir
+                    .ctx
+                    .fail(CopyError::io(Op::OpenDir, dir.src_path(None), e))
+            }
+        };
         let mut op = FileOp {
-            dir: dir.clone(),
+            dir: held,
             name,
             // SAFETY: statx is plain old data; all-zero is a valid value.
             statx: Box::new(unsafe { std::mem::zeroed() }),

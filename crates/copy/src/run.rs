@@ -95,8 +95,8 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
     plan.tuning.threads = threads;
     let per_thread = (nofile as usize).saturating_sub(32) / threads;
     let fd_depth = (per_thread.saturating_sub(64) / 2).max(1) as u64;
-    // Registered buffers are pinned, so they count fully in RSS: keep all of them within a
-    // fixed budget whatever the thread count.
+    // Slot buffers count in RSS once used: keep all of them within a fixed budget whatever
+    // the thread count.
     let buffer = plan
         .tuning
         .small_file_threshold

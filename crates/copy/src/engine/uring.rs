@@ -6,7 +6,6 @@
 //! directories take the shared synchronous path ([`super::copy_entry`]), whose data path uses
 //! the kernel's own copy (FICLONE, copy_file_range).
 
-use std::alloc::{self, Layout};
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -80,57 +79,16 @@ struct FileOp<'a> {
     error: Option<CopyError>,
 }
 
-/// Page-aligned buffers, one per slot, registered with the ring when the kernel allows.
-struct BufferPool {
-    base: *mut u8,
-    layout: Layout,
-    size: usize,
-}
-
-impl BufferPool {
-    fn new(count: usize, size: usize) -> Self {
-        let layout = Layout::from_size_align(count * size, 4096).expect("buffer layout");
-        // SAFETY: the layout has a non-zero size (count and size are at least 1).
-        let base = unsafe { alloc::alloc(layout) };
-        if base.is_null() {
-            alloc::handle_alloc_error(layout);
-        }
-        BufferPool { base, layout, size }
-    }
-
-    fn ptr(&self, index: usize) -> *mut u8 {
-        // SAFETY: callers pass index < count, so the offset stays inside the allocation.
-        unsafe { self.base.add(index * self.size) }
-    }
-
-    fn iovecs(&self, count: usize) -> Vec<libc::iovec> {
-        (0..count)
-            .map(|i| libc::iovec {
-                iov_base: self.ptr(i).cast(),
-                iov_len: self.size,
-            })
-            .collect()
-    }
-}
-
-impl Drop for BufferPool {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout; the ring that used it is gone (it is
-        // dropped first, being declared before the pool in `UringMover`).
-        unsafe { alloc::dealloc(self.base, self.layout) }
-    }
-}
-
 /// A worker's ring and its small files in flight.
 pub(crate) struct UringMover<'a> {
     ring: IoUring,
     slots: Vec<Option<FileOp<'a>>>,
     free: Vec<usize>,
     in_flight: usize,
-    /// Allocated at the first small file, so big-file copies never hold it.
-    buffers: Option<BufferPool>,
+    /// One buffer per slot, `buffer_size` bytes each. Allocated zeroed, so the kernel maps
+    /// pages only as slots first use them: memory follows the files actually copied.
+    buffers: Vec<u8>,
     buffer_size: usize,
-    fixed_buffers: bool,
     threshold: u64,
     data: DataPath,
     completions: Vec<(u64, i32)>,
@@ -152,30 +110,22 @@ impl<'a> UringMover<'a> {
             slots: (0..depth).map(|_| None).collect(),
             free: (0..depth as usize).rev().collect(),
             in_flight: 0,
-            buffers: None,
+            buffers: Vec::new(),
             buffer_size: (threshold as usize).next_multiple_of(4096).max(4096),
-            fixed_buffers: false,
             threshold,
             data,
             completions: Vec::with_capacity(entries as usize * 2),
         })
     }
 
-    /// One buffer per slot, registered with the ring where the kernel allows (pinned memory
-    /// counts against RLIMIT_MEMLOCK for non-root users; plain reads and writes work without).
-    fn buffers(&mut self) -> &BufferPool {
-        if self.buffers.is_none() {
-            let pool = BufferPool::new(self.slots.len(), self.buffer_size);
-            // SAFETY: the iovecs point into the pool, which is dropped after the ring.
-            self.fixed_buffers = unsafe {
-                self.ring
-                    .submitter()
-                    .register_buffers(&pool.iovecs(self.slots.len()))
-            }
-            .is_ok();
-            self.buffers = Some(pool);
+    /// The buffer of `slot`. Buffers are not registered with the ring: for buffered I/O the
+    /// kernel copies to and from user memory either way, and registering pins every page up
+    /// front (RSS, and milliseconds at startup).
+    fn buffer(&mut self, slot: usize) -> *mut u8 {
+        if self.buffers.is_empty() {
+            self.buffers = vec![0; self.slots.len() * self.buffer_size];
         }
-        self.buffers.as_ref().expect("just allocated")
+        self.buffers[slot * self.buffer_size..].as_mut_ptr()
     }
 
     /// Queues one entry, waiting for a free slot if all are busy.
@@ -183,7 +133,6 @@ impl<'a> UringMover<'a> {
         while self.free.is_empty() {
             self.wait(1, queue);
         }
-        self.buffers();
         let slot = self.free.pop().expect("a free slot");
         let held = match DirHold::new(dir.clone()) {
             Ok(held) => held,
@@ -294,20 +243,15 @@ impl<'a> UringMover<'a> {
                         .flags(libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
                         .build()
                         .user_data(user_data(slot, TAG_OPEN_SRC));
-                if std::env::var_os("RINGIO_RING_CREATE").is_some() {
-                    op.pending = 2;
-                    // Linked: the destination is created only once the source opened.
-                    let open_dst =
-                        opcode::OpenAt::new(types::Fd(dir.dst_fd().as_raw_fd()), op.name.as_ptr())
-                            .flags(libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC)
-                            .mode(finalize::create_mode(&stat))
-                            .build()
-                            .user_data(user_data(slot, TAG_OPEN_DST));
-                    self.push(&[open_src.flags(squeue::Flags::IO_LINK), open_dst], queue);
-                } else {
-                    op.pending = 1;
-                    self.push(&[open_src], queue);
-                }
+                op.pending = 2;
+                // Linked: the destination is created only once the source opened.
+                let open_dst =
+                    opcode::OpenAt::new(types::Fd(dir.dst_fd().as_raw_fd()), op.name.as_ptr())
+                        .flags(libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC)
+                        .mode(finalize::create_mode(&stat))
+                        .build()
+                        .user_data(user_data(slot, TAG_OPEN_DST));
+                self.push(&[open_src.flags(squeue::Flags::IO_LINK), open_dst], queue);
             }
             TAG_OPEN_SRC | TAG_OPEN_DST => {
                 if res >= 0 {
@@ -323,26 +267,6 @@ impl<'a> UringMover<'a> {
                         (Op::Create, op.dir.dst_path(Some(&op.name)))
                     };
                     op.error = Some(CopyError::io(kind, path, errno(res)));
-                }
-                if op.pending == 0 && op.error.is_none() && op.dst < 0 && !ctx.stopped() {
-                    // io_uring always hands O_CREAT opens to an io-wq thread; creating here
-                    // costs no thread hand-off.
-                    let stat = op.stat.expect("stat of a file in flight");
-                    match sys::openat(
-                        op.dir.dst_fd(),
-                        &op.name,
-                        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
-                        finalize::create_mode(&stat),
-                    ) {
-                        Ok(fd) => op.dst = std::os::fd::IntoRawFd::into_raw_fd(fd),
-                        Err(e) => {
-                            op.error = Some(CopyError::io(
-                                Op::Create,
-                                op.dir.dst_path(Some(&op.name)),
-                                e,
-                            ))
-                        }
-                    }
                 }
                 if op.pending == 0 {
                     if op.error.is_some() || ctx.stopped() {
@@ -411,51 +335,30 @@ impl<'a> UringMover<'a> {
     }
 
     fn read(&mut self, slot: usize, queue: &Queue<'a>) {
+        let buf = self.buffer(slot);
         let op = self.slots[slot].as_mut().expect("live slot");
         let size = op.stat.map_or(0, |s| s.size);
         // Ask for one byte past the expected end, so a file that grew is noticed in one read.
         let want = (size.saturating_sub(op.offset) + 1).min(self.buffer_size as u64) as u32;
         op.asked = want;
         op.pending = 1;
-        let buf = self
-            .buffers
-            .as_ref()
-            .expect("pool of a live slot")
-            .ptr(slot);
-        let sqe = if self.fixed_buffers {
-            opcode::ReadFixed::new(types::Fd(op.src), buf, want, slot as u16)
-                .offset(op.offset)
-                .build()
-        } else {
-            opcode::Read::new(types::Fd(op.src), buf, want)
-                .offset(op.offset)
-                .build()
-        };
+        let sqe = opcode::Read::new(types::Fd(op.src), buf, want)
+            .offset(op.offset)
+            .build();
         self.push(&[sqe.user_data(user_data(slot, TAG_READ))], queue);
     }
 
     fn write(&mut self, slot: usize, queue: &Queue<'a>) {
+        let buf = self.buffer(slot);
         let op = self.slots[slot].as_mut().expect("live slot");
         op.pending = 1;
         // SAFETY: written < filled <= buffer size, so the pointer stays in this slot's buffer.
-        let buf = unsafe {
-            self.buffers
-                .as_ref()
-                .expect("pool of a live slot")
-                .ptr(slot)
-                .add(op.written as usize)
-        };
+        let buf = unsafe { buf.add(op.written as usize) };
         let len = op.filled - op.written;
         let at = op.offset + u64::from(op.written);
-        let sqe = if self.fixed_buffers {
-            opcode::WriteFixed::new(types::Fd(op.dst), buf, len, slot as u16)
-                .offset(at)
-                .build()
-        } else {
-            opcode::Write::new(types::Fd(op.dst), buf, len)
-                .offset(at)
-                .build()
-        };
+        let sqe = opcode::Write::new(types::Fd(op.dst), buf, len)
+            .offset(at)
+            .build();
         self.push(&[sqe.user_data(user_data(slot, TAG_WRITE))], queue);
     }
 

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs the peer tools that bench/copybench.py compares ringio with: rsync, hyperfine and fio
+# from apt, xcp, fcp and cpz with cargo. Idempotent: whatever is already on PATH (or in
+# ~/.cargo/bin) is skipped. Not run by CI.
+set -euo pipefail
+export PATH="$HOME/.cargo/bin:$PATH"
+
+have() { command -v "$1" >/dev/null 2>&1; }
+
+install_apt_packages() {
+  local missing=()
+  for tool in rsync hyperfine fio; do
+    if have "$tool"; then echo "present: $tool"; else missing+=("$tool"); fi
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "apt-get install ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+}
+
+install_cargo_crates() {
+  local missing=()
+  for crate in xcp fcp cpz; do   # the binary has the crate's name; cpz is from the fuc project
+    if have "$crate"; then echo "present: $crate"; else missing+=("$crate"); fi
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  if ! have cargo; then
+    echo "cargo not found: install Rust (https://rustup.rs), then rerun for ${missing[*]}" >&2
+    return 1
+  fi
+  for crate in "${missing[@]}"; do
+    echo "cargo install $crate"
+    cargo install --locked "$crate" || cargo install "$crate"
+  done
+}
+
+install_apt_packages
+install_cargo_crates
+echo "peer tools ready"

@@ -107,6 +107,9 @@ pub struct Tuning {
     pub small_file_threshold: u64,
     /// Files at least twice this size are split into chunks of this size, copied in parallel.
     pub chunk_size: u64,
+    /// io_uring engine: send every small file through the ring, even when its data is cached
+    /// (by default cached files are copied in place with plain calls, which is faster).
+    pub ring_only: bool,
 }
 
 impl Default for Tuning {
@@ -118,6 +121,7 @@ impl Default for Tuning {
             queue_depth: 64,
             small_file_threshold: 64 * 1024,
             chunk_size: 16 * 1024 * 1024,
+            ring_only: false,
         }
     }
 }

@@ -172,6 +172,7 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
                         match UringMover::new(
                             tuning.queue_depth,
                             tuning.small_file_threshold,
+                            tuning.ring_only,
                             DataPath::kernel(bs),
                         ) {
                             Ok(m) => Box::new(m),

@@ -289,6 +289,26 @@ pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usiz
     }
 }
 
+/// preadv2 from offset 0 with RWF_NOWAIT: returns what the page cache holds, or EAGAIN when the
+/// read would have to wait for the disk.
+pub fn pread_nowait(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    let iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    loop {
+        // SAFETY: one iovec describing `buf`, writable for its whole length.
+        let n = unsafe { libc::preadv2(fd.as_raw_fd(), &iov, 1, 0, libc::RWF_NOWAIT) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
 /// pwrite of the whole buffer, resubmitting short writes.
 pub fn pwrite_all(fd: BorrowedFd<'_>, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
     while !buf.is_empty() {

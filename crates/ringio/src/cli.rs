@@ -148,6 +148,12 @@ pub struct CpArgs {
     /// Files of at least twice this size are split into chunks of it, copied in parallel.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub chunk_size: Option<u64>,
+
+    /// io_uring engine: send every small file through the ring, even when its data is already
+    /// cached. By default a cached file is copied in place with plain system calls (faster on a
+    /// warm cache) and the ring takes over as soon as one would wait for the disk.
+    #[arg(long)]
+    pub ring_only: bool,
 }
 
 /// `--update=WHEN`.

@@ -97,6 +97,7 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
     if let Some(c) = args.chunk_size {
         tuning.chunk_size = c;
     }
+    tuning.ring_only = args.ring_only;
     Ok(CopyPlan {
         roots,
         recursive,

@@ -8,14 +8,14 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use super::data::{BigFile, DataPath};
-use super::entry::{copy_stated, count_done};
+use super::entry::{copy_stated, count_done, finish_file};
 use super::{copy_entry, Mover};
 use crate::error::{CopyError, Op};
 use crate::finalize;
@@ -89,6 +89,10 @@ pub(crate) struct UringMover<'a> {
     /// pages only as slots first use them: memory follows the files actually copied.
     buffers: Vec<u8>,
     buffer_size: usize,
+    /// For files copied in place: one small-file buffer.
+    in_place_buf: Vec<u8>,
+    /// Batches left to send through the ring before trying in place again.
+    ring_batches: u32,
     threshold: u64,
     data: DataPath,
     completions: Vec<(u64, i32)>,
@@ -96,7 +100,7 @@ pub(crate) struct UringMover<'a> {
 
 impl<'a> UringMover<'a> {
     /// Sets up a ring with `depth` file slots. Fails when io_uring is unavailable.
-    pub fn new(depth: u32, threshold: u64, data: DataPath) -> io::Result<Self> {
+    pub fn new(depth: u32, threshold: u64, ring_only: bool, data: DataPath) -> io::Result<Self> {
         let depth = depth.max(1);
         let entries = (depth * 2).next_power_of_two();
         let ring = IoUring::builder()
@@ -111,6 +115,8 @@ impl<'a> UringMover<'a> {
             free: (0..depth as usize).rev().collect(),
             in_flight: 0,
             buffers: Vec::new(),
+            in_place_buf: Vec::new(),
+            ring_batches: if ring_only { u32::MAX } else { 0 },
             buffer_size: (threshold as usize).next_multiple_of(4096).max(4096),
             threshold,
             data,
@@ -434,17 +440,137 @@ fn errno(res: i32) -> io::Error {
     io::Error::from_raw_os_error(-res)
 }
 
+/// What [`UringMover::copy_in_place`] did.
+enum InPlace {
+    /// Copied (or failed and reported): nothing left to do.
+    Done,
+    /// Its data is not in the page cache; nothing was created. Send it through the ring.
+    WouldBlock,
+}
+
+/// Batches a worker sends through the ring after a file turned out not to be cached.
+const RING_BATCHES_AFTER_MISS: u32 = 8;
+
+impl<'a> UringMover<'a> {
+    /// Copies a small file with plain system calls when its data is already in the page cache.
+    ///
+    /// On a warm cache nothing blocks, and the ring's hand-offs cost time: io_uring always
+    /// passes an O_CREAT open to an io-wq thread, and ext4 buffered writes go there too. So
+    /// the first read is a `preadv2(RWF_NOWAIT)`; if the data is cached the copy finishes here,
+    /// if not the file goes to the ring before anything is created.
+    fn copy_in_place(
+        &mut self,
+        dir: &Arc<DirNode<'a>>,
+        name: &CString,
+        queue: &Queue<'a>,
+    ) -> InPlace {
+        let ctx = dir.ctx;
+        let stat = match sys::statx_at(dir.src_fd(), name, false) {
+            Ok(stat) => stat,
+            Err(e) => {
+                ctx.fail(CopyError::io(Op::Stat, dir.src_path(Some(name)), e));
+                return InPlace::Done;
+            }
+        };
+        let linked = ctx.plan.preserve.links && stat.nlink > 1;
+        if stat.kind() != Kind::File || stat.size > self.threshold || linked {
+            copy_stated(
+                ctx,
+                self,
+                dir,
+                name.clone(),
+                name.clone(),
+                stat,
+                false,
+                queue,
+            );
+            return InPlace::Done;
+        }
+        let src = match sys::openat(dir.src_fd(), name, libc::O_RDONLY | libc::O_NOFOLLOW, 0) {
+            Ok(fd) => fd,
+            Err(e) => {
+                ctx.fail(CopyError::io(Op::Open, dir.src_path(Some(name)), e));
+                return InPlace::Done;
+            }
+        };
+        // One byte past the expected end, so end of file is seen in this read.
+        let want = stat.size as usize + 1;
+        if self.in_place_buf.len() < want {
+            self.in_place_buf.resize(want, 0);
+        }
+        let n = match sys::pread_nowait(src.as_fd(), &mut self.in_place_buf[..want]) {
+            Ok(n) if n >= stat.size as usize => n,
+            // Not cached (or only in part): let the ring wait for the disk.
+            Ok(_) => return InPlace::WouldBlock,
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => return InPlace::WouldBlock,
+            Err(e) => {
+                ctx.fail(CopyError::io(Op::Read, dir.src_path(Some(name)), e));
+                return InPlace::Done;
+            }
+        };
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
+        let dst = match sys::openat(dir.dst_fd(), name, flags, finalize::create_mode(&stat)) {
+            Ok(fd) => fd,
+            Err(e) => {
+                ctx.fail(CopyError::io(Op::Create, dir.dst_path(Some(name)), e));
+                return InPlace::Done;
+            }
+        };
+        let mut copied = n as u64;
+        let mut result = sys::pwrite_all(dst.as_fd(), &self.in_place_buf[..n], 0)
+            .map_err(|e| CopyError::io(Op::Write, dir.dst_path(Some(name)), e));
+        if result.is_ok() && n == want {
+            // The file grew since statx: copy the rest the ordinary way.
+            let devs = (stat.dev, dir.dst_dev);
+            match self.data.copy_range(
+                ctx,
+                src.as_fd(),
+                dst.as_fd(),
+                devs,
+                copied,
+                u64::MAX - copied,
+            ) {
+                Ok(more) => copied += more,
+                Err(side) => result = Err(side.into_error(dir, name, name)),
+            }
+        }
+        if let Err(e) = result {
+            drop(dst);
+            let _ = sys::unlinkat(dir.dst_fd(), name);
+            ctx.fail(e);
+            return InPlace::Done;
+        }
+        ctx.progress.bytes.fetch_add(copied, Ordering::Relaxed);
+        if let Err(e) = finish_file(ctx, dir, name, name, src, dst, &stat, true, copied) {
+            ctx.fail(e);
+        }
+        InPlace::Done
+    }
+}
+
 impl<'a> Mover<'a> for UringMover<'a> {
     fn copy_entries(&mut self, dir: &Arc<DirNode<'a>>, entries: Vec<Entry>, queue: &Queue<'a>) {
         let ctx = dir.ctx;
         // Merges need cp's checks against what exists, -L needs following: the shared path.
         let ring_ok = dir.fresh && ctx.plan.dereference != Dereference::Always;
+        if self.ring_batches != u32::MAX {
+            self.ring_batches = self.ring_batches.saturating_sub(1);
+        }
         for (name, kind) in entries {
             if ctx.stopped() {
                 return;
             }
             match kind {
-                Some(Kind::File) | None if ring_ok => self.start(dir, name, queue),
+                Some(Kind::File) | None if ring_ok => {
+                    if self.ring_batches == 0 {
+                        match self.copy_in_place(dir, &name, queue) {
+                            InPlace::Done => continue,
+                            // Cold cache: the ring's concurrency pays from here on.
+                            InPlace::WouldBlock => self.ring_batches = RING_BATCHES_AFTER_MISS,
+                        }
+                    }
+                    self.start(dir, name, queue);
+                }
                 _ => copy_entry(ctx, self, dir, name, queue),
             }
         }

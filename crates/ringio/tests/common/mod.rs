@@ -37,14 +37,20 @@ macro_rules! skip {
     }};
 }
 
-/// Runs each named `fn name(engine: &str)` once per engine, as `name::uring`, `name::readwrite`.
-/// The engine list here must match [`ENGINES`].
+/// Runs each named `fn name(engine: &str)` once per engine, as `name::uring`, `name::readwrite`,
+/// and once more as `name::uring_ring`: the uring engine with `--ring-only` (on the warm caches
+/// of tests the default copies small files in place, so this keeps the ring pipeline itself
+/// under test). The engine list here must match [`ENGINES`].
 macro_rules! engine_tests {
     ($($name:ident),+ $(,)?) => {$(
         mod $name {
             #[test]
             fn uring() {
                 super::$name("uring")
+            }
+            #[test]
+            fn uring_ring() {
+                super::$name("uring-ring")
             }
             #[test]
             fn readwrite() {

@@ -62,7 +62,10 @@ impl Cp {
 
     /// `--engine ENGINE`.
     pub fn engine(self, engine: &str) -> Cp {
-        self.arg("--engine").arg(engine)
+        match engine {
+            "uring-ring" => self.arg("--engine").arg("uring").arg("--ring-only"),
+            _ => self.arg("--engine").arg(engine),
+        }
     }
 
     /// The child's working directory (the test process's own never changes).

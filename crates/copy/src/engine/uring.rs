@@ -448,7 +448,10 @@ enum InPlace {
     WouldBlock,
 }
 
-/// Batches a worker sends through the ring after a file turned out not to be cached.
+/// Uncached files in one batch that make a worker take the cache for cold.
+const MISSES_FOR_COLD: u32 = 3;
+
+/// Batches a worker then sends straight through the ring before probing again.
 const RING_BATCHES_AFTER_MISS: u32 = 8;
 
 impl<'a> UringMover<'a> {
@@ -556,6 +559,7 @@ impl<'a> Mover<'a> for UringMover<'a> {
         if self.ring_batches != u32::MAX {
             self.ring_batches = self.ring_batches.saturating_sub(1);
         }
+        let mut misses = 0;
         for (name, kind) in entries {
             if ctx.stopped() {
                 return;
@@ -565,8 +569,14 @@ impl<'a> Mover<'a> for UringMover<'a> {
                     if self.ring_batches == 0 {
                         match self.copy_in_place(dir, &name, queue) {
                             InPlace::Done => continue,
-                            // Cold cache: the ring's concurrency pays from here on.
-                            InPlace::WouldBlock => self.ring_batches = RING_BATCHES_AFTER_MISS,
+                            InPlace::WouldBlock => {
+                                // A stray uncached file goes to the ring alone; a run of them
+                                // means a cold cache, where the ring's concurrency pays.
+                                misses += 1;
+                                if misses >= MISSES_FOR_COLD {
+                                    self.ring_batches = RING_BATCHES_AFTER_MISS;
+                                }
+                            }
                         }
                     }
                     self.start(dir, name, queue);

@@ -195,8 +195,14 @@ impl<'a> UringMover<'a> {
     fn wait(&mut self, want: usize, queue: &Queue<'a>) {
         match self.ring.submit_and_wait(want) {
             Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+            // Interrupted, completion queue full, or out of kernel resources for the moment:
+            // reap what is there and try again on the next call.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR | libc::EBUSY | libc::EAGAIN)
+                ) => {}
+            // Nothing else is documented for a ring that was set up and is fed valid SQEs.
             Err(e) => panic!("io_uring_enter failed: {e}"),
         }
         let mut done = std::mem::take(&mut self.completions);

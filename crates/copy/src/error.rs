@@ -39,16 +39,8 @@ pub enum Op {
     SetTimes,
     /// Copying extended attributes.
     SetXattr,
-    /// Creating a hard link.
-    Link,
     /// Closing a file (errors here can mean lost writes).
     Close,
-    /// Flushing to stable storage.
-    Sync,
-    /// Copying onto an existing entry.
-    Overwrite,
-    /// Copying at all (a rule such as "into itself" refused it).
-    Copy,
 }
 
 impl Op {
@@ -70,11 +62,7 @@ impl Op {
             Op::SetOwner => "preserve ownership for",
             Op::SetTimes => "preserve times for",
             Op::SetXattr => "preserve extended attributes for",
-            Op::Link => "create hard link",
             Op::Close => "close",
-            Op::Sync => "fsync",
-            Op::Overwrite => "overwrite",
-            Op::Copy => "copy",
         }
     }
 }
@@ -96,9 +84,6 @@ pub enum CopyError {
     /// A rule of cp refused the copy (into itself, same file, missing -r, ...).
     #[error("{0}")]
     Refused(String),
-    /// The copy was interrupted by a signal.
-    #[error("interrupted")]
-    Interrupted,
 }
 
 impl CopyError {
@@ -126,7 +111,6 @@ impl CopyError {
                 source.raw_os_error(),
                 Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EROFS)
             ),
-            CopyError::Interrupted => true,
             CopyError::Refused(_) => false,
         }
     }

@@ -151,15 +151,9 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
             ctx.fail(e);
         }
     }
-    let engine_name = if use_uring {
-        "uring"
-    } else {
-        plan.engine.name()
-    };
-    let engine_name = if plan.engine == Engine::Uring && !use_uring {
-        "sync (io_uring unavailable)"
-    } else {
-        engine_name
+    let engine_name = match (plan.engine, use_uring) {
+        (Engine::Uring, false) => "sync (io_uring unavailable)",
+        (engine, _) => engine.name(),
     };
     std::thread::scope(|scope| {
         for _ in 0..threads {

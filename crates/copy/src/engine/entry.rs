@@ -182,10 +182,8 @@ pub(crate) fn open_pair(
         Existing::Nothing => (create(libc::O_EXCL), true),
         Existing::Something(old) if old.kind() == Kind::File => {
             match sys::openat(dir.dst_fd(), dst, libc::O_WRONLY | libc::O_TRUNC, 0) {
-                Err(e) if ctx.plan.force => {
-                    let _ = e;
-                    (remove_then(dir, dst, || create(libc::O_EXCL)), true)
-                }
+                // -f: an existing file we cannot open for writing is removed and created anew.
+                Err(_) if ctx.plan.force => (remove_then(dir, dst, || create(libc::O_EXCL)), true),
                 other => (other, false),
             }
         }

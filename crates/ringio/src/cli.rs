@@ -18,6 +18,22 @@ pub struct Cli {
 pub enum Command {
     /// Copy files and directory trees, with cp's options and semantics.
     Cp(CpArgs),
+    /// Compare two trees entry by entry: type, content, metadata, links, sparseness.
+    Verify(crate::verify::Args),
+    /// Duplicate one file by a chosen method, or compare every method's cost.
+    Dup(crate::dup::Args),
+    /// Read a file and measure throughput (with an XOR checksum of its contents).
+    Read(crate::read::Args),
+    /// Write a test file and measure throughput.
+    Write(crate::write::Args),
+    /// Measure the cost of a system call.
+    Syscost(crate::syscost::Args),
+    /// Benchmarks: generate workloads, compare copiers, load the FSM server models.
+    Bench(crate::bench::Args),
+    /// Run the finite-state-machine TCP server in one concurrency model.
+    Serve(crate::serve::Args),
+    /// Drive an FSM server with many verifying clients and report throughput and latency.
+    Load(crate::load::Args),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell to generate completions for.

@@ -1,8 +1,16 @@
 //! `ringio`: the command-line front end. Parsing and printing only; the work is in the library
 //! crates.
 
+mod bench;
 mod cli;
 mod cp;
+mod dup;
+mod load;
+mod read;
+mod serve;
+mod syscost;
+mod verify;
+mod write;
 
 use clap::{CommandFactory, Parser};
 
@@ -12,6 +20,14 @@ fn main() {
     let cli = Cli::parse();
     let code = match &cli.command {
         Command::Cp(args) => cp::run(args),
+        Command::Verify(args) => verify::run(args),
+        Command::Dup(args) => dup::run(args),
+        Command::Read(args) => read::run(args),
+        Command::Write(args) => write::run(args),
+        Command::Syscost(args) => syscost::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Load(args) => load::run(args),
         Command::Completions { shell } => {
             clap_complete::generate(
                 *shell,

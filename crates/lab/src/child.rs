@@ -1,0 +1,126 @@
+//! Running a child process and taking its resource usage from `wait4`, so that peak RSS, CPU
+//! time, context switches and page faults are the child's own and nobody else's.
+
+use std::io::{self, Read};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// What one child run cost, from `wait4`'s rusage and a wall clock around spawn and reap.
+#[derive(Debug, Clone, Serialize)]
+pub struct Usage {
+    /// Wall time from spawn to reap.
+    pub wall: Duration,
+    /// User CPU time.
+    pub user: Duration,
+    /// System CPU time.
+    pub sys: Duration,
+    /// Peak resident set size, in KiB.
+    pub max_rss_kib: u64,
+    /// Minor page faults.
+    pub minor_faults: u64,
+    /// Major page faults.
+    pub major_faults: u64,
+    /// Voluntary context switches.
+    pub voluntary_switches: u64,
+    /// Involuntary context switches.
+    pub involuntary_switches: u64,
+}
+
+/// A finished child: how it exited, what it printed, and what it cost.
+#[derive(Debug)]
+pub struct ChildRun {
+    /// The exit status.
+    pub status: ExitStatus,
+    /// Everything it wrote to standard output.
+    pub stdout: Vec<u8>,
+    /// Everything it wrote to standard error.
+    pub stderr: Vec<u8>,
+    /// Its resource usage.
+    pub usage: Usage,
+}
+
+impl ChildRun {
+    /// Standard error as text, trimmed, for error messages.
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).trim().to_string()
+    }
+}
+
+/// Runs `cmd` to completion with stdin closed and stdout/stderr captured, and reaps it with
+/// `wait4` to read its rusage.
+pub fn run(cmd: &mut Command) -> io::Result<ChildRun> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd.spawn()?;
+    let pid = child.id() as libc::pid_t;
+    let mut out_pipe = child.stdout.take().expect("stdout is piped");
+    let mut err_pipe = child.stderr.take().expect("stderr is piped");
+    // Drain both pipes while the child runs, so a chatty child never blocks on a full pipe.
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        err_pipe.read_to_end(&mut buf).map(|_| buf)
+    });
+    let mut stdout = Vec::new();
+    out_pipe.read_to_end(&mut stdout)?;
+    let stderr = err_reader
+        .join()
+        .map_err(|_| io::Error::other("stderr reader panicked"))??;
+
+    let mut status = 0;
+    // SAFETY: rusage is plain old data; all-zero is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `status` and `ru` are valid for writes; `pid` is our own unreaped child
+        // (std's Child is never waited on, so nobody else reaps it).
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r == pid {
+            break;
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+    let wall = start.elapsed();
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    use std::os::unix::process::ExitStatusExt;
+    Ok(ChildRun {
+        status: ExitStatus::from_raw(status),
+        stdout,
+        stderr,
+        usage: Usage {
+            wall,
+            user: tv(ru.ru_utime),
+            sys: tv(ru.ru_stime),
+            max_rss_kib: ru.ru_maxrss as u64,
+            minor_faults: ru.ru_minflt as u64,
+            major_faults: ru.ru_majflt as u64,
+            voluntary_switches: ru.ru_nvcsw as u64,
+            involuntary_switches: ru.ru_nivcsw as u64,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captures_output_status_and_usage() {
+        let run = run(Command::new("sh").args(["-c", "echo out; echo err >&2; exit 3"])).unwrap();
+        assert_eq!(run.status.code(), Some(3));
+        assert_eq!(run.stdout, b"out\n");
+        assert_eq!(run.stderr_text(), "err");
+        assert!(run.usage.max_rss_kib > 0);
+        assert!(run.usage.wall > Duration::ZERO);
+    }
+
+    #[test]
+    fn missing_program_is_an_error() {
+        assert!(run(&mut Command::new("/nonexistent/ringio-test-tool")).is_err());
+    }
+}

@@ -1,0 +1,30 @@
+//! `ringio bench`: workload generation and side-by-side benchmarks.
+
+pub mod copy;
+pub mod gen;
+pub mod server;
+
+/// `ringio bench`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Generate a seeded, deterministic workload tree (uniform, or a realistic mix).
+    Gen(gen::Args),
+    /// Time ringio's engines and the peer copiers over a tree, verifying every copy.
+    Copy(copy::Args),
+    /// Load every FSM server model at several client counts.
+    Server(server::Args),
+}
+
+pub fn run(args: &Args) -> anyhow::Result<i32> {
+    match &args.command {
+        Command::Gen(a) => gen::run(a),
+        Command::Copy(a) => copy::run(a),
+        Command::Server(a) => server::run(a),
+    }
+}

@@ -1,0 +1,9 @@
+//! `ringio bench server`. (Scaffold: filled in by the work on its issue.)
+
+/// Options.
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: &Args) -> anyhow::Result<i32> {
+    anyhow::bail!("'ringio bench server' is not built yet")
+}

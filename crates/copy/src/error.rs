@@ -23,6 +23,12 @@ pub enum Op {
     Read,
     /// Writing file content.
     Write,
+    /// FICLONE under `--reflink=always`.
+    Clone,
+    /// Renaming into place (`--atomic`) or aside (`--backup`).
+    Rename,
+    /// fsync/syncfs (`--fsync`).
+    Sync,
     /// Reading a symlink's target.
     ReadLink,
     /// Creating a symlink.
@@ -54,6 +60,9 @@ impl Op {
             Op::CreateDir => "create directory",
             Op::Read => "read",
             Op::Write => "write",
+            Op::Clone => "clone",
+            Op::Rename => "rename",
+            Op::Sync => "sync",
             Op::ReadLink => "read symbolic link",
             Op::CreateSymlink => "create symbolic link",
             Op::CreateSpecial => "create special file",

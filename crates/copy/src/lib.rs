@@ -13,6 +13,7 @@
 //! Everything a caller decides is in a [`CopyPlan`]; [`copy`] runs it.
 #![deny(missing_docs)]
 
+mod backup;
 mod engine;
 mod error;
 pub mod finalize;
@@ -26,5 +27,8 @@ mod xattr;
 
 pub use engine::{uring_available, Engine};
 pub use error::{CopyError, Op};
-pub use plan::{CopyPlan, CopyRoot, Dereference, Overwrite, Preserve, Tuning};
+pub use plan::{
+    Backup, BackupMode, CopyPlan, CopyRoot, Dereference, Overwrite, Preserve, Reflink, Sparse,
+    Tuning,
+};
 pub use run::{copy, Progress, Reporter, Summary};

@@ -93,6 +93,52 @@ pub enum Overwrite {
     Update,
 }
 
+/// Holes in sparse files (cp's `--sparse`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sparse {
+    /// Keep the holes of files that have any (fewer blocks allocated than their size), found
+    /// with SEEK_DATA/SEEK_HOLE.
+    #[default]
+    Auto,
+    /// Also turn runs of zero bytes into holes, in every file.
+    Always,
+    /// Write every byte; the copy has no holes.
+    Never,
+}
+
+/// Clones sharing the source's extents (cp's `--reflink`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reflink {
+    /// Clone (FICLONE) where the filesystem can, copy otherwise.
+    #[default]
+    Auto,
+    /// Clone every file; a file that cannot be cloned is an error.
+    Always,
+    /// Never share extents: neither FICLONE nor copy_file_range (which clones on xfs and btrfs);
+    /// bytes go through a buffer.
+    Never,
+}
+
+/// How an existing destination is saved before it is replaced (cp's `--backup`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackupMode {
+    /// `NAME` + suffix.
+    Simple,
+    /// `NAME.~N~`, one more than the highest existing.
+    Numbered,
+    /// Numbered if numbered backups of `NAME` exist already, simple otherwise.
+    Existing,
+}
+
+/// `--backup` with its suffix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backup {
+    /// Which backup names.
+    pub mode: BackupMode,
+    /// The simple-backup suffix (`~` by default, as cp).
+    pub suffix: String,
+}
+
 /// Engine knobs. Defaults come from measurements recorded in docs/BENCHMARKS.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tuning {
@@ -157,9 +203,59 @@ pub struct CopyPlan {
     pub tuning: Tuning,
     /// `-v`: print each copied entry, and note engine fallbacks.
     pub verbose: bool,
+    /// Hole handling.
+    pub sparse: Sparse,
+    /// Extent sharing.
+    pub reflink: Reflink,
+    /// `--remove-destination`: remove an existing destination before creating the copy, instead
+    /// of writing over it.
+    pub remove_destination: bool,
+    /// `--backup`: rename an existing destination aside before replacing it.
+    pub backup: Option<Backup>,
+    /// `--atomic`: write each file under a temporary name in its directory, then rename it into
+    /// place, so no reader ever sees a partly written file.
+    pub atomic: bool,
+    /// `--fsync`: the copy is on stable storage before ringio exits.
+    pub fsync: bool,
+    /// `-x`: do not descend into directories on other filesystems (they are created empty).
+    pub one_file_system: bool,
 }
 
 impl CopyPlan {
+    /// A plan with cp's defaults (`cp -r` when `recursive`) for these roots: the base every
+    /// caller adjusts.
+    pub fn new(roots: Vec<CopyRoot>, recursive: bool) -> Self {
+        CopyPlan {
+            roots,
+            recursive,
+            dereference: if recursive {
+                Dereference::Never
+            } else {
+                Dereference::CommandLine
+            },
+            preserve: Preserve::default(),
+            overwrite: Overwrite::Replace,
+            force: false,
+            engine: Engine::Uring,
+            tuning: Tuning::default(),
+            verbose: false,
+            sparse: Sparse::Auto,
+            reflink: Reflink::Auto,
+            remove_destination: false,
+            backup: None,
+            atomic: false,
+            fsync: false,
+            one_file_system: false,
+        }
+    }
+
+    /// True when a small file may take a fast path that writes its bytes straight under the
+    /// final name (the io_uring pipeline, the in-place copy). Policies that must see every file
+    /// go through the shared synchronous path instead.
+    pub(crate) fn small_files_fast(&self) -> bool {
+        !self.atomic && self.reflink != Reflink::Always && self.sparse != Sparse::Always
+    }
+
     /// Resolves cp's three forms into source → destination pairs:
     /// `SRC DST`, `SRC... DIR` (also `-t DIR SRC...`) and `-T SRC DST`.
     pub fn resolve_roots(
@@ -202,7 +298,7 @@ impl CopyPlan {
             .iter()
             .map(|src| {
                 let dst = if into {
-                    match src.file_name() {
+                    match last_component(src) {
                         Some(name) => target.join(name),
                         None => target.to_path_buf(),
                     }
@@ -215,6 +311,26 @@ impl CopyPlan {
                 }
             })
             .collect())
+    }
+}
+
+/// The last component of `path` as cp names it in a target directory: `a/b/` is `b`, and
+/// `a/.` or `.` is `None` (the directory's contents go straight into the target). Unlike
+/// `Path::file_name`, which reads `a/.` as `a`.
+fn last_component(path: &Path) -> Option<&std::ffi::OsStr> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let trimmed = match bytes.iter().rposition(|&b| b != b'/') {
+        Some(end) => &bytes[..=end],
+        None => return None,
+    };
+    let name = match trimmed.iter().rposition(|&b| b == b'/') {
+        Some(slash) => &trimmed[slash + 1..],
+        None => trimmed,
+    };
+    match name {
+        b"." => None,
+        _ => Some(std::ffi::OsStr::from_bytes(name)),
     }
 }
 
@@ -267,6 +383,17 @@ mod tests {
         p.apply_list("xattr", false).unwrap();
         assert!(!p.xattr && p.links);
         assert!(p.apply_list("colour", true).is_err());
+    }
+
+    #[test]
+    fn last_components_as_cp_reads_them() {
+        let last = |p: &str| last_component(Path::new(p)).map(|s| s.to_str().unwrap().to_owned());
+        assert_eq!(last("a/b"), Some("b".into()));
+        assert_eq!(last("a/b//"), Some("b".into()));
+        assert_eq!(last("a/."), None);
+        assert_eq!(last("."), None);
+        assert_eq!(last("/"), None);
+        assert_eq!(last(".."), Some("..".into()));
     }
 
     #[test]

@@ -37,6 +37,8 @@ pub struct Stat {
     pub dev: u64,
     /// Device number, for device nodes.
     pub rdev: u64,
+    /// 512-byte blocks allocated.
+    pub blocks: u64,
     /// Access time (seconds, nanoseconds).
     pub atime: (i64, u32),
     /// Modification time (seconds, nanoseconds).
@@ -58,6 +60,11 @@ impl Stat {
     pub fn perm(&self) -> u32 {
         self.mode & 0o7777
     }
+
+    /// Fewer bytes allocated than the size: the file has holes (as cp's heuristic).
+    pub fn looks_sparse(&self) -> bool {
+        self.kind() == Kind::File && self.blocks.saturating_mul(512) < self.size
+    }
 }
 
 impl From<&libc::statx> for Stat {
@@ -71,6 +78,7 @@ impl From<&libc::statx> for Stat {
             ino: s.stx_ino,
             dev: libc::makedev(s.stx_dev_major, s.stx_dev_minor),
             rdev: libc::makedev(s.stx_rdev_major, s.stx_rdev_minor),
+            blocks: s.stx_blocks,
             atime: (s.stx_atime.tv_sec, s.stx_atime.tv_nsec),
             mtime: (s.stx_mtime.tv_sec, s.stx_mtime.tv_nsec),
         }

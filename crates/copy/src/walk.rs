@@ -153,8 +153,10 @@ fn run_task<'a>(
 ) {
     match task {
         Task::Subdir { parent, name, stat } => {
-            if let Some(node) = open_subdir(ctx, parent, name, stat) {
-                read_dir(ctx, queue, mover, Arc::new(node), dir_buf);
+            if let Some((node, descend)) = open_subdir(ctx, parent, name, stat) {
+                if descend {
+                    read_dir(ctx, queue, mover, Arc::new(node), dir_buf);
+                }
             }
         }
         Task::Read(node) => read_dir(ctx, queue, mover, node, dir_buf),
@@ -189,12 +191,13 @@ fn hold<'a>(ctx: &Ctx<'a>, dir: Arc<DirNode<'a>>) -> Option<DirHold<'a>> {
 }
 
 /// Opens a source subdirectory and creates (or, when merging, opens) its destination twin.
+/// The flag says whether to read it (false for another filesystem under `-x`).
 fn open_subdir<'a>(
     ctx: &'a Ctx<'a>,
     parent: Arc<DirNode<'a>>,
     name: CString,
     stat: Option<Stat>,
-) -> Option<DirNode<'a>> {
+) -> Option<(DirNode<'a>, bool)> {
     let follow = ctx.plan.dereference == Dereference::Always;
     let parent = hold(ctx, parent)?;
     let src = match sys::open_dir(parent.src_fd(), &name, follow) {
@@ -222,14 +225,10 @@ fn open_subdir<'a>(
         return None;
     }
     let (dst, fresh) = make_dst_dir(ctx, &parent, &name, &stat)?;
-    Some(DirNode::child(
-        parent.node().clone(),
-        name,
-        src,
-        dst,
-        stat,
-        fresh,
-    ))
+    // -x: a mount point is copied as an empty directory, as cp does.
+    let descend = !ctx.plan.one_file_system || stat.dev == parent.stat.dev;
+    let node = DirNode::child(parent.node().clone(), name, src, dst, stat, fresh);
+    Some((node, descend))
 }
 
 /// mkdir the destination (owner rwx while it is filled) and open it. An existing directory is

@@ -118,6 +118,63 @@ pub struct CpArgs {
     )]
     pub update: Option<UpdateWhen>,
 
+    /// Remove each existing destination file before creating the copy, instead of writing
+    /// over it.
+    #[arg(long)]
+    pub remove_destination: bool,
+
+    /// Rename each existing destination aside before replacing it: `numbered` (NAME.~N~),
+    /// `existing` (numbered if numbered backups exist, else simple; the default), `simple`
+    /// (NAME~), or `none`. `-b` takes $VERSION_CONTROL or `existing`.
+    #[arg(
+        long,
+        value_name = "CONTROL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "existing"
+    )]
+    pub backup: Option<BackupControl>,
+
+    /// Like --backup, with the control from $VERSION_CONTROL (default `existing`).
+    #[arg(short = 'b')]
+    pub backup_default: bool,
+
+    /// The simple backup suffix [default: $SIMPLE_BACKUP_SUFFIX or ~].
+    #[arg(short = 'S', long, value_name = "SUFFIX")]
+    pub suffix: Option<String>,
+
+    /// Holes: `auto` keeps the holes of sparse files (the default), `always` also turns runs of
+    /// zeros into holes, `never` writes every byte.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub sparse: SparseWhen,
+
+    /// Clones sharing the source's data blocks (FICLONE, on btrfs, xfs and the like): `auto`
+    /// clones where possible (the default), `always` fails a file that cannot be cloned,
+    /// `never` never shares blocks. A bare --reflink means `always`.
+    #[arg(
+        long,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "always",
+        default_value = "auto"
+    )]
+    pub reflink: ReflinkWhen,
+
+    /// Write each file under a temporary name in its directory and rename it into place when
+    /// complete, so that no reader ever sees a partly written file.
+    #[arg(long)]
+    pub atomic: bool,
+
+    /// Make the copy durable before exiting (syncfs of each destination filesystem; with
+    /// --atomic, each file is also flushed before its rename).
+    #[arg(long)]
+    pub fsync: bool,
+
+    /// Stay on the source's filesystems: directories that are mount points are created empty.
+    #[arg(short = 'x', long)]
+    pub one_file_system: bool,
+
     /// Print each entry as it is copied, and say when an engine falls back.
     #[arg(short = 'v', long)]
     pub verbose: bool,
@@ -170,6 +227,45 @@ pub struct CpArgs {
     /// warm cache) and the ring takes over as soon as one would wait for the disk.
     #[arg(long)]
     pub ring_only: bool,
+}
+
+/// `--backup=CONTROL`, with cp's synonyms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackupControl {
+    /// NAME.~N~.
+    #[value(alias = "t")]
+    Numbered,
+    /// Numbered if numbered backups exist already, simple otherwise.
+    #[value(alias = "nil")]
+    Existing,
+    /// NAME~ (the suffix).
+    #[value(alias = "never")]
+    Simple,
+    /// No backups.
+    #[value(alias = "off")]
+    None,
+}
+
+/// `--sparse=WHEN`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SparseWhen {
+    /// Keep the holes of sparse files.
+    Auto,
+    /// Also make holes of runs of zeros.
+    Always,
+    /// No holes.
+    Never,
+}
+
+/// `--reflink=WHEN`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReflinkWhen {
+    /// Clone where possible.
+    Auto,
+    /// Clone or fail.
+    Always,
+    /// Never share blocks.
+    Never,
 }
 
 /// `--update=WHEN`.

@@ -6,10 +6,14 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
+use clap::ValueEnum;
 use indicatif::{HumanBytes, ProgressBar, ProgressStyle};
-use ringio_copy::{CopyError, CopyPlan, Dereference, Overwrite, Preserve, Progress, Tuning};
+use ringio_copy::{
+    Backup, BackupMode, CopyError, CopyPlan, Dereference, Overwrite, Preserve, Progress, Reflink,
+    Sparse, Tuning,
+};
 
-use crate::cli::{CpArgs, UpdateWhen};
+use crate::cli::{BackupControl, CpArgs, ReflinkWhen, SparseWhen, UpdateWhen};
 
 /// Shared with the SIGINT handler, which may only touch atomics.
 static PROGRESS: Progress = Progress::new();
@@ -108,7 +112,55 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         engine: args.engine.0,
         tuning,
         verbose: args.verbose,
+        sparse: match args.sparse {
+            SparseWhen::Auto => Sparse::Auto,
+            SparseWhen::Always => Sparse::Always,
+            SparseWhen::Never => Sparse::Never,
+        },
+        reflink: match args.reflink {
+            ReflinkWhen::Auto => Reflink::Auto,
+            ReflinkWhen::Always => Reflink::Always,
+            ReflinkWhen::Never => Reflink::Never,
+        },
+        remove_destination: args.remove_destination,
+        backup: backup_policy(args)?,
+        atomic: args.atomic,
+        fsync: args.fsync,
+        one_file_system: args.one_file_system,
     })
+}
+
+/// `--backup[=CONTROL]`, `-b` and `-S`, resolved with cp's environment variables.
+fn backup_policy(args: &CpArgs) -> anyhow::Result<Option<Backup>> {
+    let control = match (args.backup, args.backup_default) {
+        (Some(control), _) => control,
+        (None, true) => match std::env::var("VERSION_CONTROL") {
+            Ok(v) if !v.is_empty() => BackupControl::from_str(&v, true).map_err(|_| {
+                anyhow::anyhow!(
+                    "invalid VERSION_CONTROL '{v}' (valid: numbered, t, existing, nil, simple, never, none, off)"
+                )
+            })?,
+            _ => BackupControl::Existing,
+        },
+        (None, false) => return Ok(None),
+    };
+    let mode = match control {
+        BackupControl::Numbered => BackupMode::Numbered,
+        BackupControl::Existing => BackupMode::Existing,
+        BackupControl::Simple => BackupMode::Simple,
+        BackupControl::None => return Ok(None),
+    };
+    let suffix = match &args.suffix {
+        Some(s) => s.clone(),
+        None => std::env::var("SIMPLE_BACKUP_SUFFIX")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "~".to_string()),
+    };
+    if suffix.contains('/') {
+        anyhow::bail!("invalid backup suffix '{suffix}': it may not contain '/'");
+    }
+    Ok(Some(Backup { mode, suffix }))
 }
 
 /// Prints errors, `-v` lines and notes; keeps the progress bar out of their way.

@@ -3,13 +3,15 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use super::entry::{discard, finish_file, OpenedPair};
 use crate::error::{CopyError, Op};
-use crate::finalize;
 use crate::node::{Ctx, DirHold, DirNode};
+use crate::plan::{CopyPlan, Reflink, Sparse};
 use crate::sys::{self, Stat};
+use rustix::fs::SeekFrom;
 
 /// Largest single copy_file_range call, so SIGINT is noticed promptly.
 const KERNEL_STEP: usize = 8 << 20;
@@ -17,8 +19,10 @@ const KERNEL_STEP: usize = 8 << 20;
 /// How a synchronous copy moves bytes, and what this worker learned about the fast paths.
 #[derive(Debug)]
 pub(crate) struct DataPath {
-    /// Use FICLONE and copy_file_range where the filesystem allows.
+    /// Use copy_file_range where the filesystem allows.
     kernel: bool,
+    reflink: Reflink,
+    sparse: Sparse,
     buf: Vec<u8>,
     block_size: usize,
     /// (source device, destination device) pairs where FICLONE failed as unsupported.
@@ -31,6 +35,8 @@ pub(crate) struct DataPath {
 pub(crate) enum Side {
     Read(io::Error),
     Write(io::Error),
+    /// `--reflink=always` and the file could not be cloned.
+    Clone(io::Error),
 }
 
 impl Side {
@@ -43,6 +49,7 @@ impl Side {
         match self {
             Side::Read(e) => CopyError::io(Op::Read, dir.src_path(Some(src)), e),
             Side::Write(e) => CopyError::io(Op::Write, dir.dst_path(Some(dst)), e),
+            Side::Clone(e) => CopyError::io(Op::Clone, dir.dst_path(Some(dst)), e),
         }
     }
 }
@@ -70,43 +77,119 @@ fn write_side(e: &io::Error) -> bool {
     )
 }
 
+/// Granularity of `--sparse=always` zero detection: one page, as filesystems allocate.
+const ZERO_BLOCK: usize = 4096;
+
+fn is_zero(block: &[u8]) -> bool {
+    let (head, body, tail) = {
+        // SAFETY: any bit pattern is a valid u128; align_to only reinterprets aligned bytes.
+        unsafe { block.align_to::<u128>() }
+    };
+    head.iter().all(|&b| b == 0) && body.iter().all(|&w| w == 0) && tail.iter().all(|&b| b == 0)
+}
+
 impl DataPath {
-    /// Kernel fast paths first, falling back to a `block_size` buffer.
-    pub fn kernel(block_size: usize) -> Self {
+    /// The data path of `plan`: kernel fast paths (FICLONE, copy_file_range) when `kernel`
+    /// and the plan allow them, a `--bs` buffer otherwise; holes as `--sparse` says.
+    pub fn new(plan: &CopyPlan, kernel: bool) -> Self {
         DataPath {
-            kernel: true,
+            kernel: kernel && plan.reflink != Reflink::Never && plan.sparse != Sparse::Always,
+            reflink: plan.reflink,
+            sparse: plan.sparse,
             buf: Vec::new(),
-            block_size,
+            block_size: plan.tuning.block_size,
             no_clone: Vec::new(),
             no_range: Vec::new(),
         }
     }
 
-    /// Plain read/write through a `block_size` buffer.
-    pub fn read_write(block_size: usize) -> Self {
-        DataPath {
-            kernel: false,
-            ..DataPath::kernel(block_size)
+    /// True when this file's holes are kept: it has some (or `--sparse=always` makes them).
+    pub fn keeps_holes(&self, stat: &Stat) -> bool {
+        match self.sparse {
+            Sparse::Never => false,
+            Sparse::Auto => stat.looks_sparse(),
+            Sparse::Always => true,
         }
     }
 
-    /// Copies a whole file from the start until end of file. Returns the bytes copied.
+    /// Copies a whole file from the start until end of file. Returns the bytes copied (holes
+    /// included).
     pub fn copy_whole(
         &mut self,
         ctx: &Ctx<'_>,
         src: BorrowedFd<'_>,
         dst: BorrowedFd<'_>,
         devs: (u64, u64),
-        size: u64,
+        stat: &Stat,
     ) -> Result<u64, Side> {
-        if self.kernel && size > 0 && !self.no_clone.contains(&devs) {
-            match sys::ficlone(dst, src) {
-                Ok(()) => return Ok(size),
-                Err(e) if unsupported(&e) => self.no_clone.push(devs),
-                Err(e) => return Err(Side::Write(e)),
+        let may_clone = match self.reflink {
+            Reflink::Never => false,
+            Reflink::Always => true,
+            Reflink::Auto => self.kernel,
+        };
+        if may_clone && stat.size > 0 {
+            let known_unsupported = self.no_clone.contains(&devs);
+            if !known_unsupported {
+                match sys::ficlone(dst, src) {
+                    Ok(()) => return Ok(stat.size),
+                    Err(e) if unsupported(&e) => self.no_clone.push(devs),
+                    Err(e) => return Err(Side::Write(e)),
+                }
+            }
+            if self.reflink == Reflink::Always {
+                return Err(Side::Clone(io::Error::from_raw_os_error(libc::EOPNOTSUPP)));
             }
         }
-        self.copy_range(ctx, src, dst, devs, 0, u64::MAX)
+        let holes = self.keeps_holes(stat);
+        let copied = self.copy_span(ctx, src, dst, devs, 0, u64::MAX, holes)?;
+        if holes {
+            // A trailing hole has no data to write: the length says where the file ends.
+            rustix::fs::ftruncate(dst, copied).map_err(|e| Side::Write(e.into()))?;
+        }
+        Ok(copied)
+    }
+
+    /// Copies `[offset, offset + len)`, or up to end of file if that comes first; with
+    /// `holes`, only the data segments (SEEK_DATA/SEEK_HOLE), leaving holes unwritten. Returns
+    /// the length covered, holes included.
+    #[allow(clippy::too_many_arguments)]
+    pub fn copy_span(
+        &mut self,
+        ctx: &Ctx<'_>,
+        src: BorrowedFd<'_>,
+        dst: BorrowedFd<'_>,
+        devs: (u64, u64),
+        offset: u64,
+        len: u64,
+        holes: bool,
+    ) -> Result<u64, Side> {
+        if !holes {
+            return self.copy_range(ctx, src, dst, devs, offset, len);
+        }
+        let end = offset.saturating_add(len);
+        let mut pos = offset;
+        while pos < end {
+            let data = match rustix::fs::seek(src, SeekFrom::Data(pos)) {
+                Ok(data) => data,
+                // No data past `pos`: the rest is one hole up to end of file.
+                Err(rustix::io::Errno::NXIO) => break,
+                Err(e) => return Err(Side::Read(e.into())),
+            };
+            if data >= end {
+                break;
+            }
+            let hole = rustix::fs::seek(src, SeekFrom::Hole(data))
+                .map_err(|e| Side::Read(e.into()))?
+                .min(end);
+            let n = self.copy_range(ctx, src, dst, devs, data, hole - data)?;
+            pos = data + n;
+            if n < hole - data {
+                // End of file came early: the file shrank while it was copied.
+                return Ok(pos - offset);
+            }
+        }
+        let size = rustix::fs::seek(src, SeekFrom::End(0)).map_err(|e| Side::Read(e.into()))?;
+        Ok(end.min(size).max(pos) - offset)
     }
 
     /// Copies `[offset, offset + len)`, or up to end of file if that comes first.
@@ -145,6 +228,7 @@ impl DataPath {
         if self.buf.len() != self.block_size {
             self.buf = vec![0; self.block_size];
         }
+        let skip_zeros = self.sparse == Sparse::Always;
         while done < len {
             if ctx.stopped() {
                 return Err(Side::Write(io::Error::from_raw_os_error(libc::EINTR)));
@@ -154,7 +238,18 @@ impl DataPath {
             if n == 0 {
                 break;
             }
-            sys::pwrite_all(dst, &self.buf[..n], offset + done).map_err(Side::Write)?;
+            let at = offset + done;
+            if skip_zeros {
+                // Runs of zero pages stay holes; the caller sets the final length.
+                for (i, block) in self.buf[..n].chunks(ZERO_BLOCK).enumerate() {
+                    if !is_zero(block) {
+                        let block_at = at + (i * ZERO_BLOCK) as u64;
+                        sys::pwrite_all(dst, block, block_at).map_err(Side::Write)?;
+                    }
+                }
+            } else {
+                sys::pwrite_all(dst, &self.buf[..n], at).map_err(Side::Write)?;
+            }
             done += n as u64;
         }
         Ok(done)
@@ -168,11 +263,9 @@ pub(crate) struct BigFile<'a> {
     pub dir: DirHold<'a>,
     pub src_name: CString,
     pub dst_name: CString,
-    pub src: OwnedFd,
     /// Taken only in Drop.
-    dst: Option<OwnedFd>,
+    pair: Option<OpenedPair>,
     pub stat: Stat,
-    created: bool,
     failed: AtomicBool,
     copied: AtomicU64,
 }
@@ -182,19 +275,15 @@ impl<'a> BigFile<'a> {
         dir: DirHold<'a>,
         src_name: CString,
         dst_name: CString,
-        src: OwnedFd,
-        dst: OwnedFd,
+        pair: OpenedPair,
         stat: Stat,
-        created: bool,
     ) -> Self {
         BigFile {
             dir,
             src_name,
             dst_name,
-            src,
-            dst: Some(dst),
+            pair: Some(pair),
             stat,
-            created,
             failed: AtomicBool::new(false),
             copied: AtomicU64::new(0),
         }
@@ -206,11 +295,20 @@ impl<'a> BigFile<'a> {
         if self.failed.load(Ordering::Relaxed) || ctx.stopped() {
             return;
         }
-        let Some(dst) = self.dst.as_ref().map(AsFd::as_fd) else {
+        let Some(pair) = self.pair.as_ref() else {
             return;
         };
         let devs = (self.stat.dev, self.dir.dst_dev);
-        match data.copy_range(ctx, self.src.as_fd(), dst, devs, offset, len) {
+        let holes = data.keeps_holes(&self.stat);
+        match data.copy_span(
+            ctx,
+            pair.src.as_fd(),
+            pair.dst.as_fd(),
+            devs,
+            offset,
+            len,
+            holes,
+        ) {
             Ok(n) => {
                 self.copied.fetch_add(n, Ordering::Relaxed);
                 ctx.progress.bytes.fetch_add(n, Ordering::Relaxed);
@@ -227,40 +325,24 @@ impl<'a> BigFile<'a> {
 impl Drop for BigFile<'_> {
     fn drop(&mut self) {
         let ctx = self.dir.ctx;
-        let Some(dst) = self.dst.take() else { return };
-        let dst_path = || self.dir.dst_path(Some(&self.dst_name));
+        let Some(pair) = self.pair.take() else { return };
         if self.failed.load(Ordering::Relaxed) || ctx.stopped() {
-            drop(dst);
-            let _ = sys::unlinkat(self.dir.dst_fd(), &self.dst_name);
+            let written = pair.written_name(&self.dst_name).to_owned();
+            drop(pair);
+            discard(&self.dir, &written);
             return;
-        }
-        if let Err(e) = finalize::file(
-            &self.dir,
-            &self.dst_name,
-            self.src.as_fd(),
-            dst.as_fd(),
-            &self.stat,
-            self.created,
-        ) {
-            ctx.fail(e);
-        }
-        if let Err(e) = sys::close(dst) {
-            ctx.fail(CopyError::io(Op::Close, dst_path(), e));
-            let _ = sys::unlinkat(self.dir.dst_fd(), &self.dst_name);
-            return;
-        }
-        ctx.progress.files.fetch_add(1, Ordering::Relaxed);
-        if ctx.plan.verbose {
-            ctx.reporter
-                .copied(&self.dir.src_path(Some(&self.src_name)), &dst_path());
         }
         let copied = self.copied.load(Ordering::Relaxed);
-        if copied != self.stat.size && ctx.plan.verbose {
-            ctx.reporter.note(&format!(
-                "'{}' changed size while it was copied ({} bytes at start, {copied} copied)",
-                self.dir.src_path(Some(&self.src_name)).display(),
-                self.stat.size
-            ));
+        if let Err(e) = finish_file(
+            ctx,
+            &self.dir,
+            &self.src_name,
+            &self.dst_name,
+            pair,
+            &self.stat,
+            copied,
+        ) {
+            ctx.fail(e);
         }
     }
 }

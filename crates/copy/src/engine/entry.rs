@@ -4,11 +4,12 @@
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::data::BigFile;
 use super::Mover;
+use crate::backup;
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::links::Linked;
@@ -147,15 +148,60 @@ pub(crate) fn check_existing(
         )));
     }
     match ctx.plan.overwrite {
-        Overwrite::NoClobber => Ok(None),
-        Overwrite::Update if existing.mtime >= stat.mtime => Ok(None),
-        _ => Ok(Some(Existing::Something(existing))),
+        Overwrite::NoClobber => return Ok(None),
+        Overwrite::Update if existing.mtime >= stat.mtime => return Ok(None),
+        _ => {}
     }
+    if let Some(backup) = &ctx.plan.backup {
+        let aside = backup::name_for(dir.dst_fd(), dst, backup)
+            .map_err(|e| CopyError::io(Op::ReadDir, dir.dst_path(None), e))?;
+        rustix::fs::renameat(dir.dst_fd(), dst, dir.dst_fd(), aside.as_c_str())
+            .map_err(|e| CopyError::io(Op::Rename, dir.dst_path(Some(dst)), io::Error::from(e)))?;
+        return Ok(Some(Existing::Nothing));
+    }
+    if ctx.plan.remove_destination {
+        remove_then(dir, dst, || Ok(()))
+            .map_err(|e| CopyError::io(Op::Remove, dir.dst_path(Some(dst)), e))?;
+        return Ok(Some(Existing::Nothing));
+    }
+    Ok(Some(Existing::Something(existing)))
+}
+
+/// An open source and the destination being written, under a temporary name with `--atomic`.
+pub(crate) struct OpenedPair {
+    pub src: OwnedFd,
+    pub dst: OwnedFd,
+    /// The destination was made by this run (not an existing file written over).
+    pub created: bool,
+    /// `--atomic`: the name written under, renamed to the real one when complete.
+    pub temp: Option<CString>,
+}
+
+impl OpenedPair {
+    /// The name the destination's data is written under now.
+    pub fn written_name<'n>(&'n self, dst: &'n CStr) -> &'n CStr {
+        self.temp.as_deref().unwrap_or(dst)
+    }
+}
+
+/// Removes a destination that will not be completed (failure, Ctrl-C).
+pub(crate) fn discard(dir: &DirNode<'_>, written_name: &CStr) {
+    let _ = sys::unlinkat(dir.dst_fd(), written_name);
+}
+
+/// `--atomic`: a name in the same directory that no other entry uses.
+fn temp_name(dst: &CStr) -> CString {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let mut name = b".".to_vec();
+    // Keep it within NAME_MAX whatever the original length.
+    name.extend_from_slice(&dst.to_bytes()[..dst.to_bytes().len().min(200)]);
+    name.extend_from_slice(format!(".ringio-{}-{n}", std::process::id()).as_bytes());
+    CString::new(name).expect("no NUL in a file name")
 }
 
 /// Opens the source and creates (or truncates) the destination, following cp's rules.
 /// Returns `None` when the entry is skipped (`-n`, `-u`).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn open_pair(
     ctx: &Ctx<'_>,
     dir: &DirNode<'_>,
@@ -163,34 +209,50 @@ pub(crate) fn open_pair(
     dst: &CStr,
     stat: &Stat,
     follow: bool,
-) -> Result<Option<(OwnedFd, OwnedFd, bool)>, CopyError> {
+) -> Result<Option<OpenedPair>, CopyError> {
     let Some(existing) = check_existing(ctx, dir, src, dst, stat)? else {
         return Ok(None);
     };
     let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
     let src_fd = sys::openat(dir.src_fd(), src, libc::O_RDONLY | nofollow, 0)
         .map_err(|e| CopyError::io(Op::Open, dir.src_path(Some(src)), e))?;
-    let create = |extra: i32| {
+    let create = |name: &CStr| {
         sys::openat(
             dir.dst_fd(),
-            dst,
-            libc::O_WRONLY | libc::O_CREAT | extra,
+            name,
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
             finalize::create_mode(stat),
         )
     };
+    if ctx.plan.atomic {
+        let temp = temp_name(dst);
+        let dst_fd =
+            create(&temp).map_err(|e| CopyError::io(Op::Create, dir.dst_path(Some(&temp)), e))?;
+        return Ok(Some(OpenedPair {
+            src: src_fd,
+            dst: dst_fd,
+            created: true,
+            temp: Some(temp),
+        }));
+    }
     let (dst_fd, created) = match existing {
-        Existing::Nothing => (create(libc::O_EXCL), true),
+        Existing::Nothing => (create(dst), true),
         Existing::Something(old) if old.kind() == Kind::File => {
             match sys::openat(dir.dst_fd(), dst, libc::O_WRONLY | libc::O_TRUNC, 0) {
                 // -f: an existing file we cannot open for writing is removed and created anew.
-                Err(_) if ctx.plan.force => (remove_then(dir, dst, || create(libc::O_EXCL)), true),
+                Err(_) if ctx.plan.force => (remove_then(dir, dst, || create(dst)), true),
                 other => (other, false),
             }
         }
-        Existing::Something(_) => (remove_then(dir, dst, || create(libc::O_EXCL)), true),
+        Existing::Something(_) => (remove_then(dir, dst, || create(dst)), true),
     };
     let dst_fd = dst_fd.map_err(|e| CopyError::io(Op::Create, dir.dst_path(Some(dst)), e))?;
-    Ok(Some((src_fd, dst_fd, created)))
+    Ok(Some(OpenedPair {
+        src: src_fd,
+        dst: dst_fd,
+        created,
+        temp: None,
+    }))
 }
 
 fn remove_then<T>(
@@ -217,62 +279,114 @@ fn copy_file<'a>(
     follow: bool,
     queue: &Queue<'a>,
 ) -> Result<(), CopyError> {
-    let opened = if ctx.plan.preserve.links && stat.nlink > 1 {
+    if ctx.plan.preserve.links && stat.nlink > 1 {
+        if ctx.plan.atomic {
+            // Later names link to the final name, so it must exist before they do: the first
+            // copy is finished, renamed and all, while the link map's lock is held.
+            let linked = ctx.links.link_or_create(dir, dst, stat, || {
+                match open_pair(ctx, dir, src, dst, stat, follow)? {
+                    Some(pair) => copy_opened(ctx, mover, dir, src, dst, stat, pair, None),
+                    None => Ok(()),
+                }
+            })?;
+            if let Linked::Linked = linked {
+                count_done(ctx, dir, src, dst);
+            }
+            return Ok(());
+        }
         match ctx.links.link_or_create(dir, dst, stat, || {
             open_pair(ctx, dir, src, dst, stat, follow)
         })? {
             Linked::Linked => {
                 count_done(ctx, dir, src, dst);
-                return Ok(());
+                Ok(())
             }
-            Linked::Created(opened) => opened,
+            Linked::Created(Some(pair)) => {
+                copy_opened(ctx, mover, dir, src, dst, stat, pair, Some(queue))
+            }
+            Linked::Created(None) => Ok(()),
         }
     } else {
-        open_pair(ctx, dir, src, dst, stat, follow)?
-    };
-    let Some((src_fd, dst_fd, created)) = opened else {
-        return Ok(());
-    };
+        match open_pair(ctx, dir, src, dst, stat, follow)? {
+            Some(pair) => copy_opened(ctx, mover, dir, src, dst, stat, pair, Some(queue)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Copies the data of an opened pair and finishes the file; with a `queue`, a big file is
+/// split into chunks that any worker may copy.
+#[allow(clippy::too_many_arguments)]
+fn copy_opened<'a>(
+    ctx: &'a Ctx<'a>,
+    mover: &mut dyn Mover<'a>,
+    dir: &Arc<DirNode<'a>>,
+    src: &CStr,
+    dst: &CStr,
+    stat: &Stat,
+    pair: OpenedPair,
+    queue: Option<&Queue<'a>>,
+) -> Result<(), CopyError> {
     let tuning = &ctx.plan.tuning;
-    if tuning.threads > 1 && tuning.chunk_size > 0 && stat.size >= 2 * tuning.chunk_size {
-        split_into_chunks(ctx, dir, src, dst, src_fd, dst_fd, stat, created, queue);
-        return Ok(());
+    // A sparse file is split by the data it holds, not by its length.
+    let weight = if mover.data_path().keeps_holes(stat) {
+        stat.blocks.saturating_mul(512).min(stat.size)
+    } else {
+        stat.size
+    };
+    if let Some(queue) = queue {
+        if tuning.threads > 1 && tuning.chunk_size > 0 && weight >= 2 * tuning.chunk_size {
+            split_into_chunks(ctx, dir, src, dst, pair, stat, queue);
+            return Ok(());
+        }
     }
     let devs = (stat.dev, dir.dst_dev);
     let result = mover
         .data_path()
-        .copy_whole(ctx, src_fd.as_fd(), dst_fd.as_fd(), devs, stat.size);
+        .copy_whole(ctx, pair.src.as_fd(), pair.dst.as_fd(), devs, stat);
     let copied = match result {
         Ok(n) => n,
         Err(side) => {
-            drop(dst_fd);
-            let _ = sys::unlinkat(dir.dst_fd(), dst);
+            let written = pair.written_name(dst).to_owned();
+            drop(pair);
+            discard(dir, &written);
             return Err(side.into_error(dir, src, dst));
         }
     };
     ctx.progress.bytes.fetch_add(copied, Ordering::Relaxed);
-    finish_file(ctx, dir, src, dst, src_fd, dst_fd, stat, created, copied)
+    finish_file(ctx, dir, src, dst, pair, stat, copied)
 }
 
-/// Metadata, close, count: the end of every regular file copy that is not chunked.
-#[allow(clippy::too_many_arguments)]
+/// Metadata, close, rename into place (`--atomic`), count: the end of every regular file copy
+/// that is not chunked.
 pub(crate) fn finish_file(
     ctx: &Ctx<'_>,
     dir: &DirNode<'_>,
     src: &CStr,
     dst: &CStr,
-    src_fd: OwnedFd,
-    dst_fd: OwnedFd,
+    pair: OpenedPair,
     stat: &Stat,
-    created: bool,
     copied: u64,
 ) -> Result<(), CopyError> {
-    let dst_path = || dir.dst_path(Some(dst));
-    let meta = finalize::file(dir, dst, src_fd.as_fd(), dst_fd.as_fd(), stat, created);
+    let written = pair.written_name(dst).to_owned();
+    let meta = finalize::file(
+        dir,
+        dst,
+        pair.src.as_fd(),
+        pair.dst.as_fd(),
+        stat,
+        pair.created,
+    );
+    let OpenedPair {
+        src: src_fd,
+        dst: dst_fd,
+        temp,
+        ..
+    } = pair;
     drop(src_fd);
-    if let Err(e) = sys::close(dst_fd) {
-        let _ = sys::unlinkat(dir.dst_fd(), dst);
-        return Err(CopyError::io(Op::Close, dst_path(), e));
+    if let Err(e) = place(ctx, dir, dst, dst_fd, temp.as_deref()) {
+        discard(dir, &written);
+        return Err(e);
     }
     if copied != stat.size && ctx.plan.verbose {
         ctx.reporter.note(&format!(
@@ -285,21 +399,40 @@ pub(crate) fn finish_file(
     meta
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Closes a complete destination file and, under `--atomic`, renames it over its real name
+/// (after an fdatasync under `--fsync`, so the new name never points at missing data).
+pub(crate) fn place(
+    ctx: &Ctx<'_>,
+    dir: &DirNode<'_>,
+    dst: &CStr,
+    dst_fd: OwnedFd,
+    temp: Option<&CStr>,
+) -> Result<(), CopyError> {
+    let path = || dir.dst_path(Some(dst));
+    if temp.is_some() && ctx.plan.fsync {
+        rustix::fs::fdatasync(&dst_fd)
+            .map_err(|e| CopyError::io(Op::Sync, path(), io::Error::from(e)))?;
+    }
+    sys::close(dst_fd).map_err(|e| CopyError::io(Op::Close, path(), e))?;
+    if let Some(temp) = temp {
+        rustix::fs::renameat(dir.dst_fd(), temp, dir.dst_fd(), dst)
+            .map_err(|e| CopyError::io(Op::Rename, path(), io::Error::from(e)))?;
+    }
+    Ok(())
+}
+
 fn split_into_chunks<'a>(
     ctx: &'a Ctx<'a>,
     dir: &Arc<DirNode<'a>>,
     src: &CStr,
     dst: &CStr,
-    src_fd: OwnedFd,
-    dst_fd: OwnedFd,
+    pair: OpenedPair,
     stat: &Stat,
-    created: bool,
     queue: &Queue<'a>,
 ) {
     let chunk = ctx.plan.tuning.chunk_size;
     // Reserve the length up front so parallel writers do not race to extend the file.
-    let _ = rustix::fs::ftruncate(&dst_fd, stat.size);
+    let _ = rustix::fs::ftruncate(&pair.dst, stat.size);
     let held = match DirHold::new(dir.clone()) {
         Ok(held) => held,
         Err(e) => return ctx.fail(CopyError::io(Op::OpenDir, dir.dst_path(None), e)),
@@ -308,10 +441,8 @@ fn split_into_chunks<'a>(
         held,
         src.to_owned(),
         dst.to_owned(),
-        src_fd,
-        dst_fd,
+        pair,
         *stat,
-        created,
     ));
     let mut offset = 0;
     while offset < stat.size {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use super::data::{BigFile, DataPath};
-use super::entry::{copy_stated, count_done, finish_file};
+use super::entry::{copy_stated, count_done, finish_file, OpenedPair};
 use super::{copy_entry, Mover};
 use crate::error::{CopyError, Op};
 use crate::finalize;
@@ -238,6 +238,7 @@ impl<'a> UringMover<'a> {
                 if stat.kind() != Kind::File
                     || stat.size > self.threshold
                     || linked
+                    || self.data.keeps_holes(&stat)
                     || ctx.stopped()
                 {
                     // Not a small file: the shared synchronous path takes it from here.
@@ -482,7 +483,11 @@ impl<'a> UringMover<'a> {
             }
         };
         let linked = ctx.plan.preserve.links && stat.nlink > 1;
-        if stat.kind() != Kind::File || stat.size > self.threshold || linked {
+        if stat.kind() != Kind::File
+            || stat.size > self.threshold
+            || linked
+            || self.data.keeps_holes(&stat)
+        {
             copy_stated(
                 ctx,
                 self,
@@ -550,7 +555,13 @@ impl<'a> UringMover<'a> {
             return InPlace::Done;
         }
         ctx.progress.bytes.fetch_add(copied, Ordering::Relaxed);
-        if let Err(e) = finish_file(ctx, dir, name, name, src, dst, &stat, true, copied) {
+        let pair = OpenedPair {
+            src,
+            dst,
+            created: true,
+            temp: None,
+        };
+        if let Err(e) = finish_file(ctx, dir, name, name, pair, &stat, copied) {
             ctx.fail(e);
         }
         InPlace::Done
@@ -561,7 +572,8 @@ impl<'a> Mover<'a> for UringMover<'a> {
     fn copy_entries(&mut self, dir: &Arc<DirNode<'a>>, entries: Vec<Entry>, queue: &Queue<'a>) {
         let ctx = dir.ctx;
         // Merges need cp's checks against what exists, -L needs following: the shared path.
-        let ring_ok = dir.fresh && ctx.plan.dereference != Dereference::Always;
+        let ring_ok =
+            dir.fresh && ctx.plan.dereference != Dereference::Always && ctx.plan.small_files_fast();
         if self.ring_batches != u32::MAX {
             self.ring_batches = self.ring_batches.saturating_sub(1);
         }

@@ -132,6 +132,9 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
 
 /// `--backup[=CONTROL]`, `-b` and `-S`, resolved with cp's environment variables.
 fn backup_policy(args: &CpArgs) -> anyhow::Result<Option<Backup>> {
+    if (args.backup.is_some() || args.backup_default) && args.no_clobber {
+        anyhow::bail!("options --backup and --no-clobber are mutually exclusive");
+    }
     let control = match (args.backup, args.backup_default) {
         (Some(control), _) => control,
         (None, true) => match std::env::var("VERSION_CONTROL") {

@@ -103,6 +103,41 @@ impl DataPath {
         }
     }
 
+    /// True when files from `devs.0` to `devs.1` may be cloned: the plan allows it and no clone
+    /// between these devices has failed as unsupported yet.
+    pub fn may_clone(&self, devs: (u64, u64)) -> bool {
+        match self.reflink {
+            Reflink::Never => false,
+            Reflink::Always => true,
+            Reflink::Auto => self.kernel && !self.no_clone.contains(&devs),
+        }
+    }
+
+    /// Clones the whole file where the plan and the filesystem allow. `Ok(false)`: not cloned,
+    /// copy it; `--reflink=always` makes that an error instead.
+    pub fn try_clone(
+        &mut self,
+        src: BorrowedFd<'_>,
+        dst: BorrowedFd<'_>,
+        devs: (u64, u64),
+        stat: &Stat,
+    ) -> Result<bool, Side> {
+        if stat.size == 0 || !self.may_clone(devs) {
+            return Ok(false);
+        }
+        if !self.no_clone.contains(&devs) {
+            match sys::ficlone(dst, src) {
+                Ok(()) => return Ok(true),
+                Err(e) if unsupported(&e) => self.no_clone.push(devs),
+                Err(e) => return Err(Side::Write(e)),
+            }
+        }
+        if self.reflink == Reflink::Always {
+            return Err(Side::Clone(io::Error::from_raw_os_error(libc::EOPNOTSUPP)));
+        }
+        Ok(false)
+    }
+
     /// True when this file's holes are kept: it has some (or `--sparse=always` makes them).
     pub fn keeps_holes(&self, stat: &Stat) -> bool {
         match self.sparse {
@@ -122,23 +157,8 @@ impl DataPath {
         devs: (u64, u64),
         stat: &Stat,
     ) -> Result<u64, Side> {
-        let may_clone = match self.reflink {
-            Reflink::Never => false,
-            Reflink::Always => true,
-            Reflink::Auto => self.kernel,
-        };
-        if may_clone && stat.size > 0 {
-            let known_unsupported = self.no_clone.contains(&devs);
-            if !known_unsupported {
-                match sys::ficlone(dst, src) {
-                    Ok(()) => return Ok(stat.size),
-                    Err(e) if unsupported(&e) => self.no_clone.push(devs),
-                    Err(e) => return Err(Side::Write(e)),
-                }
-            }
-            if self.reflink == Reflink::Always {
-                return Err(Side::Clone(io::Error::from_raw_os_error(libc::EOPNOTSUPP)));
-            }
+        if self.try_clone(src, dst, devs, stat)? {
+            return Ok(stat.size);
         }
         let holes = self.keeps_holes(stat);
         let copied = self.copy_span(ctx, src, dst, devs, 0, u64::MAX, holes)?;

@@ -334,13 +334,29 @@ fn copy_opened<'a>(
     } else {
         stat.size
     };
-    if let Some(queue) = queue {
-        if tuning.threads > 1 && tuning.chunk_size > 0 && weight >= 2 * tuning.chunk_size {
-            split_into_chunks(ctx, dir, src, dst, pair, stat, queue);
-            return Ok(());
-        }
-    }
     let devs = (stat.dev, dir.dst_dev);
+    let split = tuning.threads > 1 && tuning.chunk_size > 0 && weight >= 2 * tuning.chunk_size;
+    if let (Some(queue), true) = (queue, split) {
+        // A clone takes one call whatever the size: try it before splitting.
+        match mover
+            .data_path()
+            .try_clone(pair.src.as_fd(), pair.dst.as_fd(), devs, stat)
+        {
+            Ok(true) => {
+                ctx.progress.bytes.fetch_add(stat.size, Ordering::Relaxed);
+                return finish_file(ctx, dir, src, dst, pair, stat, stat.size);
+            }
+            Ok(false) => {}
+            Err(side) => {
+                let written = pair.written_name(dst).to_owned();
+                drop(pair);
+                discard(dir, &written);
+                return Err(side.into_error(dir, src, dst));
+            }
+        }
+        split_into_chunks(ctx, dir, src, dst, pair, stat, queue);
+        return Ok(());
+    }
     let result = mover
         .data_path()
         .copy_whole(ctx, pair.src.as_fd(), pair.dst.as_fd(), devs, stat);

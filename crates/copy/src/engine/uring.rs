@@ -516,7 +516,11 @@ impl<'a> UringMover<'a> {
             Ok(n) if n >= stat.size as usize => n,
             // Not cached (or only in part): let the ring wait for the disk.
             Ok(_) => return InPlace::WouldBlock,
-            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => return InPlace::WouldBlock,
+            // EOPNOTSUPP: a filesystem without RWF_NOWAIT (tmpfs on older kernels); the ring
+            // copies it without the probe.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EOPNOTSUPP)) => {
+                return InPlace::WouldBlock
+            }
             Err(e) => {
                 ctx.fail(CopyError::io(Op::Read, dir.src_path(Some(name)), e));
                 return InPlace::Done;
@@ -572,8 +576,9 @@ impl<'a> Mover<'a> for UringMover<'a> {
     fn copy_entries(&mut self, dir: &Arc<DirNode<'a>>, entries: Vec<Entry>, queue: &Queue<'a>) {
         let ctx = dir.ctx;
         // Merges need cp's checks against what exists, -L needs following: the shared path.
-        let ring_ok =
+        let fast =
             dir.fresh && ctx.plan.dereference != Dereference::Always && ctx.plan.small_files_fast();
+        let devs = (dir.stat.dev, dir.dst_dev);
         if self.ring_batches != u32::MAX {
             self.ring_batches = self.ring_batches.saturating_sub(1);
         }
@@ -583,7 +588,9 @@ impl<'a> Mover<'a> for UringMover<'a> {
                 return;
             }
             match kind {
-                Some(Kind::File) | None if ring_ok => {
+                // Where files can be cloned, cloning beats copying even small ones; the first
+                // clone that fails as unsupported sends the rest here.
+                Some(Kind::File) | None if fast && !self.data.may_clone(devs) => {
                     if self.ring_batches == 0 {
                         match self.copy_in_place(dir, &name, queue) {
                             InPlace::Done => continue,

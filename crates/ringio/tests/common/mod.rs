@@ -7,6 +7,7 @@
 
 mod compare;
 pub mod deep;
+mod loopfs;
 mod rng;
 mod run;
 mod sys;
@@ -15,6 +16,7 @@ mod tree;
 use std::path::{Path, PathBuf};
 
 pub use compare::{assert_trees_equal, tree_diff, Check};
+pub use loopfs::{extents_shared, LoopFs};
 pub use rng::Rng;
 pub use run::{
     assert_exit, assert_success, describe, gnu_cp, gnu_cp_available, ringio, run_cp, stderr_lines,

@@ -13,7 +13,7 @@ use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::links::LinkMap;
 use crate::node::{Ctx, DirNode, RootNames};
-use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference};
+use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference, Sparse};
 use crate::sys::{self, Kind};
 use crate::walk::{self, Queue, Task};
 
@@ -142,6 +142,13 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
         dir_budget,
         xattr_warned: AtomicBool::new(false),
     };
+    // Copying a few files needs no pool: a thread (and ring) per file at most, unless one is
+    // big enough to be split into chunks.
+    let threads = if plan.roots.iter().any(|root| needs_pool(&plan, root)) {
+        threads
+    } else {
+        threads.min(plan.roots.len()).max(1)
+    };
     let queue = Queue::new(threads);
     for root in &plan.roots {
         if ctx.stopped() {
@@ -231,6 +238,27 @@ fn cstring(bytes: &[u8], path: &Path) -> Result<CString, CopyError> {
 
 fn path_cstring(path: &Path) -> Result<CString, CopyError> {
     cstring(path.as_os_str().as_bytes(), path)
+}
+
+/// True when copying `root` can use every worker: a directory, or a file split into chunks.
+fn needs_pool(plan: &CopyPlan, root: &CopyRoot) -> bool {
+    let follow = plan.dereference != Dereference::Never;
+    let Ok(src) = path_cstring(&root.src) else {
+        return false;
+    };
+    match sys::statx_at(rustix::fs::CWD, &src, follow) {
+        Ok(stat) => {
+            // A sparse file is split by the data it holds (see `engine::entry`).
+            let weight = if plan.sparse != Sparse::Never && stat.looks_sparse() {
+                stat.blocks.saturating_mul(512)
+            } else {
+                stat.size
+            };
+            stat.kind() == Kind::Dir
+                || (plan.tuning.chunk_size > 0 && weight >= 2 * plan.tuning.chunk_size)
+        }
+        Err(_) => false,
+    }
 }
 
 /// Turns one command-line operand into its first task.

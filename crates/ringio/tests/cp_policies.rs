@@ -442,3 +442,28 @@ impl FifoLike for fs::FileType {
         std::os::unix::fs::FileTypeExt::is_fifo(self)
     }
 }
+
+engine_tests!(size_change_is_noted_under_verbose);
+
+/// A file whose size differs from what stat said (here a /proc file, which stats as empty) is
+/// copied as read, and `-v` says so.
+fn size_change_is_noted_under_verbose(engine: &str) {
+    let s = Scratch::new();
+    let out = Cp::new()
+        .engine(engine)
+        .arg("-v")
+        .arg("/proc/self/status")
+        .arg(s.join("status"))
+        .run();
+    assert_exit(&out, 0);
+    let copied = fs::read_to_string(s.join("status")).unwrap();
+    assert!(
+        copied.starts_with("Name:") && copied.ends_with('\n'),
+        "{copied}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("changed size while it was copied (0 bytes at start"),
+        "{err}"
+    );
+}

@@ -426,7 +426,17 @@ impl<'a> UringMover<'a> {
         }
         match err {
             Some(e) => ctx.fail(e),
-            None if op.closed => count_done(ctx, &op.dir, &op.name, &op.name),
+            None if op.closed => {
+                let size = op.stat.map_or(0, |s| s.size);
+                if op.offset != size && ctx.plan.verbose {
+                    ctx.reporter.note(&format!(
+                        "'{}' changed size while it was copied ({size} bytes at start, {} copied)",
+                        op.dir.src_path(Some(&op.name)).display(),
+                        op.offset
+                    ));
+                }
+                count_done(ctx, &op.dir, &op.name, &op.name)
+            }
             None => {}
         }
     }

@@ -126,7 +126,8 @@ impl CopyError {
 }
 
 /// The system's reason without Rust's " (os error N)" suffix, as cp prints it.
-fn reason(err: &io::Error) -> impl fmt::Display + '_ {
+/// An io::Error's text without Rust's " (os error N)" tail, as cp prints reasons.
+pub(crate) fn reason(err: &io::Error) -> impl fmt::Display + '_ {
     struct Reason<'a>(&'a io::Error);
     impl fmt::Display for Reason<'_> {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

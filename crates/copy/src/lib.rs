@@ -10,7 +10,9 @@
 //!   (FICLONE, copy_file_range) in parallel chunks; `readwrite` is plain read/write, the reference.
 //! * [`finalize`] applies metadata after content, and to directories after all their children.
 //!
-//! Everything a caller decides is in a [`CopyPlan`]; [`copy`] runs it.
+//! Everything a caller decides is in a [`CopyPlan`]; [`copy`] runs it. [`verify`] compares two
+//! trees entry by entry: the one comparer `ringio verify`, `ringio cp --verify` and the
+//! benchmarks share.
 #![deny(missing_docs)]
 
 mod backup;
@@ -22,6 +24,7 @@ mod node;
 mod plan;
 mod run;
 mod sys;
+pub mod verify;
 pub mod walk;
 mod xattr;
 

@@ -177,6 +177,11 @@ pub struct CpArgs {
     #[arg(short = 'x', long)]
     pub one_file_system: bool,
 
+    /// Compare the copy with its source afterwards (as `ringio verify`, on what the options
+    /// promised to keep), print every difference, and exit 1 if there is any.
+    #[arg(long)]
+    pub verify: bool,
+
     /// Print each entry as it is copied, and say when an engine falls back.
     #[arg(short = 'v', long)]
     pub verbose: bool,

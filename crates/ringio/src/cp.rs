@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use clap::ValueEnum;
 use indicatif::{HumanBytes, ProgressBar, ProgressStyle};
+use ringio_copy::verify::VerifyOptions;
 use ringio_copy::{
     Backup, BackupMode, CopyError, CopyPlan, Dereference, Overwrite, Preserve, Progress, Reflink,
     Sparse, Tuning,
@@ -282,5 +283,42 @@ pub fn run(args: &CpArgs) -> Result<i32> {
         eprintln!("ringio: interrupted; partially copied files were removed");
         return Ok(130);
     }
-    Ok(if summary.errors > 0 { 1 } else { 0 })
+    if summary.errors > 0 {
+        return Ok(1);
+    }
+    if args.verify {
+        return verify_copy(&plan);
+    }
+    Ok(0)
+}
+
+/// `--verify`: compares each root with its copy, on what the plan promised to carry over.
+fn verify_copy(plan: &CopyPlan) -> Result<i32> {
+    let started = Instant::now();
+    let mut opts = VerifyOptions::content_only();
+    let keep = plan.preserve;
+    opts.mode = keep.mode;
+    // Without root only the group is kept; an owner that differs is then expected.
+    // SAFETY: geteuid cannot fail.
+    opts.ownership = keep.ownership && unsafe { libc::geteuid() } == 0;
+    opts.mtime = keep.timestamps;
+    opts.xattrs = keep.xattr;
+    opts.hard_links = keep.links;
+    opts.sparseness = plan.sparse != Sparse::Never;
+    let mut total = ringio_copy::verify::VerifyReport::default();
+    for root in &plan.roots {
+        match crate::verify::compare(&root.src, &root.dst, &opts, false) {
+            Ok(report) => {
+                total.entries += report.entries;
+                total.bytes += report.bytes;
+                total.total_differences += report.total_differences;
+            }
+            Err(e) => {
+                eprintln!("ringio: verify: {e}");
+                return Ok(1);
+            }
+        }
+    }
+    crate::verify::summarize(&total, started.elapsed().as_secs_f64());
+    Ok(if total.is_same() { 0 } else { 1 })
 }

@@ -24,6 +24,7 @@ mod node;
 mod plan;
 mod run;
 mod sys;
+pub mod transfer;
 pub mod verify;
 pub mod walk;
 mod xattr;

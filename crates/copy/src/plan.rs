@@ -219,6 +219,8 @@ pub struct CopyPlan {
     pub fsync: bool,
     /// `-x`: do not descend into directories on other filesystems (they are created empty).
     pub one_file_system: bool,
+    /// `--engine aio --direct`: move file bodies with O_DIRECT, bypassing the page cache.
+    pub direct: bool,
 }
 
 impl CopyPlan {
@@ -246,6 +248,7 @@ impl CopyPlan {
             atomic: false,
             fsync: false,
             one_file_system: false,
+            direct: false,
         }
     }
 

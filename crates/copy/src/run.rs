@@ -122,7 +122,7 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
                 false
             }
         },
-        Engine::ReadWrite => false,
+        _ => false,
     };
     let ctx = Ctx {
         plan: &plan,
@@ -168,6 +168,14 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
                 let tuning = &plan.tuning;
                 let mut mover: Box<dyn Mover<'_>> = match plan.engine {
                     Engine::ReadWrite => Box::new(SyncMover::new(DataPath::new(&plan, false))),
+                    Engine::Aio | Engine::CopyRange | Engine::Sendfile | Engine::Splice => {
+                        let method = plan.engine.method().expect("an alternative engine");
+                        let plain_below = match plan.engine {
+                            Engine::Aio => tuning.small_file_threshold,
+                            _ => 0,
+                        };
+                        Box::new(SyncMover::new(DataPath::with_method(&plan, method, plain_below)))
+                    }
                     Engine::Uring if use_uring => {
                         match UringMover::new(
                             tuning.queue_depth,

@@ -229,6 +229,10 @@ pub struct CpArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub chunk_size: Option<u64>,
 
+    /// aio engine: open file bodies with O_DIRECT, bypassing the page cache.
+    #[arg(long)]
+    pub direct: bool,
+
     /// io_uring engine: send every small file through the ring, even when its data is already
     /// cached. By default a cached file is copied in place with plain system calls (faster on a
     /// warm cache) and the ring takes over as soon as one would wait for the disk.
@@ -292,8 +296,15 @@ pub struct EngineArg(pub Engine);
 
 impl ValueEnum for EngineArg {
     fn value_variants<'a>() -> &'a [Self] {
-        const ALL: [EngineArg; 2] = [EngineArg(Engine::Uring), EngineArg(Engine::ReadWrite)];
-        const { assert!(ALL.len() == Engine::ALL.len()) };
+        const ALL: [EngineArg; Engine::ALL.len()] = {
+            let mut all = [EngineArg(Engine::Uring); Engine::ALL.len()];
+            let mut i = 0;
+            while i < all.len() {
+                all[i] = EngineArg(Engine::ALL[i]);
+                i += 1;
+            }
+            all
+        };
         &ALL
     }
 

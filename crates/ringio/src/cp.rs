@@ -76,6 +76,9 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         Dereference::CommandLine
     };
 
+    if args.direct && args.engine.0 != ringio_copy::Engine::Aio {
+        anyhow::bail!("--direct is for --engine aio");
+    }
     let overwrite = if args.no_clobber {
         Overwrite::NoClobber
     } else {
@@ -128,6 +131,7 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         atomic: args.atomic,
         fsync: args.fsync,
         one_file_system: args.one_file_system,
+        direct: args.direct,
     })
 }
 

@@ -11,6 +11,7 @@ use crate::error::{CopyError, Op};
 use crate::node::{Ctx, DirHold, DirNode};
 use crate::plan::{CopyPlan, Reflink, Sparse};
 use crate::sys::{self, Stat};
+use crate::transfer::{Method, Transfer, TransferError};
 use rustix::fs::SeekFrom;
 
 /// Largest single copy_file_range call, so SIGINT is noticed promptly.
@@ -29,6 +30,11 @@ pub(crate) struct DataPath {
     no_clone: Vec<(u64, u64)>,
     /// ... and where copy_file_range did.
     no_range: Vec<(u64, u64)>,
+    /// An alternative engine's way of moving bytes (`--engine copy-range|sendfile|splice|aio`).
+    transfer: Option<Transfer>,
+    /// Files smaller than this skip `transfer` for plain read/write (AIO's small-file
+    /// threshold, as in the Linux-AIO copier it comes from).
+    transfer_from: u64,
 }
 
 /// Which side of a copy failed.
@@ -100,7 +106,31 @@ impl DataPath {
             block_size: plan.tuning.block_size,
             no_clone: Vec::new(),
             no_range: Vec::new(),
+            transfer: None,
+            transfer_from: 0,
         }
+    }
+
+    /// The data path of an alternative engine: every byte moves by `method` (files below
+    /// `plain_below` bytes, and all files under `--sparse=always`, by plain read/write); no
+    /// clones, no copy_file_range of its own.
+    pub fn with_method(plan: &CopyPlan, method: Method, plain_below: u64) -> Self {
+        let transfer = Transfer::new(method, plan.tuning.block_size)
+            .with_depth(plan.tuning.queue_depth as usize)
+            .with_direct(plan.direct);
+        DataPath {
+            // Turning zero runs into holes needs the bytes in a buffer, whatever the engine.
+            transfer: (plan.sparse != Sparse::Always).then_some(transfer),
+            transfer_from: plain_below,
+            ..DataPath::new(plan, false)
+        }
+    }
+
+    /// True when several workers may copy parts of one file at once with this data path.
+    pub fn splits_files(&self) -> bool {
+        self.transfer
+            .as_ref()
+            .is_none_or(|t| t.method().positional())
     }
 
     /// True when files from `devs.0` to `devs.1` may be cloned: the plan allows it and no clone
@@ -161,7 +191,7 @@ impl DataPath {
             return Ok(stat.size);
         }
         let holes = self.keeps_holes(stat);
-        let copied = self.copy_span(ctx, src, dst, devs, 0, u64::MAX, holes)?;
+        let copied = self.copy_span(ctx, src, dst, devs, 0, u64::MAX, stat)?;
         if holes {
             // A trailing hole has no data to write: the length says where the file ends.
             rustix::fs::ftruncate(dst, copied).map_err(|e| Side::Write(e.into()))?;
@@ -169,9 +199,9 @@ impl DataPath {
         Ok(copied)
     }
 
-    /// Copies `[offset, offset + len)`, or up to end of file if that comes first; with
-    /// `holes`, only the data segments (SEEK_DATA/SEEK_HOLE), leaving holes unwritten. Returns
-    /// the length covered, holes included.
+    /// Copies `[offset, offset + len)` of the file `stat` describes, or up to end of file if
+    /// that comes first; where its holes are kept, only the data segments (SEEK_DATA/SEEK_HOLE),
+    /// leaving holes unwritten. Returns the length covered, holes included.
     #[allow(clippy::too_many_arguments)]
     pub fn copy_span(
         &mut self,
@@ -181,10 +211,10 @@ impl DataPath {
         devs: (u64, u64),
         offset: u64,
         len: u64,
-        holes: bool,
+        stat: &Stat,
     ) -> Result<u64, Side> {
-        if !holes {
-            return self.copy_range(ctx, src, dst, devs, offset, len);
+        if !self.keeps_holes(stat) {
+            return self.copy_range(ctx, src, dst, devs, offset, len, stat.size);
         }
         let end = offset.saturating_add(len);
         let mut pos = offset;
@@ -201,7 +231,7 @@ impl DataPath {
             let hole = rustix::fs::seek(src, SeekFrom::Hole(data))
                 .map_err(|e| Side::Read(e.into()))?
                 .min(end);
-            let n = self.copy_range(ctx, src, dst, devs, data, hole - data)?;
+            let n = self.copy_range(ctx, src, dst, devs, data, hole - data, stat.size)?;
             pos = data + n;
             if n < hole - data {
                 // End of file came early: the file shrank while it was copied.
@@ -212,7 +242,9 @@ impl DataPath {
         Ok(end.min(size).max(pos) - offset)
     }
 
-    /// Copies `[offset, offset + len)`, or up to end of file if that comes first.
+    /// Copies `[offset, offset + len)` of a file of `file_size` bytes, or up to end of file if
+    /// that comes first.
+    #[allow(clippy::too_many_arguments)]
     pub fn copy_range(
         &mut self,
         ctx: &Ctx<'_>,
@@ -221,8 +253,39 @@ impl DataPath {
         devs: (u64, u64),
         offset: u64,
         len: u64,
+        file_size: u64,
     ) -> Result<u64, Side> {
         let mut done = 0u64;
+        if let Some(transfer) = self
+            .transfer
+            .as_mut()
+            .filter(|_| file_size >= self.transfer_from)
+        {
+            // In steps, so Ctrl-C and a full disk elsewhere are noticed promptly.
+            while done < len {
+                if ctx.stopped() {
+                    return Err(Side::Write(io::Error::from_raw_os_error(libc::EINTR)));
+                }
+                let step = (len - done).min(KERNEL_STEP as u64);
+                match transfer.copy(src, dst, offset + done, step) {
+                    Ok(n) => {
+                        done += n;
+                        if n < step {
+                            return Ok(done);
+                        }
+                    }
+                    // Not for these files (splice from a /proc file, say): plain copy below.
+                    Err(TransferError::Unsupported(_)) if done == 0 => break,
+                    Err(TransferError::Unsupported(e) | TransferError::Write(e)) => {
+                        return Err(Side::Write(e))
+                    }
+                    Err(TransferError::Read(e)) => return Err(Side::Read(e)),
+                }
+            }
+            if done >= len {
+                return Ok(done);
+            }
+        }
         if self.kernel && !self.no_range.contains(&devs) {
             while done < len {
                 if ctx.stopped() {
@@ -319,16 +382,8 @@ impl<'a> BigFile<'a> {
             return;
         };
         let devs = (self.stat.dev, self.dir.dst_dev);
-        let holes = data.keeps_holes(&self.stat);
-        match data.copy_span(
-            ctx,
-            pair.src.as_fd(),
-            pair.dst.as_fd(),
-            devs,
-            offset,
-            len,
-            holes,
-        ) {
+        let (src, dst) = (pair.src.as_fd(), pair.dst.as_fd());
+        match data.copy_span(ctx, src, dst, devs, offset, len, &self.stat) {
             Ok(n) => {
                 self.copied.fetch_add(n, Ordering::Relaxed);
                 ctx.progress.bytes.fetch_add(n, Ordering::Relaxed);

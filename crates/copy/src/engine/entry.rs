@@ -335,7 +335,10 @@ fn copy_opened<'a>(
         stat.size
     };
     let devs = (stat.dev, dir.dst_dev);
-    let split = tuning.threads > 1 && tuning.chunk_size > 0 && weight >= 2 * tuning.chunk_size;
+    let split = tuning.threads > 1
+        && tuning.chunk_size > 0
+        && weight >= 2 * tuning.chunk_size
+        && mover.data_path().splits_files();
     if let (Some(queue), true) = (queue, split) {
         // A clone takes one call whatever the size: try it before splitting.
         match mover

@@ -19,12 +19,22 @@ use crate::node::DirNode;
 use crate::walk::{Entry, Queue};
 use std::sync::Arc;
 
-/// A copy engine, selectable with `ringio cp --engine`.
+/// A copy engine, selectable with `ringio cp --engine`. Every engine shares the walk, the
+/// policies and finalize; they differ only in how file bytes move.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Engine {
     /// io_uring: per-file system calls of small files batched through one ring per worker;
     /// large files moved in the kernel (FICLONE, copy_file_range) in parallel chunks.
     Uring,
+    /// Linux native AIO (io_submit/io_getevents), a window of reads and writes per file; files
+    /// below the small-file threshold use plain read/write.
+    Aio,
+    /// copy_file_range for every file.
+    CopyRange,
+    /// sendfile for every file.
+    Sendfile,
+    /// splice through a pipe for every file.
+    Splice,
     /// Plain read/write with a user-space buffer (`--bs`): the reference every engine is tested
     /// against.
     ReadWrite,
@@ -32,12 +42,23 @@ pub enum Engine {
 
 impl Engine {
     /// Every engine, in the order `--help` lists them.
-    pub const ALL: &'static [Engine] = &[Engine::Uring, Engine::ReadWrite];
+    pub const ALL: &'static [Engine] = &[
+        Engine::Uring,
+        Engine::Aio,
+        Engine::CopyRange,
+        Engine::Sendfile,
+        Engine::Splice,
+        Engine::ReadWrite,
+    ];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Engine::Uring => "uring",
+            Engine::Aio => "aio",
+            Engine::CopyRange => "copy-range",
+            Engine::Sendfile => "sendfile",
+            Engine::Splice => "splice",
             Engine::ReadWrite => "readwrite",
         }
     }
@@ -49,7 +70,26 @@ impl Engine {
                 "io_uring batches of open/read/write/close for small files; FICLONE or \
                  copy_file_range in parallel chunks for large ones (default)"
             }
+            Engine::Aio => {
+                "Linux native AIO, --queue-depth requests of --bs in flight per file (--direct \
+                 for O_DIRECT); plain read/write below --small-file-threshold"
+            }
+            Engine::CopyRange => "copy_file_range(2) for every file",
+            Engine::Sendfile => "sendfile(2) for every file (files are not split into chunks)",
+            Engine::Splice => "splice(2) through a pipe for every file",
             Engine::ReadWrite => "plain read(2)/write(2) through a --bs buffer; the reference",
+        }
+    }
+
+    /// The transfer method an alternative engine moves bytes with.
+    pub(crate) fn method(self) -> Option<crate::transfer::Method> {
+        use crate::transfer::Method;
+        match self {
+            Engine::Aio => Some(Method::Aio),
+            Engine::CopyRange => Some(Method::CopyRange),
+            Engine::Sendfile => Some(Method::Sendfile),
+            Engine::Splice => Some(Method::Splice),
+            Engine::Uring | Engine::ReadWrite => None,
         }
     }
 }

@@ -557,6 +557,7 @@ impl<'a> UringMover<'a> {
                 devs,
                 copied,
                 u64::MAX - copied,
+                stat.size,
             ) {
                 Ok(more) => copied += more,
                 Err(side) => result = Err(side.into_error(dir, name, name)),

@@ -29,7 +29,14 @@ pub use sys::{
 pub use tree::{Atimes, TestTree, TreeSpec, Ts};
 
 /// Every copy engine; each copy test runs once per engine. Keep in sync with `engine_tests!`.
-pub const ENGINES: &[&str] = &["uring", "readwrite"];
+pub const ENGINES: &[&str] = &[
+    "uring",
+    "aio",
+    "copy-range",
+    "sendfile",
+    "splice",
+    "readwrite",
+];
 
 /// Prints why a test cannot run here, and returns from it.
 macro_rules! skip {
@@ -39,10 +46,11 @@ macro_rules! skip {
     }};
 }
 
-/// Runs each named `fn name(engine: &str)` once per engine, as `name::uring`, `name::readwrite`,
-/// and once more as `name::uring_ring`: the uring engine with `--ring-only` (on the warm caches
-/// of tests the default copies small files in place, so this keeps the ring pipeline itself
-/// under test). The engine list here must match [`ENGINES`].
+/// Runs each named `fn name(engine: &str)` once per engine (`name::uring`, `name::aio`, ...),
+/// plus two variants: `name::uring_ring`, the uring engine with `--ring-only` (on the warm
+/// caches of tests the default copies small files in place, so this keeps the ring pipeline
+/// itself under test), and `name::aio_direct`, AIO with O_DIRECT. The engine list here must
+/// match [`ENGINES`].
 macro_rules! engine_tests {
     ($($name:ident),+ $(,)?) => {$(
         mod $name {
@@ -53,6 +61,26 @@ macro_rules! engine_tests {
             #[test]
             fn uring_ring() {
                 super::$name("uring-ring")
+            }
+            #[test]
+            fn aio() {
+                super::$name("aio")
+            }
+            #[test]
+            fn aio_direct() {
+                super::$name("aio-direct")
+            }
+            #[test]
+            fn copy_range() {
+                super::$name("copy-range")
+            }
+            #[test]
+            fn sendfile() {
+                super::$name("sendfile")
+            }
+            #[test]
+            fn splice() {
+                super::$name("splice")
             }
             #[test]
             fn readwrite() {

@@ -64,6 +64,7 @@ impl Cp {
     pub fn engine(self, engine: &str) -> Cp {
         match engine {
             "uring-ring" => self.arg("--engine").arg("uring").arg("--ring-only"),
+            "aio-direct" => self.arg("--engine").arg("aio").arg("--direct"),
             _ => self.arg("--engine").arg(engine),
         }
     }

@@ -3,5 +3,15 @@
 //! plots.
 #![deny(missing_docs)]
 
+pub mod buf;
+pub mod cache;
 pub mod child;
+pub mod dup;
+pub mod error;
 pub mod plot;
+pub mod read;
+pub mod syscost;
+pub mod write;
+pub mod xor;
+
+pub use error::LabError;

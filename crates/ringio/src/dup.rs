@@ -1,9 +1,109 @@
-//! `ringio dup`. (Scaffold: filled in by the work on its issue.)
+//! `ringio dup SRC DST`: duplicate one file by a chosen method, or compare them all.
 
-/// Options.
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use ringio_lab::dup::{self, DupMethod};
+
+use crate::cli::parse_size;
+
+/// `ringio dup`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(
+    after_help = "Methods: rw (read/write, --bs, 1 KiB by default as in the sendfile \
+report), bigbuf (the whole file in one buffer), sendfile, splice, copy-range, uring, reflink \
+(btrfs, xfs), auto (reflink, else copy_file_range, else sendfile, else read/write).\n\n\
+--compare runs every method in a child process of its own, --runs times, checks each copy byte \
+for byte, and prints the medians of wall, user and system time, context switches and page \
+faults (wait4's rusage)."
+)]
+pub struct Args {
+    /// The file to duplicate.
+    pub src: PathBuf,
+    /// The copy (created or truncated). Not needed with --compare.
+    #[arg(required_unless_present = "compare")]
+    pub dst: Option<PathBuf>,
+    /// How to copy.
+    #[arg(long, value_name = "METHOD", default_value = "auto",
+          value_parser = ["rw", "bigbuf", "sendfile", "splice", "copy-range", "uring", "reflink", "auto"])]
+    pub method: String,
+    /// Block size [default: 1K for rw, 128K for the others].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub bs: Option<u64>,
+    /// Compare every method.
+    #[arg(long)]
+    pub compare: bool,
+    /// Runs per method with --compare.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub runs: usize,
+}
 
-pub fn run(_args: &Args) -> anyhow::Result<i32> {
-    anyhow::bail!("'ringio dup' is not built yet")
+pub fn run(args: &Args) -> Result<i32> {
+    let bs = args.bs.map(usize::try_from).transpose()?;
+    if args.compare {
+        let exe = std::env::current_exe()?;
+        let tty = std::io::stderr().is_terminal();
+        let rows = dup::compare(
+            &exe,
+            &args.src,
+            DupMethod::ALL,
+            args.runs,
+            bs,
+            &mut |m, run| {
+                if tty {
+                    eprint!("\r{m} run {}   ", run + 1);
+                }
+            },
+        )?;
+        if tty {
+            eprint!("\r{:30}\r", "");
+        }
+        println!(
+            "{:<11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "method",
+            "wall s",
+            "user s",
+            "sys s",
+            "vol cs",
+            "invol cs",
+            "minflt",
+            "majflt",
+            "rss KiB"
+        );
+        for row in rows {
+            match row.outcome {
+                Ok(u) => println!(
+                    "{:<11} {:>9.4} {:>9.4} {:>9.4} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                    row.method.name(),
+                    u.wall.as_secs_f64(),
+                    u.user.as_secs_f64(),
+                    u.sys.as_secs_f64(),
+                    u.voluntary_switches,
+                    u.involuntary_switches,
+                    u.minor_faults,
+                    u.major_faults,
+                    u.max_rss_kib
+                ),
+                Err(why) => println!("{:<11} unsupported or failed: {why}", row.method.name()),
+            }
+        }
+        return Ok(0);
+    }
+    let method: DupMethod = args.method.parse().map_err(anyhow::Error::msg)?;
+    let dst = args
+        .dst
+        .as_ref()
+        .expect("clap requires DST without --compare");
+    let bs = bs.unwrap_or_else(|| method.default_block_size());
+    let started = std::time::Instant::now();
+    let done = dup::dup(&args.src, dst, method, bs)?;
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "copied {} bytes with {} in {secs:.4} s ({:.1} MiB/s)",
+        done.bytes,
+        done.used,
+        done.bytes as f64 / (1 << 20) as f64 / secs.max(1e-9)
+    );
+    Ok(0)
 }

@@ -1,0 +1,49 @@
+//! A zeroed, page-aligned byte buffer: what O_DIRECT needs, and harmless otherwise.
+
+use std::alloc::{self, Layout};
+use std::ops::{Deref, DerefMut};
+
+/// `len` bytes aligned to 4096.
+#[derive(Debug)]
+pub struct AlignedBuf {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+// SAFETY: the buffer is uniquely owned; access goes through &self / &mut self.
+unsafe impl Send for AlignedBuf {}
+
+impl AlignedBuf {
+    /// A zeroed buffer of `len` bytes (at least one page).
+    pub fn new(len: usize) -> Self {
+        let layout = Layout::from_size_align(len.max(4096), 4096).expect("sane buffer size");
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            alloc::handle_alloc_error(layout);
+        }
+        AlignedBuf { ptr, layout }
+    }
+}
+
+impl Deref for AlignedBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `ptr` is valid for `layout.size()` initialized (zeroed) bytes.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.layout.size()) }
+    }
+}
+
+impl DerefMut for AlignedBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `deref`, and `&mut self` makes the access unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { alloc::dealloc(self.ptr, self.layout) }
+    }
+}

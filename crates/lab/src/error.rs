@@ -1,0 +1,43 @@
+//! The lab's errors: what was being done, to which file, and why.
+
+use std::io;
+use std::path::PathBuf;
+
+/// A measurement that could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    /// A system call on a file failed.
+    #[error("cannot {op} '{}': {}", path.display(), reason(source))]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why it failed.
+        #[source]
+        source: io::Error,
+    },
+    /// The request itself cannot be carried out (bad combination of options, and the like).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl LabError {
+    /// An I/O error on `path`.
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        LabError::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// An io::Error's text without Rust's " (os error N)" tail.
+pub fn reason(err: &io::Error) -> String {
+    let text = err.to_string();
+    match text.rfind(" (os error ") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
+    }
+}

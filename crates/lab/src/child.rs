@@ -26,6 +26,20 @@ pub struct Usage {
     pub voluntary_switches: u64,
     /// Involuntary context switches.
     pub involuntary_switches: u64,
+    /// The caller's resident size when it spawned the child, KiB: `max_rss_kib` is never below
+    /// it (see [`run`]).
+    pub rss_floor_kib: u64,
+}
+
+/// This process's resident set size, KiB.
+fn own_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+            line.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0)
 }
 
 /// A finished child: how it exited, what it printed, and what it cost.
@@ -49,11 +63,17 @@ impl ChildRun {
 }
 
 /// Runs `cmd` to completion with stdin closed and stdout/stderr captured, and reaps it with
-/// `wait4` to read its rusage.
+/// `wait4` to read its rusage. The peak RSS includes the caller's resident size at spawn (the
+/// kernel bills the pre-exec memory to the child), so callers keep themselves small.
 pub fn run(cmd: &mut Command) -> io::Result<ChildRun> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // The child's peak RSS counts the memory it started with before exec, which is ours
+    // (std spawns with CLONE_VM): reset our own peak to our current size first, so the figure
+    // is the child's and not a past peak of the caller's.
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let rss_floor_kib = own_rss_kib();
     let start = Instant::now();
     let mut child = cmd.spawn()?;
     let pid = child.id() as libc::pid_t;
@@ -101,6 +121,7 @@ pub fn run(cmd: &mut Command) -> io::Result<ChildRun> {
             major_faults: ru.ru_majflt as u64,
             voluntary_switches: ru.ru_nvcsw as u64,
             involuntary_switches: ru.ru_nivcsw as u64,
+            rss_floor_kib,
         },
     })
 }

@@ -398,5 +398,6 @@ fn median_usage(usages: &[Usage]) -> Usage {
         major_faults: col(&|u| u.major_faults),
         voluntary_switches: col(&|u| u.voluntary_switches),
         involuntary_switches: col(&|u| u.involuntary_switches),
+        rss_floor_kib: col(&|u| u.rss_floor_kib),
     }
 }

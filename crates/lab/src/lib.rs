@@ -6,8 +6,11 @@
 pub mod buf;
 pub mod cache;
 pub mod child;
+pub mod copybench;
 pub mod dup;
 pub mod error;
+pub mod gen;
+pub mod machine;
 pub mod plot;
 pub mod read;
 pub mod syscost;

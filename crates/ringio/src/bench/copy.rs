@@ -1,9 +1,269 @@
-//! `ringio bench copy`. (Scaffold: filled in by the work on its issue.)
+//! `ringio bench copy`: ringio's engines and the peer copiers on the same trees, every copy
+//! verified, with a table, JSON and SVG plots.
 
-/// Options.
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use ringio_lab::copybench::{
+    self, bench, prepare, resolve_tool, standard_workloads, tree_size, BenchOptions, ToolRuns,
+    WorkloadSource, KNOWN_TOOLS,
+};
+use ringio_lab::gen::Shape;
+use ringio_lab::plot::{bar_chart, line_chart, LineChart, Series};
+
+/// `ringio bench copy`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(
+    after_help = "Workloads: 1g, 16x64m, 1024x32k, 4096x32k, 50k-mixed, src-tree, or \
+`all`. They are generated once under --dir and reused.\n\nOutside the timed region each run moves \
+the previous copy into a trash directory (emptied at the end), drops the caches (--cold) or \
+re-reads the source (warm), and touches fresh memory; tools run round-robin. Every copy is \
+checked with `ringio verify`: content for every tool, and metadata for the tools that promise it \
+(ringio-a, cp-a; rsync without hard links, xattrs and holes). A wrong copy is FAILED and never \
+ranked. Peak RSS and CPU time come from wait4."
+)]
+pub struct Args {
+    /// Copy this tree.
+    #[arg(long, value_name = "DIR", conflicts_with = "workload")]
+    pub src: Option<PathBuf>,
+    /// Standard workloads, comma-separated, or `all`.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub workload: Vec<String>,
+    /// Tools, comma-separated.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', help = format!("Tools, comma-separated ({KNOWN_TOOLS}) [default: every ringio engine, ringio-a and every peer]"))]
+    pub tools: Vec<String>,
+    /// Timed runs per tool.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub runs: usize,
+    /// Untimed runs per tool first.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub warmup: usize,
+    /// Cold cache: drop caches before every run (root), or evict the source files.
+    #[arg(long)]
+    pub cold: bool,
+    /// Write the raw runs and the machine description here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write SVG charts into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// Where workloads, copies and trash live.
+    #[arg(long, value_name = "DIR", default_value = "/var/tmp/ringio-bench")]
+    pub dir: PathBuf,
+}
 
-pub fn run(_args: &Args) -> anyhow::Result<i32> {
-    anyhow::bail!("'ringio bench copy' is not built yet")
+fn default_tools() -> Vec<String> {
+    let mut tools: Vec<String> = ringio_copy::Engine::ALL
+        .iter()
+        .map(|e| format!("ringio:{}", e.name()))
+        .collect();
+    tools.push("ringio-a".into());
+    for peer in ["cp", "cp-a", "rsync", "xcp", "fcp", "cpz", "wcp"] {
+        tools.push(peer.into());
+    }
+    tools
+}
+
+pub fn run(args: &Args) -> Result<i32> {
+    let exe = std::env::current_exe().context("cannot find the ringio binary")?;
+    let names = if args.tools.is_empty() {
+        default_tools()
+    } else {
+        args.tools.clone()
+    };
+    let tools = names
+        .iter()
+        .map(|n| resolve_tool(n, &exe))
+        .collect::<Result<Vec<_>, _>>()?;
+    if args.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let mut sources: Vec<(String, String, PathBuf, Option<Shape>)> = Vec::new();
+    if let Some(src) = &args.src {
+        if !src.is_dir() {
+            bail!("--src '{}' is not a directory", src.display());
+        }
+        let name = src
+            .file_name()
+            .map_or("src".into(), |n| n.to_string_lossy().into_owned());
+        sources.push((
+            name,
+            format!("the tree {}", src.display()),
+            src.clone(),
+            None,
+        ));
+    } else {
+        let suite = standard_workloads();
+        let wanted: Vec<String> = if args.workload.is_empty() || args.workload == ["all"] {
+            suite.iter().map(|w| w.name.to_string()).collect()
+        } else {
+            args.workload.clone()
+        };
+        for name in wanted {
+            let Some(w) = suite.iter().find(|w| w.name == name) else {
+                let known: Vec<_> = suite.iter().map(|w| w.name).collect();
+                bail!(
+                    "unknown workload '{name}' (known: {}, all)",
+                    known.join(", ")
+                );
+            };
+            eprintln!("preparing workload {} ({})", w.name, w.description);
+            let src = prepare(&args.dir, w)?;
+            let shape = match &w.source {
+                WorkloadSource::Generated(s) => Some(s.clone()),
+                WorkloadSource::RealTree => None,
+            };
+            sources.push((w.name.to_string(), w.description.to_string(), src, shape));
+        }
+    }
+    for t in &tools {
+        if t.program.is_none() {
+            eprintln!("skipping {}: not installed ({})", t.name, t.install);
+        }
+    }
+    let work = args.dir.join("copies");
+    std::fs::create_dir_all(&work)
+        .with_context(|| format!("cannot create '{}'", work.display()))?;
+    let machine = ringio_lab::machine::describe(&work);
+    let mode = if args.cold { "cold" } else { "warm" };
+    let opts = BenchOptions {
+        runs: args.runs,
+        warmup: args.warmup,
+        cold: args.cold,
+    };
+    let tty = std::io::stderr().is_terminal();
+    let mut records = Vec::new();
+    let mut figure: BTreeMap<u64, Vec<(u64, Vec<ToolRuns>)>> = BTreeMap::new();
+    for (name, description, src, shape) in &sources {
+        let size = tree_size(src)?;
+        println!(
+            "\n== {name} ({description}): {} files, {} dirs, {:.1} MiB, {mode} cache, {} runs",
+            size.files,
+            size.dirs,
+            size.bytes as f64 / (1 << 20) as f64,
+            args.runs
+        );
+        let results = bench(
+            src,
+            &work,
+            &tools,
+            &opts,
+            &mut |tool, round, total| {
+                if tty {
+                    eprint!("\r\x1b[K[{name}] {tool}: run {}/{total}", round + 1);
+                }
+            },
+            &mut |note| eprintln!("note: {note}"),
+        )?;
+        if tty {
+            eprint!("\r\x1b[K");
+        }
+        print!("{}", copybench::table(&results, &size));
+        if let Some(dir) = &args.plot {
+            plot_workload(dir, name, mode, &results)?;
+        }
+        if let Some(Shape::Uniform {
+            files,
+            size: file_size,
+            ..
+        }) = shape
+        {
+            figure
+                .entry(*file_size)
+                .or_default()
+                .push((*files, results.clone()));
+        }
+        records.push(serde_json::json!({
+            "workload": name,
+            "description": description,
+            "tree": size,
+            "results": results,
+        }));
+    }
+    if let Some(dir) = &args.plot {
+        for (file_size, points) in &figure {
+            if points.len() > 1 {
+                plot_files(dir, *file_size, mode, points)?;
+            }
+        }
+    }
+    if let Some(path) = &args.json {
+        let doc = serde_json::json!({
+            // The binary as `ringio`, not where it happens to live on this machine.
+            "command": std::iter::once("ringio".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>(),
+            "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+            "cache": mode,
+            "runs": args.runs,
+            "warmup": args.warmup,
+            "machine": machine,
+            "workloads": records,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&doc)?)
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(0)
+}
+
+fn plot_workload(dir: &Path, name: &str, mode: &str, results: &[ToolRuns]) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create '{}'", dir.display()))?;
+    let bars: Vec<(String, f64)> = results
+        .iter()
+        .filter(|r| r.verified())
+        .filter_map(|r| Some((r.tool.clone(), r.stats()?.median)))
+        .collect();
+    let path = dir.join(format!("{name}-{mode}.svg"));
+    bar_chart(
+        &path,
+        &format!("{name}, {mode} cache: median seconds (verified copies)"),
+        "seconds",
+        &bars,
+    )?;
+    Ok(())
+}
+
+/// Time against number of files, a line per tool, for one file size.
+fn plot_files(
+    dir: &Path,
+    file_size: u64,
+    mode: &str,
+    points: &[(u64, Vec<ToolRuns>)],
+) -> Result<()> {
+    let mut by_tool: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for (files, results) in points {
+        for r in results.iter().filter(|r| r.verified()) {
+            if let Some(s) = r.stats() {
+                by_tool
+                    .entry(r.tool.clone())
+                    .or_default()
+                    .push((*files as f64, s.median));
+            }
+        }
+    }
+    let series: Vec<Series> = by_tool
+        .into_iter()
+        .map(|(name, mut points)| {
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series { name, points }
+        })
+        .collect();
+    let title = format!(
+        "files of {} KiB, {mode} cache: time against number of files",
+        file_size >> 10
+    );
+    let path = dir.join(format!("files-{}k-{mode}.svg", file_size >> 10));
+    line_chart(
+        &path,
+        &LineChart {
+            title: &title,
+            x_label: "files",
+            y_label: "median seconds",
+            log_x: true,
+            log_y: false,
+            series: &series,
+        },
+    )?;
+    Ok(())
 }

@@ -1,3 +1,20 @@
 //! ringio-fsm: the finite-state-machine server behind `ringio serve`, `ringio load` and
-//! `ringio bench server`.
+//! `ringio bench server`. One state machine ([`protocol::Session`]) serves every concurrency
+//! model ([`Model`]).
 #![deny(missing_docs)]
+
+mod blocking;
+mod bufring;
+mod conn;
+mod libuv;
+pub mod load;
+mod model;
+pub mod protocol;
+mod reactor;
+mod ring;
+mod serve;
+mod tokio_model;
+mod uring;
+
+pub use model::{Model, Summary};
+pub use serve::{listen, serve, ServeError};

@@ -1,9 +1,89 @@
-//! `ringio load`. (Scaffold: filled in by the work on its issue.)
+//! `ringio load`: verifying clients against an FSM server.
 
-/// Options.
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use ringio_fsm::load::{self, LoadOptions, LoadReport};
+
+/// `ringio load`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(after_help = "Every client runs on one event loop, checks every reply against its own \
+copy of the state machine, and at the end sends 3 and expects d and a close. Wrong replies are \
+errors. With --rate the load is open loop and latency counts from each request's due time \
+(coordinated omission corrected).")]
+pub struct Args {
+    /// The server.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9090")]
+    pub addr: SocketAddr,
+    /// Simultaneous clients.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub clients: usize,
+    /// Length of the measured phase, e.g. 5s, 500ms.
+    #[arg(long, value_name = "T", default_value = "5s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Actions per write (pipelining depth).
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub pipeline: usize,
+    /// Open loop: this many requests per second in all.
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
+    /// Write the report as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
 
-pub fn run(_args: &Args) -> anyhow::Result<i32> {
-    anyhow::bail!("'ringio load' is not built yet")
+/// Parses `5s`, `500ms`, `2m` or plain seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num.trim().parse().map_err(|_| format!("'{text}' is not a duration (e.g. 5s, 500ms)"))?;
+    if !(v > 0.0) {
+        return Err(format!("'{text}': a duration must be positive"));
+    }
+    Ok(Duration::from_secs_f64(v * scale))
+}
+
+pub fn run(args: &Args) -> Result<i32> {
+    crate::raise_nofile_limit();
+    let opts = LoadOptions {
+        addr: args.addr,
+        clients: args.clients,
+        duration: args.duration,
+        pipeline: args.pipeline,
+        rate: args.rate,
+        connect_concurrency: 256,
+    };
+    let report = load::run(&opts)?;
+    print_report(&report);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+    }
+    Ok(if report.errors == 0 { 0 } else { 1 })
+}
+
+pub fn print_report(r: &LoadReport) {
+    println!(
+        "clients {} connected, {} refused; requests {}, responses {}, errors {}",
+        r.connected, r.refused, r.requests, r.responses, r.errors
+    );
+    println!("{:.0} req/s, {:.0} resp/s over {:.1} s", r.req_per_s, r.resp_per_s, r.seconds);
+    let l = r.latency_us;
+    println!(
+        "latency us: p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}",
+        l.p50, l.p90, l.p99, l.p999, l.max
+    );
+    for e in &r.first_errors {
+        println!("error: {e}");
+    }
 }

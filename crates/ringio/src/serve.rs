@@ -1,9 +1,79 @@
-//! `ringio serve`. (Scaffold: filled in by the work on its issue.)
+//! `ringio serve --model M`: the finite-state-machine server.
 
-/// Options.
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result};
+use clap::builder::PossibleValue;
+use clap::ValueEnum;
+use ringio_fsm::Model;
+
+/// `ringio serve`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(after_help = "Protocol: each connection starts in state a; every action byte (0-3 or \
+'0'-'3') gets the new state (a-d) as one reply byte, whitespace is ignored, any other byte gets \
+'?', and the server closes the connection after replying d. Transitions: a->(a,b,c,d), \
+b->(a,a,b,d), c->(a,a,c,d), d->(d,d,d,d) for actions 0,1,2,3.\n\nPrints `listening on ADDR` \
+first. SIGINT or SIGTERM stops it with a summary line.")]
+pub struct Args {
+    /// The concurrency model.
+    #[arg(long, value_name = "MODEL")]
+    pub model: ModelArg,
+    /// Address to listen on (port 0: any free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9090")]
+    pub addr: SocketAddr,
+    /// Worker threads, for the models that have a pool (tokio).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub threads: usize,
+}
 
-pub fn run(_args: &Args) -> anyhow::Result<i32> {
-    anyhow::bail!("'ringio serve' is not built yet")
+/// clap's view of [`Model`]: the list comes from the enum.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelArg(pub Model);
+
+impl ValueEnum for ModelArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [ModelArg; Model::ALL.len()] = {
+            let mut all = [ModelArg(Model::Sequential); Model::ALL.len()];
+            let mut i = 0;
+            while i < all.len() {
+                all[i] = ModelArg(Model::ALL[i]);
+                i += 1;
+            }
+            all
+        };
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.name()).help(self.0.about()))
+    }
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+pub fn run(args: &Args) -> Result<i32> {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    crate::raise_nofile_limit();
+    let listener = ringio_fsm::listen(args.addr).with_context(|| format!("cannot listen on {}", args.addr))?;
+    let local = listener.local_addr()?;
+    println!("listening on {local}");
+    std::io::stdout().flush()?;
+    let model = args.model.0;
+    let s = ringio_fsm::serve(model, listener, args.threads, &STOP)?;
+    eprintln!(
+        "ringio serve: {model} stopped: {} connections, {} requests, {} refused, {} errors",
+        s.connections, s.requests, s.refused, s.errors
+    );
+    Ok(0)
 }

@@ -1,0 +1,275 @@
+//! The io_uring model with multishot operations: one multishot accept, one multishot recv per
+//! client drawing from a ring of provided buffers, and sends. SINGLE_ISSUER|DEFER_TASKRUN where
+//! the kernel has them.
+//!
+//! A received buffer is run through the state machine at once and handed back to the ring, so
+//! buffers stay plentiful. Should they run out anyway, the recv ends with ENOBUFS, the bytes
+//! stay in the socket, and the recv is armed again: nothing is lost. A client whose replies
+//! pile up past the high-water mark has its recv cancelled until it reads them (backpressure).
+
+use std::io;
+use std::net::TcpListener;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+
+use io_uring::{cqueue, opcode, types, IoUring};
+
+use crate::conn::{Conn, HIGH_WATER};
+use crate::model::Counters;
+use crate::ring;
+use crate::serve::{accept_errno_backoff, ACCEPT_PAUSE};
+
+const ACCEPT: u64 = u64::MAX;
+const TIMER: u64 = u64::MAX - 1;
+const RECV: u64 = 0;
+const SEND: u64 = 1;
+const CANCEL: u64 = 2;
+const GROUP: u16 = 7;
+const BUFFERS: u16 = 4096;
+const BUF_SIZE: usize = 4096;
+
+/// The provided-buffer ring and the buffers it hands out.
+struct BufRing {
+    /// `BUFFERS` ring entries, page-aligned (the kernel reads them).
+    entries: *mut types::BufRingEntry,
+    ring_bytes: usize,
+    pool: Vec<u8>,
+    tail: u16,
+}
+
+impl BufRing {
+    fn new(ring: &IoUring) -> io::Result<Self> {
+        let ring_bytes = BUFFERS as usize * std::mem::size_of::<types::BufRingEntry>();
+        // SAFETY: an anonymous private mapping, unmapped in Drop.
+        let ptr = unsafe {
+            libc::mmap(std::ptr::null_mut(), ring_bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let mut br = BufRing {
+            entries: ptr.cast(),
+            ring_bytes,
+            pool: vec![0u8; BUFFERS as usize * BUF_SIZE],
+            tail: 0,
+        };
+        // SAFETY: the ring memory lives until Drop, which unregisters nothing (the ring is
+        // dropped first, see `run`).
+        unsafe { ring.submitter().register_buf_ring_with_flags(ptr as u64, BUFFERS, GROUP, 0)? };
+        for bid in 0..BUFFERS {
+            br.give_back(bid);
+        }
+        Ok(br)
+    }
+
+    /// Puts buffer `bid` back into the ring.
+    fn give_back(&mut self, bid: u16) {
+        let index = (self.tail & (BUFFERS - 1)) as usize;
+        // SAFETY: index < BUFFERS; the entry is ours to write until the tail moves past it.
+        let entry = unsafe { &mut *self.entries.add(index) };
+        entry.set_addr(self.pool[bid as usize * BUF_SIZE..].as_ptr() as u64);
+        entry.set_len(BUF_SIZE as u32);
+        entry.set_bid(bid);
+        self.tail = self.tail.wrapping_add(1);
+        // SAFETY: the tail field of the first entry, per the kernel ABI; published with release
+        // ordering so the entry is visible first.
+        unsafe {
+            let tail = types::BufRingEntry::tail(self.entries) as *const AtomicU16;
+            (*tail).store(self.tail, Ordering::Release);
+        }
+    }
+
+    fn data(&self, bid: u16, len: usize) -> &[u8] {
+        &self.pool[bid as usize * BUF_SIZE..bid as usize * BUF_SIZE + len]
+    }
+}
+
+impl Drop for BufRing {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping.
+        unsafe { libc::munmap(self.entries.cast(), self.ring_bytes) };
+    }
+}
+
+struct Client {
+    fd: OwnedFd,
+    conn: Conn,
+    /// Operations in flight (the multishot recv counts once).
+    ops: u32,
+    recv_armed: bool,
+    sending: bool,
+    /// The replies a send in flight is sending from: moved out of `conn`, so that replies to
+    /// input received meanwhile never move the bytes the kernel is reading.
+    inflight: Vec<u8>,
+    inflight_sent: usize,
+    /// Peer closed, error, or done: close once `ops` is 0.
+    closing: bool,
+}
+
+fn data(slot: usize, kind: u64) -> u64 {
+    ((slot as u64) << 2) | kind
+}
+
+pub(crate) fn run(listener: &TcpListener, stop: &AtomicBool, counters: &Counters) -> io::Result<()> {
+    let mut ring = ring::make(true)?;
+    let mut bufs = BufRing::new(&ring)?;
+    let lfd = types::Fd(listener.as_raw_fd());
+    let mut clients: Vec<Option<Client>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut in_flight = 0usize;
+    let pause = types::Timespec::new().nsec(ACCEPT_PAUSE.as_nanos() as u32);
+    let accept = opcode::AcceptMulti::new(lfd).build().user_data(ACCEPT);
+    ring::push(&mut ring, &accept)?;
+    in_flight += 1;
+    let result = (|| -> io::Result<()> {
+        while !stop.load(Ordering::Relaxed) {
+            ring::wait(&mut ring)?;
+            let done: Vec<(u64, i32, u32)> = ring.completion().map(|c| (c.user_data(), c.result(), c.flags())).collect();
+            for (ud, res, flags) in done {
+                let more = cqueue::more(flags);
+                if !more {
+                    in_flight -= 1;
+                }
+                match ud {
+                    ACCEPT => {
+                        if res >= 0 {
+                            // SAFETY: a new descriptor from accept, owned by nobody else.
+                            let fd = unsafe { OwnedFd::from_raw_fd(res) };
+                            Counters::bump(&counters.connections, 1);
+                            let one: libc::c_int = 1;
+                            // SAFETY: an int option on our socket.
+                            unsafe { libc::setsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_NODELAY, (&one as *const libc::c_int).cast(), 4) };
+                            let slot = free.pop().unwrap_or_else(|| {
+                                clients.push(None);
+                                clients.len() - 1
+                            });
+                            clients[slot] = Some(Client { fd, conn: Conn::default(), ops: 0, recv_armed: false, sending: false, inflight: Vec::new(), inflight_sent: 0, closing: false });
+                            in_flight += arm_recv(&mut ring, clients[slot].as_mut().expect("just made"), slot)?;
+                        }
+                        if !more {
+                            if res < 0 && accept_errno_backoff(&io::Error::from_raw_os_error(-res), counters) {
+                                ring::push(&mut ring, &opcode::Timeout::new(&pause).build().user_data(TIMER))?;
+                            } else {
+                                ring::push(&mut ring, &accept)?;
+                            }
+                            in_flight += 1;
+                        }
+                    }
+                    TIMER => {
+                        ring::push(&mut ring, &accept)?;
+                        in_flight += 1;
+                    }
+                    _ => {
+                        let slot = (ud >> 2) as usize;
+                        let kind = ud & 3;
+                        let Some(c) = clients[slot].as_mut() else { continue };
+                        if !more {
+                            c.ops -= 1;
+                        }
+                        match kind {
+                            RECV => {
+                                if !more {
+                                    c.recv_armed = false;
+                                }
+                                if res > 0 {
+                                    let bid = cqueue::buffer_select(flags).expect("a provided buffer");
+                                    let answered = c.conn.received(bufs.data(bid, res as usize));
+                                    bufs.give_back(bid);
+                                    Counters::bump(&counters.requests, answered);
+                                } else if res == 0 {
+                                    c.closing = true;
+                                } else if res != -libc::ENOBUFS && res != -libc::ECANCELED {
+                                    Counters::bump(&counters.errors, 1);
+                                    c.closing = true;
+                                }
+                            }
+                            SEND => {
+                                c.sending = false;
+                                if res >= 0 {
+                                    c.inflight_sent += res as usize;
+                                    if c.inflight_sent == c.inflight.len() {
+                                        c.inflight.clear();
+                                        c.inflight_sent = 0;
+                                    }
+                                } else if res != -libc::EINTR && res != -libc::EAGAIN {
+                                    Counters::bump(&counters.errors, 1);
+                                    c.closing = true;
+                                }
+                            }
+                            _ => {} // a cancel's own completion
+                        }
+                        in_flight += advance(&mut ring, c, slot)?;
+                        if c.ops == 0 && (c.closing || (c.conn.finished() && c.inflight.is_empty())) {
+                            clients[slot] = None;
+                            free.push(slot);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    })();
+    if ring::cancel_all(&mut ring, in_flight) {
+        drop(ring);
+        drop(bufs);
+    } else {
+        // The kernel may still use the buffers: never free them.
+        drop(ring);
+        std::mem::forget(bufs);
+        std::mem::forget(clients);
+    }
+    result
+}
+
+/// Decides a client's next operations; returns how many were queued.
+fn advance(ring: &mut IoUring, c: &mut Client, slot: usize) -> io::Result<usize> {
+    let mut queued = 0;
+    if c.closing || c.conn.done {
+        if c.recv_armed {
+            // Stop the multishot recv; its last completion frees the slot.
+            ring::push(ring, &opcode::AsyncCancel::new(data(slot, RECV)).build().user_data(data(slot, CANCEL)))?;
+            c.ops += 1;
+            queued += 1;
+            c.recv_armed = false;
+        }
+        if c.closing {
+            return Ok(queued);
+        }
+    }
+    if !c.sending && c.inflight.is_empty() && !c.conn.pending().is_empty() {
+        c.inflight_sent = c.conn.sent;
+        c.inflight = std::mem::take(&mut c.conn.out);
+        c.conn.sent = 0;
+    }
+    if !c.sending && c.inflight_sent < c.inflight.len() {
+        let rest = &c.inflight[c.inflight_sent..];
+        // SAFETY (for ring::push): `inflight` is neither touched nor moved until this send's
+        // completion is reaped; new replies go to `conn.out`.
+        let e = opcode::Send::new(types::Fd(c.fd.as_raw_fd()), rest.as_ptr(), rest.len() as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(data(slot, SEND));
+        ring::push(ring, &e)?;
+        c.sending = true;
+        c.ops += 1;
+        queued += 1;
+    }
+    let over = c.conn.pending().len() + c.inflight.len() >= HIGH_WATER;
+    if over && c.recv_armed {
+        ring::push(ring, &opcode::AsyncCancel::new(data(slot, RECV)).build().user_data(data(slot, CANCEL)))?;
+        c.ops += 1;
+        queued += 1;
+        c.recv_armed = false;
+    } else if !over && !c.recv_armed && !c.conn.done {
+        queued += arm_recv(ring, c, slot)?;
+    }
+    Ok(queued)
+}
+
+fn arm_recv(ring: &mut IoUring, c: &mut Client, slot: usize) -> io::Result<usize> {
+    let e = opcode::RecvMulti::new(types::Fd(c.fd.as_raw_fd()), GROUP).build().user_data(data(slot, RECV));
+    ring::push(ring, &e)?;
+    c.recv_armed = true;
+    c.ops += 1;
+    Ok(1)
+}

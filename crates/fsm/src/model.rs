@@ -1,0 +1,132 @@
+//! The concurrency models, and what a server run reports.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A way to serve many clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Model {
+    /// One client at a time, blocking calls.
+    Sequential,
+    /// A thread per client, blocking calls.
+    Threaded,
+    /// One thread, select(2): at most FD_SETSIZE descriptors.
+    Select,
+    /// One thread, poll(2).
+    Poll,
+    /// One thread, epoll (level-triggered).
+    Epoll,
+    /// One thread, the libuv event loop.
+    Libuv,
+    /// tokio tasks (one worker thread unless --threads says more).
+    Tokio,
+    /// One thread, io_uring: single-shot accept and recv, send.
+    Uring,
+    /// One thread, io_uring: multishot accept, multishot recv from a provided-buffer ring.
+    UringBufring,
+}
+
+impl Model {
+    /// Every model.
+    pub const ALL: &'static [Model] = &[
+        Model::Sequential,
+        Model::Threaded,
+        Model::Select,
+        Model::Poll,
+        Model::Epoll,
+        Model::Libuv,
+        Model::Tokio,
+        Model::Uring,
+        Model::UringBufring,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::Sequential => "sequential",
+            Model::Threaded => "threaded",
+            Model::Select => "select",
+            Model::Poll => "poll",
+            Model::Epoll => "epoll",
+            Model::Libuv => "libuv",
+            Model::Tokio => "tokio",
+            Model::Uring => "uring",
+            Model::UringBufring => "uring-bufring",
+        }
+    }
+
+    /// One line for `--help`.
+    pub fn about(self) -> &'static str {
+        match self {
+            Model::Sequential => "one client at a time",
+            Model::Threaded => "a thread per client",
+            Model::Select => "select(2) event loop; refuses clients past FD_SETSIZE",
+            Model::Poll => "poll(2) event loop",
+            Model::Epoll => "epoll event loop (level-triggered)",
+            Model::Libuv => "libuv event loop",
+            Model::Tokio => "tokio tasks",
+            Model::Uring => "io_uring: single-shot accept and recv, send",
+            Model::UringBufring => "io_uring: multishot accept and recv, provided-buffer ring",
+        }
+    }
+}
+
+impl fmt::Display for Model {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Model {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Model::ALL.iter().copied().find(|m| m.name() == s).ok_or_else(|| {
+            let names: Vec<_> = Model::ALL.iter().map(|m| m.name()).collect();
+            format!("unknown model '{s}' (choose from: {})", names.join(", "))
+        })
+    }
+}
+
+/// Counters a server keeps while it runs.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Connections accepted.
+    pub connections: AtomicU64,
+    /// Actions answered (bad bytes included).
+    pub requests: AtomicU64,
+    /// Clients turned away (select's limit, descriptor exhaustion).
+    pub refused: AtomicU64,
+    /// Connections that ended in an error (reset, and the like).
+    pub errors: AtomicU64,
+}
+
+impl Counters {
+    /// Adds to one counter.
+    pub(crate) fn bump(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// A snapshot.
+    pub fn summary(&self) -> Summary {
+        Summary {
+            connections: self.connections.load(Ordering::Relaxed),
+            requests: self.requests.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// What a server did, printed when it stops.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Connections accepted.
+    pub connections: u64,
+    /// Actions answered.
+    pub requests: u64,
+    /// Clients refused.
+    pub refused: u64,
+    /// Connections ended by an error.
+    pub errors: u64,
+}

@@ -1,0 +1,89 @@
+//! Running a server: the listener, the model, the stop flag, and what they share (logging,
+//! what to do when accept fails).
+
+use std::io;
+use std::net::TcpListener;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::model::{Counters, Model, Summary};
+use crate::{blocking, bufring, libuv, reactor, tokio_model, uring};
+
+/// How long a server stops accepting after running out of descriptors.
+pub(crate) const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+
+/// Serving failed as a whole (not one client).
+#[derive(Debug, thiserror::Error)]
+#[error("{model} server: cannot {op}: {source}")]
+pub struct ServeError {
+    /// The model.
+    pub model: Model,
+    /// What failed.
+    pub op: &'static str,
+    /// Why.
+    #[source]
+    pub source: io::Error,
+}
+
+/// A line on stderr, for what an operator should know (refused clients, out of descriptors).
+pub(crate) fn log(msg: &str) {
+    eprintln!("ringio serve: {msg}");
+}
+
+/// Handles a failed accept. Returns true when descriptors (or memory) ran out, in which case
+/// the caller pauses accepting for [`ACCEPT_PAUSE`] instead of retrying at once.
+pub(crate) fn accept_errno_backoff(e: &io::Error, counters: &Counters) -> bool {
+    match e.raw_os_error() {
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM) => {
+            // Count once per pause, not once per attempt.
+            if counters.refused.fetch_add(1, Ordering::Relaxed) % 1000 == 0 {
+                log(&format!("accept failed ({e}); pausing accepts for {} ms", ACCEPT_PAUSE.as_millis()));
+            }
+            true
+        }
+        // The client gave up before we accepted it, and the like: nothing to do.
+        _ => false,
+    }
+}
+
+/// For blocking models: handles a failed accept, sleeping through a pause if needed.
+pub(crate) fn accept_backoff(e: &io::Error, counters: &Counters) {
+    if accept_errno_backoff(e, counters) {
+        std::thread::sleep(ACCEPT_PAUSE);
+    }
+}
+
+/// Binds `addr` with a listen backlog of 4096 (std's default of 128 drops SYNs when thousands
+/// of clients connect at once, and they retry only after a second).
+pub fn listen(addr: std::net::SocketAddr) -> io::Result<TcpListener> {
+    use std::os::fd::AsRawFd;
+    let listener = TcpListener::bind(addr)?;
+    // SAFETY: listen on our own bound socket.
+    if unsafe { libc::listen(listener.as_raw_fd(), 4096) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(listener)
+}
+
+/// Serves on `listener` with `model` until `stop` is set. `threads` is the worker count for
+/// the models that have one (tokio); the others are single-threaded (or a thread per client).
+pub fn serve(model: Model, listener: TcpListener, threads: usize, stop: &AtomicBool) -> Result<Summary, ServeError> {
+    let counters = Counters::default();
+    let err = |op| move |source| ServeError { model, op, source };
+    match model {
+        Model::Sequential => blocking::run(&listener, false, stop, &counters).map_err(err("serve"))?,
+        Model::Threaded => blocking::run(&listener, true, stop, &counters).map_err(err("serve"))?,
+        Model::Select => reactor::run(&listener, &mut reactor::SelectPoller::default(), stop, &counters).map_err(err("serve"))?,
+        Model::Poll => reactor::run(&listener, &mut reactor::PollPoller::default(), stop, &counters).map_err(err("serve"))?,
+        Model::Epoll => {
+            let mut poller = reactor::EpollPoller::new().map_err(err("create an epoll instance"))?;
+            reactor::run(&listener, &mut poller, stop, &counters).map_err(err("serve"))?
+        }
+        Model::Libuv => libuv::run(listener, stop, &counters).map_err(err("serve"))?,
+        Model::Tokio => tokio_model::run(listener, threads, stop, &counters).map_err(err("serve"))?,
+        Model::Uring => uring::run(&listener, stop, &counters).map_err(err("serve"))?,
+        Model::UringBufring => bufring::run(&listener, stop, &counters).map_err(err("serve"))?,
+    }
+    Ok(counters.summary())
+}

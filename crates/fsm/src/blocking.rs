@@ -13,7 +13,12 @@ use crate::serve::{accept_backoff, log};
 const TICK: Duration = Duration::from_millis(100);
 
 /// Serves clients one after another, or each on a thread of its own.
-pub(crate) fn run(listener: &TcpListener, threaded: bool, stop: &AtomicBool, counters: &Counters) -> io::Result<()> {
+pub(crate) fn run(
+    listener: &TcpListener,
+    threaded: bool,
+    stop: &AtomicBool,
+    counters: &Counters,
+) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     std::thread::scope(|scope| {
         while !stop.load(Ordering::Relaxed) {
@@ -25,7 +30,9 @@ pub(crate) fn run(listener: &TcpListener, threaded: bool, stop: &AtomicBool, cou
                             .stack_size(64 * 1024)
                             .spawn_scoped(scope, move || client(stream, stop, counters));
                         if let Err(e) = spawned {
-                            log(&format!("cannot start a thread for a client ({e}); refusing it"));
+                            log(&format!(
+                                "cannot start a thread for a client ({e}); refusing it"
+                            ));
                             Counters::bump(&counters.refused, 1);
                         }
                     } else {
@@ -68,7 +75,16 @@ fn client(mut stream: TcpStream, stop: &AtomicBool, counters: &Counters) {
         let n = match stream.read(&mut buf) {
             Ok(0) => return,
             Ok(n) => n,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
             Err(_) => {
                 Counters::bump(&counters.errors, 1);
                 return;

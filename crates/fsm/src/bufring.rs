@@ -42,7 +42,14 @@ impl BufRing {
         let ring_bytes = BUFFERS as usize * std::mem::size_of::<types::BufRingEntry>();
         // SAFETY: an anonymous private mapping, unmapped in Drop.
         let ptr = unsafe {
-            libc::mmap(std::ptr::null_mut(), ring_bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                ring_bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
         };
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
@@ -55,7 +62,10 @@ impl BufRing {
         };
         // SAFETY: the ring memory lives until Drop, which unregisters nothing (the ring is
         // dropped first, see `run`).
-        unsafe { ring.submitter().register_buf_ring_with_flags(ptr as u64, BUFFERS, GROUP, 0)? };
+        unsafe {
+            ring.submitter()
+                .register_buf_ring_with_flags(ptr as u64, BUFFERS, GROUP, 0)?
+        };
         for bid in 0..BUFFERS {
             br.give_back(bid);
         }
@@ -110,7 +120,11 @@ fn data(slot: usize, kind: u64) -> u64 {
     ((slot as u64) << 2) | kind
 }
 
-pub(crate) fn run(listener: &TcpListener, stop: &AtomicBool, counters: &Counters) -> io::Result<()> {
+pub(crate) fn run(
+    listener: &TcpListener,
+    stop: &AtomicBool,
+    counters: &Counters,
+) -> io::Result<()> {
     let mut ring = ring::make(true)?;
     let mut bufs = BufRing::new(&ring)?;
     let lfd = types::Fd(listener.as_raw_fd());
@@ -124,7 +138,10 @@ pub(crate) fn run(listener: &TcpListener, stop: &AtomicBool, counters: &Counters
     let result = (|| -> io::Result<()> {
         while !stop.load(Ordering::Relaxed) {
             ring::wait(&mut ring)?;
-            let done: Vec<(u64, i32, u32)> = ring.completion().map(|c| (c.user_data(), c.result(), c.flags())).collect();
+            let done: Vec<(u64, i32, u32)> = ring
+                .completion()
+                .map(|c| (c.user_data(), c.result(), c.flags()))
+                .collect();
             for (ud, res, flags) in done {
                 let more = cqueue::more(flags);
                 if !more {
@@ -138,17 +155,46 @@ pub(crate) fn run(listener: &TcpListener, stop: &AtomicBool, counters: &Counters
                             Counters::bump(&counters.connections, 1);
                             let one: libc::c_int = 1;
                             // SAFETY: an int option on our socket.
-                            unsafe { libc::setsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_NODELAY, (&one as *const libc::c_int).cast(), 4) };
+                            unsafe {
+                                libc::setsockopt(
+                                    fd.as_raw_fd(),
+                                    libc::IPPROTO_TCP,
+                                    libc::TCP_NODELAY,
+                                    (&one as *const libc::c_int).cast(),
+                                    4,
+                                )
+                            };
                             let slot = free.pop().unwrap_or_else(|| {
                                 clients.push(None);
                                 clients.len() - 1
                             });
-                            clients[slot] = Some(Client { fd, conn: Conn::default(), ops: 0, recv_armed: false, sending: false, inflight: Vec::new(), inflight_sent: 0, closing: false });
-                            in_flight += arm_recv(&mut ring, clients[slot].as_mut().expect("just made"), slot)?;
+                            clients[slot] = Some(Client {
+                                fd,
+                                conn: Conn::default(),
+                                ops: 0,
+                                recv_armed: false,
+                                sending: false,
+                                inflight: Vec::new(),
+                                inflight_sent: 0,
+                                closing: false,
+                            });
+                            in_flight += arm_recv(
+                                &mut ring,
+                                clients[slot].as_mut().expect("just made"),
+                                slot,
+                            )?;
                         }
                         if !more {
-                            if res < 0 && accept_errno_backoff(&io::Error::from_raw_os_error(-res), counters) {
-                                ring::push(&mut ring, &opcode::Timeout::new(&pause).build().user_data(TIMER))?;
+                            if res < 0
+                                && accept_errno_backoff(
+                                    &io::Error::from_raw_os_error(-res),
+                                    counters,
+                                )
+                            {
+                                ring::push(
+                                    &mut ring,
+                                    &opcode::Timeout::new(&pause).build().user_data(TIMER),
+                                )?;
                             } else {
                                 ring::push(&mut ring, &accept)?;
                             }
@@ -162,7 +208,9 @@ pub(crate) fn run(listener: &TcpListener, stop: &AtomicBool, counters: &Counters
                     _ => {
                         let slot = (ud >> 2) as usize;
                         let kind = ud & 3;
-                        let Some(c) = clients[slot].as_mut() else { continue };
+                        let Some(c) = clients[slot].as_mut() else {
+                            continue;
+                        };
                         if !more {
                             c.ops -= 1;
                         }
@@ -172,7 +220,8 @@ pub(crate) fn run(listener: &TcpListener, stop: &AtomicBool, counters: &Counters
                                     c.recv_armed = false;
                                 }
                                 if res > 0 {
-                                    let bid = cqueue::buffer_select(flags).expect("a provided buffer");
+                                    let bid =
+                                        cqueue::buffer_select(flags).expect("a provided buffer");
                                     let answered = c.conn.received(bufs.data(bid, res as usize));
                                     bufs.give_back(bid);
                                     Counters::bump(&counters.requests, answered);
@@ -199,7 +248,8 @@ pub(crate) fn run(listener: &TcpListener, stop: &AtomicBool, counters: &Counters
                             _ => {} // a cancel's own completion
                         }
                         in_flight += advance(&mut ring, c, slot)?;
-                        if c.ops == 0 && (c.closing || (c.conn.finished() && c.inflight.is_empty())) {
+                        if c.ops == 0 && (c.closing || (c.conn.finished() && c.inflight.is_empty()))
+                        {
                             clients[slot] = None;
                             free.push(slot);
                         }
@@ -227,7 +277,12 @@ fn advance(ring: &mut IoUring, c: &mut Client, slot: usize) -> io::Result<usize>
     if c.closing || c.conn.done {
         if c.recv_armed {
             // Stop the multishot recv; its last completion frees the slot.
-            ring::push(ring, &opcode::AsyncCancel::new(data(slot, RECV)).build().user_data(data(slot, CANCEL)))?;
+            ring::push(
+                ring,
+                &opcode::AsyncCancel::new(data(slot, RECV))
+                    .build()
+                    .user_data(data(slot, CANCEL)),
+            )?;
             c.ops += 1;
             queued += 1;
             c.recv_armed = false;
@@ -245,10 +300,14 @@ fn advance(ring: &mut IoUring, c: &mut Client, slot: usize) -> io::Result<usize>
         let rest = &c.inflight[c.inflight_sent..];
         // SAFETY (for ring::push): `inflight` is neither touched nor moved until this send's
         // completion is reaped; new replies go to `conn.out`.
-        let e = opcode::Send::new(types::Fd(c.fd.as_raw_fd()), rest.as_ptr(), rest.len() as u32)
-            .flags(libc::MSG_NOSIGNAL)
-            .build()
-            .user_data(data(slot, SEND));
+        let e = opcode::Send::new(
+            types::Fd(c.fd.as_raw_fd()),
+            rest.as_ptr(),
+            rest.len() as u32,
+        )
+        .flags(libc::MSG_NOSIGNAL)
+        .build()
+        .user_data(data(slot, SEND));
         ring::push(ring, &e)?;
         c.sending = true;
         c.ops += 1;
@@ -256,7 +315,12 @@ fn advance(ring: &mut IoUring, c: &mut Client, slot: usize) -> io::Result<usize>
     }
     let over = c.conn.pending().len() + c.inflight.len() >= HIGH_WATER;
     if over && c.recv_armed {
-        ring::push(ring, &opcode::AsyncCancel::new(data(slot, RECV)).build().user_data(data(slot, CANCEL)))?;
+        ring::push(
+            ring,
+            &opcode::AsyncCancel::new(data(slot, RECV))
+                .build()
+                .user_data(data(slot, CANCEL)),
+        )?;
         c.ops += 1;
         queued += 1;
         c.recv_armed = false;
@@ -267,7 +331,9 @@ fn advance(ring: &mut IoUring, c: &mut Client, slot: usize) -> io::Result<usize>
 }
 
 fn arm_recv(ring: &mut IoUring, c: &mut Client, slot: usize) -> io::Result<usize> {
-    let e = opcode::RecvMulti::new(types::Fd(c.fd.as_raw_fd()), GROUP).build().user_data(data(slot, RECV));
+    let e = opcode::RecvMulti::new(types::Fd(c.fd.as_raw_fd()), GROUP)
+        .build()
+        .user_data(data(slot, RECV));
     ring::push(ring, &e)?;
     c.recv_armed = true;
     c.ops += 1;

@@ -64,11 +64,24 @@ pub(crate) fn run(listener: TcpListener, stop: &AtomicBool, counters: &Counters)
         uv::uv_loop_set_data(&mut *lp, &shared as *const Shared<'_> as *mut _);
         let mut server: Box<uv::uv_tcp_t> = Box::new(std::mem::zeroed());
         check(uv::uv_tcp_init(&mut *lp, &mut *server), "uv_tcp_init")?;
-        check(uv::uv_tcp_open(&mut *server, listener.into_raw_fd()), "uv_tcp_open")?;
-        check(uv::uv_listen(&mut *server as *mut _ as *mut uv::uv_stream_t, 4096, Some(on_connection)), "uv_listen")?;
+        check(
+            uv::uv_tcp_open(&mut *server, listener.into_raw_fd()),
+            "uv_tcp_open",
+        )?;
+        check(
+            uv::uv_listen(
+                &mut *server as *mut _ as *mut uv::uv_stream_t,
+                4096,
+                Some(on_connection),
+            ),
+            "uv_listen",
+        )?;
         let mut timer: Box<uv::uv_timer_t> = Box::new(std::mem::zeroed());
         check(uv::uv_timer_init(&mut *lp, &mut *timer), "uv_timer_init")?;
-        check(uv::uv_timer_start(&mut *timer, Some(on_tick), 100, 100), "uv_timer_start")?;
+        check(
+            uv::uv_timer_start(&mut *timer, Some(on_tick), 100, 100),
+            "uv_timer_start",
+        )?;
         uv::uv_run(&mut *lp, uv::uv_run_mode_UV_RUN_DEFAULT);
         // Stopped: close every handle (clients free themselves in their close callback).
         uv::uv_walk(&mut *lp, Some(close_any), std::ptr::null_mut());
@@ -81,7 +94,10 @@ pub(crate) fn run(listener: TcpListener, stop: &AtomicBool, counters: &Counters)
 unsafe extern "C" fn on_tick(timer: *mut uv::uv_timer_t) {
     // SAFETY: called by the loop of `run` with its own timer.
     unsafe {
-        if shared(timer as *const uv::uv_handle_t).stop.load(Ordering::Relaxed) {
+        if shared(timer as *const uv::uv_handle_t)
+            .stop
+            .load(Ordering::Relaxed)
+        {
             uv::uv_stop((*timer).loop_);
         }
     }
@@ -135,11 +151,19 @@ unsafe fn start_reading(client: *mut Client) {
     // SAFETY: per the contract.
     unsafe {
         (*client).reading = true;
-        uv::uv_read_start(&mut (*client).tcp as *mut _ as *mut uv::uv_stream_t, Some(on_alloc), Some(on_read));
+        uv::uv_read_start(
+            &mut (*client).tcp as *mut _ as *mut uv::uv_stream_t,
+            Some(on_alloc),
+            Some(on_read),
+        );
     }
 }
 
-unsafe extern "C" fn on_alloc(handle: *mut uv::uv_handle_t, _suggested: usize, buf: *mut uv::uv_buf_t) {
+unsafe extern "C" fn on_alloc(
+    handle: *mut uv::uv_handle_t,
+    _suggested: usize,
+    buf: *mut uv::uv_buf_t,
+) {
     // SAFETY: the handle's data is its live client; the buffer is inside it.
     unsafe {
         let client = uv::uv_handle_get_data(handle) as *mut Client;
@@ -148,7 +172,11 @@ unsafe extern "C" fn on_alloc(handle: *mut uv::uv_handle_t, _suggested: usize, b
     }
 }
 
-unsafe extern "C" fn on_read(stream: *mut uv::uv_stream_t, nread: isize, _buf: *const uv::uv_buf_t) {
+unsafe extern "C" fn on_read(
+    stream: *mut uv::uv_stream_t,
+    nread: isize,
+    _buf: *const uv::uv_buf_t,
+) {
     // SAFETY: the stream's data is its live client.
     unsafe {
         let sh = shared(stream as *const uv::uv_handle_t);
@@ -169,7 +197,10 @@ unsafe extern "C" fn on_read(stream: *mut uv::uv_stream_t, nread: isize, _buf: *
         let fed = c.session.feed(&c.buf[..nread as usize], &mut out);
         Counters::bump(&sh.counters.requests, c.session.requests - before);
         if !out.is_empty() {
-            let req = Box::into_raw(Box::new(WriteReq { req: std::mem::zeroed(), data: out }));
+            let req = Box::into_raw(Box::new(WriteReq {
+                req: std::mem::zeroed(),
+                data: out,
+            }));
             let len = (*req).data.len();
             let buf = uv::uv_buf_init((*req).data.as_mut_ptr().cast(), len as u32);
             (*client).queued += len;

@@ -102,7 +102,10 @@ pub fn run(opts: &LoadOptions) -> Result<LoadReport, LoadError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|source| LoadError { op: "start the event loop", source })?;
+        .map_err(|source| LoadError {
+            op: "start the event loop",
+            source,
+        })?;
     rt.block_on(run_async(opts))
 }
 
@@ -122,7 +125,11 @@ async fn run_async(opts: &LoadOptions) -> Result<LoadReport, LoadError> {
         tasks.push(tokio::spawn(async move {
             let stream = {
                 let _permit = gate.acquire().await;
-                tokio::time::timeout(Duration::from_secs(10), tokio::net::TcpStream::connect(addr)).await
+                tokio::time::timeout(
+                    Duration::from_secs(10),
+                    tokio::net::TcpStream::connect(addr),
+                )
+                .await
             };
             let _ = connected_tx.send(());
             let stream = match stream {
@@ -138,7 +145,15 @@ async fn run_async(opts: &LoadOptions) -> Result<LoadReport, LoadError> {
                     return ClientResult::refused("never started".into());
                 }
             };
-            client(stream, id as u64, start, duration, pipeline, rate.map(|r| clients as f64 / r)).await
+            client(
+                stream,
+                id as u64,
+                start,
+                duration,
+                pipeline,
+                rate.map(|r| clients as f64 / r),
+            )
+            .await
         }));
     }
     drop(connected_tx);
@@ -162,7 +177,10 @@ async fn run_async(opts: &LoadOptions) -> Result<LoadReport, LoadError> {
         first_errors: Vec::new(),
     };
     for t in tasks {
-        let r = t.await.map_err(|e| LoadError { op: "run a client", source: io::Error::other(e) })?;
+        let r = t.await.map_err(|e| LoadError {
+            op: "run a client",
+            source: io::Error::other(e),
+        })?;
         report.connected += u64::from(r.connected);
         report.refused += u64::from(r.refused);
         report.requests += r.requests;
@@ -236,7 +254,8 @@ async fn client(
     let mut expect = Vec::with_capacity(pipeline);
     let mut replies = vec![0u8; pipeline];
     // Open loop: client `id` is due every `interval` seconds, phase-shifted so clients spread.
-    let mut due = interval.map(|iv| start + Duration::from_secs_f64(iv * ((id % 1000) as f64 / 1000.0)));
+    let mut due =
+        interval.map(|iv| start + Duration::from_secs_f64(iv * ((id % 1000) as f64 / 1000.0)));
     loop {
         let now = Instant::now();
         if now >= deadline {
@@ -283,7 +302,11 @@ async fn client(
             let _ = r.hist.record(ns.max(1));
         }
         if replies != expect {
-            let at = replies.iter().zip(&expect).position(|(a, b)| a != b).unwrap_or(0);
+            let at = replies
+                .iter()
+                .zip(&expect)
+                .position(|(a, b)| a != b)
+                .unwrap_or(0);
             r.errors += replies.iter().zip(&expect).filter(|(a, b)| a != b).count() as u64;
             r.error.get_or_insert(format!(
                 "wrong reply: got '{}' where '{}' was due",

@@ -81,10 +81,14 @@ impl fmt::Display for Model {
 impl FromStr for Model {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Model::ALL.iter().copied().find(|m| m.name() == s).ok_or_else(|| {
-            let names: Vec<_> = Model::ALL.iter().map(|m| m.name()).collect();
-            format!("unknown model '{s}' (choose from: {})", names.join(", "))
-        })
+        Model::ALL
+            .iter()
+            .copied()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Model::ALL.iter().map(|m| m.name()).collect();
+                format!("unknown model '{s}' (choose from: {})", names.join(", "))
+            })
     }
 }
 

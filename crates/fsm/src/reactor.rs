@@ -78,12 +78,15 @@ pub(crate) fn run(
                 }
                 continue;
             }
-            let Some((fd, conn)) = conns.get_mut(&ev.fd) else { continue };
+            let Some((fd, conn)) = conns.get_mut(&ev.fd) else {
+                continue;
+            };
             let mut close = false;
             let mut answered = 0;
             if ev.readable && conn.wants_input() {
                 // SAFETY: reading into our own buffer from a socket we own.
-                let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+                let n =
+                    unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
                 match n {
                     0 => close = true,
                     n if n > 0 => {
@@ -92,7 +95,10 @@ pub(crate) fn run(
                     }
                     _ => {
                         let e = io::Error::last_os_error();
-                        if !matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) {
+                        if !matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                        ) {
                             Counters::bump(&counters.errors, 1);
                             close = true;
                         }
@@ -104,13 +110,21 @@ pub(crate) fn run(
                 let pending = conn.pending();
                 // SAFETY: sending from our own buffer on a socket we own.
                 let n = unsafe {
-                    libc::send(fd.as_raw_fd(), pending.as_ptr().cast(), pending.len(), libc::MSG_NOSIGNAL)
+                    libc::send(
+                        fd.as_raw_fd(),
+                        pending.as_ptr().cast(),
+                        pending.len(),
+                        libc::MSG_NOSIGNAL,
+                    )
                 };
                 if n >= 0 {
                     conn.wrote(n as usize);
                 } else {
                     let e = io::Error::last_os_error();
-                    if !matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) {
+                    if !matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) {
                         Counters::bump(&counters.errors, 1);
                         close = true;
                     }
@@ -138,7 +152,12 @@ fn accept_all(
     loop {
         // SAFETY: accept4 on our listener; the address is not wanted.
         let fd = unsafe {
-            libc::accept4(lfd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+            libc::accept4(
+                lfd,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            )
         };
         if fd < 0 {
             let e = io::Error::last_os_error();
@@ -151,14 +170,22 @@ fn accept_all(
         // SAFETY: accept4 returned a new descriptor that nobody else owns.
         let owned = unsafe { OwnedFd::from_raw_fd(fd) };
         if !poller.can_watch(fd) {
-            log(&format!("refusing a client: descriptor {fd} is past this model's limit (FD_SETSIZE)"));
+            log(&format!(
+                "refusing a client: descriptor {fd} is past this model's limit (FD_SETSIZE)"
+            ));
             Counters::bump(&counters.refused, 1);
             continue; // dropping `owned` closes it: the client sees the connection end
         }
         let one: libc::c_int = 1;
         // SAFETY: setting an int option on our socket.
         unsafe {
-            libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, (&one as *const libc::c_int).cast(), 4)
+            libc::setsockopt(
+                fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_NODELAY,
+                (&one as *const libc::c_int).cast(),
+                4,
+            )
         };
         if poller.set(fd, true, false).is_err() {
             Counters::bump(&counters.refused, 1);
@@ -221,7 +248,11 @@ impl Poller for SelectPoller {
                 let readable = r && libc::FD_ISSET(fd, &rs);
                 let writable = w && libc::FD_ISSET(fd, &ws);
                 if readable || writable {
-                    events.push(Event { fd, readable, writable });
+                    events.push(Event {
+                        fd,
+                        readable,
+                        writable,
+                    });
                 }
             }
         }
@@ -238,12 +269,17 @@ pub(crate) struct PollPoller {
 
 impl Poller for PollPoller {
     fn set(&mut self, fd: RawFd, read: bool, write: bool) -> io::Result<()> {
-        let events = (if read { libc::POLLIN } else { 0 }) | (if write { libc::POLLOUT } else { 0 });
+        let events =
+            (if read { libc::POLLIN } else { 0 }) | (if write { libc::POLLOUT } else { 0 });
         match self.index.get(&fd) {
             Some(&i) => self.fds[i].events = events,
             None => {
                 self.index.insert(fd, self.fds.len());
-                self.fds.push(libc::pollfd { fd, events, revents: 0 });
+                self.fds.push(libc::pollfd {
+                    fd,
+                    events,
+                    revents: 0,
+                });
             }
         }
         Ok(())
@@ -258,7 +294,13 @@ impl Poller for PollPoller {
     }
     fn wait(&mut self, timeout: Duration, events: &mut Vec<Event>) -> io::Result<()> {
         // SAFETY: `fds` is a valid array of pollfd of that length.
-        let n = unsafe { libc::poll(self.fds.as_mut_ptr(), self.fds.len() as libc::nfds_t, timeout.as_millis() as i32) };
+        let n = unsafe {
+            libc::poll(
+                self.fds.as_mut_ptr(),
+                self.fds.len() as libc::nfds_t,
+                timeout.as_millis() as i32,
+            )
+        };
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -267,8 +309,10 @@ impl Poller for PollPoller {
                 let err = p.revents & (libc::POLLERR | libc::POLLHUP) != 0;
                 events.push(Event {
                     fd: p.fd,
-                    readable: p.revents & libc::POLLIN != 0 || (err && p.events & libc::POLLIN != 0),
-                    writable: p.revents & libc::POLLOUT != 0 || (err && p.events & libc::POLLOUT != 0),
+                    readable: p.revents & libc::POLLIN != 0
+                        || (err && p.events & libc::POLLIN != 0),
+                    writable: p.revents & libc::POLLOUT != 0
+                        || (err && p.events & libc::POLLOUT != 0),
                 });
             }
         }
@@ -301,13 +345,17 @@ impl EpollPoller {
 
 impl Poller for EpollPoller {
     fn set(&mut self, fd: RawFd, read: bool, write: bool) -> io::Result<()> {
-        let events = (if read { libc::EPOLLIN as u32 } else { 0 }) | (if write { libc::EPOLLOUT as u32 } else { 0 });
+        let events = (if read { libc::EPOLLIN as u32 } else { 0 })
+            | (if write { libc::EPOLLOUT as u32 } else { 0 });
         let op = match self.known.get(&fd) {
             Some(&old) if old == events => return Ok(()),
             Some(_) => libc::EPOLL_CTL_MOD,
             None => libc::EPOLL_CTL_ADD,
         };
-        let mut ev = libc::epoll_event { events, u64: fd as u64 };
+        let mut ev = libc::epoll_event {
+            events,
+            u64: fd as u64,
+        };
         // SAFETY: a valid event for our epoll instance.
         if unsafe { libc::epoll_ctl(self.epfd.as_raw_fd(), op, fd, &mut ev) } < 0 {
             return Err(io::Error::last_os_error());
@@ -318,13 +366,25 @@ impl Poller for EpollPoller {
     fn remove(&mut self, fd: RawFd) {
         if self.known.remove(&fd).is_some() {
             // SAFETY: removing a registered fd; the event argument is ignored.
-            unsafe { libc::epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+            unsafe {
+                libc::epoll_ctl(
+                    self.epfd.as_raw_fd(),
+                    libc::EPOLL_CTL_DEL,
+                    fd,
+                    std::ptr::null_mut(),
+                )
+            };
         }
     }
     fn wait(&mut self, timeout: Duration, events: &mut Vec<Event>) -> io::Result<()> {
         // SAFETY: `buf` has room for its length of events.
         let n = unsafe {
-            libc::epoll_wait(self.epfd.as_raw_fd(), self.buf.as_mut_ptr(), self.buf.len() as i32, timeout.as_millis() as i32)
+            libc::epoll_wait(
+                self.epfd.as_raw_fd(),
+                self.buf.as_mut_ptr(),
+                self.buf.len() as i32,
+                timeout.as_millis() as i32,
+            )
         };
         if n < 0 {
             return Err(io::Error::last_os_error());

@@ -41,7 +41,14 @@ pub(crate) fn wait(ring: &mut IoUring) -> io::Result<()> {
     let args = types::SubmitArgs::new().timespec(&ts);
     match ring.submitter().submit_with_args(1, &args) {
         Ok(_) => Ok(()),
-        Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => Ok(()),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+            ) =>
+        {
+            Ok(())
+        }
         Err(e) => Err(e),
     }
 }

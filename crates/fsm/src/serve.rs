@@ -38,7 +38,10 @@ pub(crate) fn accept_errno_backoff(e: &io::Error, counters: &Counters) -> bool {
         Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM) => {
             // Count once per pause, not once per attempt.
             if counters.refused.fetch_add(1, Ordering::Relaxed) % 1000 == 0 {
-                log(&format!("accept failed ({e}); pausing accepts for {} ms", ACCEPT_PAUSE.as_millis()));
+                log(&format!(
+                    "accept failed ({e}); pausing accepts for {} ms",
+                    ACCEPT_PAUSE.as_millis()
+                ));
             }
             true
         }
@@ -68,20 +71,42 @@ pub fn listen(addr: std::net::SocketAddr) -> io::Result<TcpListener> {
 
 /// Serves on `listener` with `model` until `stop` is set. `threads` is the worker count for
 /// the models that have one (tokio); the others are single-threaded (or a thread per client).
-pub fn serve(model: Model, listener: TcpListener, threads: usize, stop: &AtomicBool) -> Result<Summary, ServeError> {
+pub fn serve(
+    model: Model,
+    listener: TcpListener,
+    threads: usize,
+    stop: &AtomicBool,
+) -> Result<Summary, ServeError> {
     let counters = Counters::default();
     let err = |op| move |source| ServeError { model, op, source };
     match model {
-        Model::Sequential => blocking::run(&listener, false, stop, &counters).map_err(err("serve"))?,
+        Model::Sequential => {
+            blocking::run(&listener, false, stop, &counters).map_err(err("serve"))?
+        }
         Model::Threaded => blocking::run(&listener, true, stop, &counters).map_err(err("serve"))?,
-        Model::Select => reactor::run(&listener, &mut reactor::SelectPoller::default(), stop, &counters).map_err(err("serve"))?,
-        Model::Poll => reactor::run(&listener, &mut reactor::PollPoller::default(), stop, &counters).map_err(err("serve"))?,
+        Model::Select => reactor::run(
+            &listener,
+            &mut reactor::SelectPoller::default(),
+            stop,
+            &counters,
+        )
+        .map_err(err("serve"))?,
+        Model::Poll => reactor::run(
+            &listener,
+            &mut reactor::PollPoller::default(),
+            stop,
+            &counters,
+        )
+        .map_err(err("serve"))?,
         Model::Epoll => {
-            let mut poller = reactor::EpollPoller::new().map_err(err("create an epoll instance"))?;
+            let mut poller =
+                reactor::EpollPoller::new().map_err(err("create an epoll instance"))?;
             reactor::run(&listener, &mut poller, stop, &counters).map_err(err("serve"))?
         }
         Model::Libuv => libuv::run(listener, stop, &counters).map_err(err("serve"))?,
-        Model::Tokio => tokio_model::run(listener, threads, stop, &counters).map_err(err("serve"))?,
+        Model::Tokio => {
+            tokio_model::run(listener, threads, stop, &counters).map_err(err("serve"))?
+        }
         Model::Uring => uring::run(&listener, stop, &counters).map_err(err("serve"))?,
         Model::UringBufring => bufring::run(&listener, stop, &counters).map_err(err("serve"))?,
     }

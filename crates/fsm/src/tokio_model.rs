@@ -12,11 +12,21 @@ use crate::model::Counters;
 use crate::protocol::Session;
 use crate::serve::{accept_errno_backoff, ACCEPT_PAUSE};
 
-pub(crate) fn run(listener: TcpListener, threads: usize, stop: &AtomicBool, counters: &Counters) -> io::Result<()> {
+pub(crate) fn run(
+    listener: TcpListener,
+    threads: usize,
+    stop: &AtomicBool,
+    counters: &Counters,
+) -> io::Result<()> {
     let rt = if threads <= 1 {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()?
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
     } else {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build()?
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build()?
     };
     listener.set_nonblocking(true)?;
     // Counters shared with 'static tasks: summed into the caller's at the end.

@@ -24,19 +24,31 @@ struct Client {
     buf: Box<[u8]>,
 }
 
-pub(crate) fn run(listener: &TcpListener, stop: &AtomicBool, counters: &Counters) -> io::Result<()> {
+pub(crate) fn run(
+    listener: &TcpListener,
+    stop: &AtomicBool,
+    counters: &Counters,
+) -> io::Result<()> {
     let mut ring = ring::make(false)?;
     let lfd = types::Fd(listener.as_raw_fd());
     let mut clients: Vec<Option<Client>> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
     let mut in_flight = 0usize;
     let pause = types::Timespec::new().nsec(ACCEPT_PAUSE.as_nanos() as u32);
-    ring::push(&mut ring, &opcode::Accept::new(lfd, std::ptr::null_mut(), std::ptr::null_mut()).build().user_data(ACCEPT))?;
+    ring::push(
+        &mut ring,
+        &opcode::Accept::new(lfd, std::ptr::null_mut(), std::ptr::null_mut())
+            .build()
+            .user_data(ACCEPT),
+    )?;
     in_flight += 1;
     let result = (|| -> io::Result<()> {
         while !stop.load(Ordering::Relaxed) {
             ring::wait(&mut ring)?;
-            let done: Vec<(u64, i32)> = ring.completion().map(|c| (c.user_data(), c.result())).collect();
+            let done: Vec<(u64, i32)> = ring
+                .completion()
+                .map(|c| (c.user_data(), c.result()))
+                .collect();
             for (data, res) in done {
                 in_flight -= 1;
                 match data {
@@ -50,24 +62,46 @@ pub(crate) fn run(listener: &TcpListener, stop: &AtomicBool, counters: &Counters
                                 clients.push(None);
                                 clients.len() - 1
                             });
-                            clients[slot] = Some(Client { fd, conn: Conn::default(), buf: vec![0; BUF].into_boxed_slice() });
+                            clients[slot] = Some(Client {
+                                fd,
+                                conn: Conn::default(),
+                                buf: vec![0; BUF].into_boxed_slice(),
+                            });
                             in_flight += submit_recv(&mut ring, &mut clients, slot)?;
-                        } else if accept_errno_backoff(&io::Error::from_raw_os_error(-res), counters) {
-                            ring::push(&mut ring, &opcode::Timeout::new(&pause).build().user_data(TIMER))?;
+                        } else if accept_errno_backoff(
+                            &io::Error::from_raw_os_error(-res),
+                            counters,
+                        ) {
+                            ring::push(
+                                &mut ring,
+                                &opcode::Timeout::new(&pause).build().user_data(TIMER),
+                            )?;
                             in_flight += 1;
                             continue;
                         }
-                        ring::push(&mut ring, &opcode::Accept::new(lfd, std::ptr::null_mut(), std::ptr::null_mut()).build().user_data(ACCEPT))?;
+                        ring::push(
+                            &mut ring,
+                            &opcode::Accept::new(lfd, std::ptr::null_mut(), std::ptr::null_mut())
+                                .build()
+                                .user_data(ACCEPT),
+                        )?;
                         in_flight += 1;
                     }
                     TIMER => {
-                        ring::push(&mut ring, &opcode::Accept::new(lfd, std::ptr::null_mut(), std::ptr::null_mut()).build().user_data(ACCEPT))?;
+                        ring::push(
+                            &mut ring,
+                            &opcode::Accept::new(lfd, std::ptr::null_mut(), std::ptr::null_mut())
+                                .build()
+                                .user_data(ACCEPT),
+                        )?;
                         in_flight += 1;
                     }
                     _ => {
                         let slot = (data >> 1) as usize;
                         let sending = data & 1 == 1;
-                        let Some(c) = clients[slot].as_mut() else { continue };
+                        let Some(c) = clients[slot].as_mut() else {
+                            continue;
+                        };
                         let mut close = false;
                         if res == -libc::EINTR || res == -libc::EAGAIN {
                             // Retry the same operation.
@@ -108,33 +142,57 @@ pub(crate) fn run(listener: &TcpListener, stop: &AtomicBool, counters: &Counters
 fn set_nodelay(fd: &OwnedFd) -> io::Result<()> {
     let one: libc::c_int = 1;
     // SAFETY: setting an int option on our socket.
-    let rc = unsafe { libc::setsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_NODELAY, (&one as *const libc::c_int).cast(), 4) };
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&one as *const libc::c_int).cast(),
+            4,
+        )
+    };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
 }
 
-fn submit_recv(ring: &mut IoUring, clients: &mut [Option<Client>], slot: usize) -> io::Result<usize> {
+fn submit_recv(
+    ring: &mut IoUring,
+    clients: &mut [Option<Client>],
+    slot: usize,
+) -> io::Result<usize> {
     let c = clients[slot].as_mut().expect("live client");
     // SAFETY (for the push in ring::push): the buffer is owned by the client's slot, which is
     // only freed after this operation's completion is reaped.
-    let e = opcode::Recv::new(types::Fd(c.fd.as_raw_fd()), c.buf.as_mut_ptr(), c.buf.len() as u32)
-        .build()
-        .user_data((slot as u64) << 1);
+    let e = opcode::Recv::new(
+        types::Fd(c.fd.as_raw_fd()),
+        c.buf.as_mut_ptr(),
+        c.buf.len() as u32,
+    )
+    .build()
+    .user_data((slot as u64) << 1);
     ring::push(ring, &e)?;
     Ok(1)
 }
 
-fn submit_send(ring: &mut IoUring, clients: &mut [Option<Client>], slot: usize) -> io::Result<usize> {
+fn submit_send(
+    ring: &mut IoUring,
+    clients: &mut [Option<Client>],
+    slot: usize,
+) -> io::Result<usize> {
     let c = clients[slot].as_mut().expect("live client");
     let pending = c.conn.pending();
     // SAFETY: as in `submit_recv`; `out` is not touched while the send is in flight (one
     // operation per client).
-    let e = opcode::Send::new(types::Fd(c.fd.as_raw_fd()), pending.as_ptr(), pending.len() as u32)
-        .flags(libc::MSG_NOSIGNAL)
-        .build()
-        .user_data(((slot as u64) << 1) | 1);
+    let e = opcode::Send::new(
+        types::Fd(c.fd.as_raw_fd()),
+        pending.as_ptr(),
+        pending.len() as u32,
+    )
+    .flags(libc::MSG_NOSIGNAL)
+    .build()
+    .user_data(((slot as u64) << 1) | 1);
     ring::push(ring, &e)?;
     Ok(1)
 }

@@ -9,10 +9,12 @@ use ringio_fsm::load::{self, LoadOptions, LoadReport};
 
 /// `ringio load`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Every client runs on one event loop, checks every reply against its own \
+#[command(
+    after_help = "Every client runs on one event loop, checks every reply against its own \
 copy of the state machine, and at the end sends 3 and expects d and a close. Wrong replies are \
 errors. With --rate the load is open loop and latency counts from each request's due time \
-(coordinated omission corrected).")]
+(coordinated omission corrected)."
+)]
 pub struct Args {
     /// The server.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9090")]
@@ -46,8 +48,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     } else {
         (t, 1.0)
     };
-    let v: f64 = num.trim().parse().map_err(|_| format!("'{text}' is not a duration (e.g. 5s, 500ms)"))?;
-    if !(v > 0.0) {
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration (e.g. 5s, 500ms)"))?;
+    if v.is_nan() || v <= 0.0 {
         return Err(format!("'{text}': a duration must be positive"));
     }
     Ok(Duration::from_secs_f64(v * scale))
@@ -77,7 +82,10 @@ pub fn print_report(r: &LoadReport) {
         "clients {} connected, {} refused; requests {}, responses {}, errors {}",
         r.connected, r.refused, r.requests, r.responses, r.errors
     );
-    println!("{:.0} req/s, {:.0} resp/s over {:.1} s", r.req_per_s, r.resp_per_s, r.seconds);
+    println!(
+        "{:.0} req/s, {:.0} resp/s over {:.1} s",
+        r.req_per_s, r.resp_per_s, r.seconds
+    );
     let l = r.latency_us;
     println!(
         "latency us: p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}",

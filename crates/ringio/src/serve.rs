@@ -11,11 +11,13 @@ use ringio_fsm::Model;
 
 /// `ringio serve`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Protocol: each connection starts in state a; every action byte (0-3 or \
+#[command(
+    after_help = "Protocol: each connection starts in state a; every action byte (0-3 or \
 '0'-'3') gets the new state (a-d) as one reply byte, whitespace is ignored, any other byte gets \
 '?', and the server closes the connection after replying d. Transitions: a->(a,b,c,d), \
 b->(a,a,b,d), c->(a,a,c,d), d->(d,d,d,d) for actions 0,1,2,3.\n\nPrints `listening on ADDR` \
-first. SIGINT or SIGTERM stops it with a summary line.")]
+first. SIGINT or SIGTERM stops it with a summary line."
+)]
 pub struct Args {
     /// The concurrency model.
     #[arg(long, value_name = "MODEL")]
@@ -65,7 +67,8 @@ pub fn run(args: &Args) -> Result<i32> {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
     crate::raise_nofile_limit();
-    let listener = ringio_fsm::listen(args.addr).with_context(|| format!("cannot listen on {}", args.addr))?;
+    let listener =
+        ringio_fsm::listen(args.addr).with_context(|| format!("cannot listen on {}", args.addr))?;
     let local = listener.local_addr()?;
     println!("listening on {local}");
     std::io::stdout().flush()?;

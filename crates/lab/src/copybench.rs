@@ -408,6 +408,13 @@ pub fn bench(
                 continue;
             };
             progress(&tool.name, round, total);
+            if free_bytes(work) < 2 * size.bytes + (2 << 30) {
+                // Out of room: empty the trash now (the ext4 delete trap may then slow the
+                // next copy; better than a full disk).
+                note("disk nearly full: emptying the trash between runs");
+                fs::remove_dir_all(&trash).map_err(|e| LabError::io("remove", &trash, e))?;
+                fs::create_dir_all(&trash).map_err(|e| LabError::io("create directory", &trash, e))?;
+            }
             if dst.exists() {
                 trash_n += 1;
                 let aside = trash.join(trash_n.to_string());
@@ -470,6 +477,11 @@ pub fn bench(
     }
     fs::remove_dir_all(&trash).map_err(|e| LabError::io("remove", &trash, e))?;
     Ok(results)
+}
+
+/// Free bytes on the filesystem holding `dir` (unknown: plenty).
+fn free_bytes(dir: &Path) -> u64 {
+    rustix::fs::statvfs(dir).map_or(u64::MAX, |s| s.f_bavail * s.f_frsize)
 }
 
 /// Reads every file of the tree, so a warm run starts warm.

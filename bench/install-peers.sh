@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the peer tools that bench/copybench.py compares ringio with: rsync, hyperfine and fio
+# Installs the peer tools that `ringio bench copy` compares ringio with: rsync, hyperfine and fio
 # from apt, xcp, fcp and cpz with cargo. Idempotent: whatever is already on PATH (or in
 # ~/.cargo/bin) is skipped. Not run by CI.
 set -euo pipefail

@@ -11,7 +11,6 @@ use std::alloc::{self, Layout};
 use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::str::FromStr;
 
 use crate::sys;
 
@@ -58,25 +57,7 @@ impl Method {
     }
 }
 
-impl fmt::Display for Method {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Method {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Method::ALL
-            .iter()
-            .copied()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Method::ALL.iter().map(|m| m.name()).collect();
-                format!("unknown method '{s}' (choose from: {})", names.join(", "))
-            })
-    }
-}
+crate::impl_named!(Method, "method");
 
 /// Why a transfer stopped.
 #[derive(Debug, thiserror::Error)]

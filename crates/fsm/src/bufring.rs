@@ -153,17 +153,7 @@ pub(crate) fn run(
                             // SAFETY: a new descriptor from accept, owned by nobody else.
                             let fd = unsafe { OwnedFd::from_raw_fd(res) };
                             Counters::bump(&counters.connections, 1);
-                            let one: libc::c_int = 1;
-                            // SAFETY: an int option on our socket.
-                            unsafe {
-                                libc::setsockopt(
-                                    fd.as_raw_fd(),
-                                    libc::IPPROTO_TCP,
-                                    libc::TCP_NODELAY,
-                                    (&one as *const libc::c_int).cast(),
-                                    4,
-                                )
-                            };
+                            crate::conn::set_nodelay(fd.as_raw_fd());
                             let slot = free.pop().unwrap_or_else(|| {
                                 clients.push(None);
                                 clients.len() - 1

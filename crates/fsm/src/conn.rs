@@ -57,3 +57,18 @@ impl Conn {
         self.done && self.pending().is_empty()
     }
 }
+
+/// TCP_NODELAY on a client socket: replies are single bytes and must not wait for Nagle.
+pub(crate) fn set_nodelay(fd: std::os::fd::RawFd) {
+    let one: libc::c_int = 1;
+    // SAFETY: setting an int option on a socket we own; failure only costs latency.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&one as *const libc::c_int).cast(),
+            4,
+        );
+    }
+}

@@ -1,7 +1,5 @@
 //! The concurrency models, and what a server run reports.
 
-use std::fmt;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A way to serve many clients.
@@ -72,25 +70,7 @@ impl Model {
     }
 }
 
-impl fmt::Display for Model {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Model {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Model::ALL
-            .iter()
-            .copied()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Model::ALL.iter().map(|m| m.name()).collect();
-                format!("unknown model '{s}' (choose from: {})", names.join(", "))
-            })
-    }
-}
+ringio_copy::impl_named!(Model, "model");
 
 /// Counters a server keeps while it runs.
 #[derive(Debug, Default)]

@@ -176,17 +176,7 @@ fn accept_all(
             Counters::bump(&counters.refused, 1);
             continue; // dropping `owned` closes it: the client sees the connection end
         }
-        let one: libc::c_int = 1;
-        // SAFETY: setting an int option on our socket.
-        unsafe {
-            libc::setsockopt(
-                fd,
-                libc::IPPROTO_TCP,
-                libc::TCP_NODELAY,
-                (&one as *const libc::c_int).cast(),
-                4,
-            )
-        };
+        crate::conn::set_nodelay(fd);
         if poller.set(fd, true, false).is_err() {
             Counters::bump(&counters.refused, 1);
             continue;

@@ -35,12 +35,10 @@ pub(crate) fn run(
     let mut free: Vec<usize> = Vec::new();
     let mut in_flight = 0usize;
     let pause = types::Timespec::new().nsec(ACCEPT_PAUSE.as_nanos() as u32);
-    ring::push(
-        &mut ring,
-        &opcode::Accept::new(lfd, std::ptr::null_mut(), std::ptr::null_mut())
-            .build()
-            .user_data(ACCEPT),
-    )?;
+    let accept = opcode::Accept::new(lfd, std::ptr::null_mut(), std::ptr::null_mut())
+        .build()
+        .user_data(ACCEPT);
+    ring::push(&mut ring, &accept)?;
     in_flight += 1;
     let result = (|| -> io::Result<()> {
         while !stop.load(Ordering::Relaxed) {
@@ -57,7 +55,7 @@ pub(crate) fn run(
                             // SAFETY: a new descriptor from accept, owned by nobody else.
                             let fd = unsafe { OwnedFd::from_raw_fd(res) };
                             Counters::bump(&counters.connections, 1);
-                            let _ = set_nodelay(&fd);
+                            crate::conn::set_nodelay(fd.as_raw_fd());
                             let slot = free.pop().unwrap_or_else(|| {
                                 clients.push(None);
                                 clients.len() - 1
@@ -79,21 +77,11 @@ pub(crate) fn run(
                             in_flight += 1;
                             continue;
                         }
-                        ring::push(
-                            &mut ring,
-                            &opcode::Accept::new(lfd, std::ptr::null_mut(), std::ptr::null_mut())
-                                .build()
-                                .user_data(ACCEPT),
-                        )?;
+                        ring::push(&mut ring, &accept)?;
                         in_flight += 1;
                     }
                     TIMER => {
-                        ring::push(
-                            &mut ring,
-                            &opcode::Accept::new(lfd, std::ptr::null_mut(), std::ptr::null_mut())
-                                .build()
-                                .user_data(ACCEPT),
-                        )?;
+                        ring::push(&mut ring, &accept)?;
                         in_flight += 1;
                     }
                     _ => {
@@ -137,24 +125,6 @@ pub(crate) fn run(
         std::mem::forget(clients);
     }
     result
-}
-
-fn set_nodelay(fd: &OwnedFd) -> io::Result<()> {
-    let one: libc::c_int = 1;
-    // SAFETY: setting an int option on our socket.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            (&one as *const libc::c_int).cast(),
-            4,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 fn submit_recv(

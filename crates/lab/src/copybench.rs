@@ -395,6 +395,7 @@ pub fn bench(
         note("not root: --cold evicts the source's files one by one (POSIX_FADV_DONTNEED) instead of dropping every cache");
     }
     let mut trash_n = 0u64;
+    let mut trash_inodes = 0u64;
     let total = opts.warmup + opts.runs;
     for round in 0..total {
         let timed = round >= opts.warmup;
@@ -412,13 +413,16 @@ pub fn bench(
                 // Out of room: empty the trash now (the ext4 delete trap may then slow the
                 // next copy; better than a full disk).
                 note("disk nearly full: emptying the trash between runs");
-                fs::remove_dir_all(&trash).map_err(|e| LabError::io("remove", &trash, e))?;
-                fs::create_dir_all(&trash).map_err(|e| LabError::io("create directory", &trash, e))?;
+                empty_trash(&trash, trash_inodes, note)?;
+                trash_inodes = 0;
+                fs::create_dir_all(&trash)
+                    .map_err(|e| LabError::io("create directory", &trash, e))?;
             }
             if dst.exists() {
                 trash_n += 1;
                 let aside = trash.join(trash_n.to_string());
                 fs::rename(&dst, &aside).map_err(|e| LabError::io("move aside", &dst, e))?;
+                trash_inodes += size.files + size.dirs;
             }
             if opts.cold {
                 if root {
@@ -474,9 +478,28 @@ pub fn bench(
     if dst.exists() {
         trash_n += 1;
         let _ = fs::rename(&dst, trash.join(trash_n.to_string()));
+        trash_inodes += size.files + size.dirs;
     }
-    fs::remove_dir_all(&trash).map_err(|e| LabError::io("remove", &trash, e))?;
+    empty_trash(&trash, trash_inodes, note)?;
     Ok(results)
+}
+
+/// Deleting many inodes makes every inode allocation on ext4 slow for about a minute after
+/// (the "recently deleted" scan): wait that out, so the next timed copy does not pay for it.
+const MANY_INODES: u64 = 1000;
+const RECENTLY_DELETED: std::time::Duration = std::time::Duration::from_secs(61);
+
+/// Removes the trash, then waits out ext4's recently-deleted window if it held many inodes.
+fn empty_trash(trash: &Path, inodes: u64, note: &mut dyn FnMut(&str)) -> Result<(), LabError> {
+    fs::remove_dir_all(trash).map_err(|e| LabError::io("remove", trash, e))?;
+    if inodes >= MANY_INODES {
+        note(&format!(
+            "deleted {inodes} inodes: waiting {} s for ext4's recently-deleted window to pass",
+            RECENTLY_DELETED.as_secs()
+        ));
+        std::thread::sleep(RECENTLY_DELETED);
+    }
+    Ok(())
 }
 
 /// Free bytes on the filesystem holding `dir` (unknown: plenty).

@@ -2,13 +2,11 @@
 //! method in a child process of its own and reports what each cost (the sendfile report's
 //! columns, from wait4's rusage).
 
-use std::fmt;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::str::FromStr;
 
 use io_uring::{opcode, types, IoUring};
 use ringio_copy::transfer::{Method, Transfer, TransferError};
@@ -73,25 +71,7 @@ impl DupMethod {
     }
 }
 
-impl fmt::Display for DupMethod {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for DupMethod {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        DupMethod::ALL
-            .iter()
-            .copied()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = DupMethod::ALL.iter().map(|m| m.name()).collect();
-                format!("unknown method '{s}' (choose from: {})", names.join(", "))
-            })
-    }
-}
+ringio_copy::impl_named!(DupMethod, "method");
 
 /// What a duplication did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

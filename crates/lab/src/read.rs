@@ -1,13 +1,11 @@
 //! `ringio read`: read a file with a block size, a thread count and a method, and checksum it
 //! (XOR of little-endian u32 words) so that every byte is really looked at.
 
-use std::fmt;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::time::Instant;
 
 use io_uring::{opcode, types, IoUring};
@@ -42,22 +40,7 @@ impl ReadMethod {
     }
 }
 
-impl fmt::Display for ReadMethod {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for ReadMethod {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ReadMethod::ALL
-            .iter()
-            .copied()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| format!("unknown read method '{s}' (choose from: psync, uring, mmap)"))
-    }
-}
+ringio_copy::impl_named!(ReadMethod, "read method");
 
 /// What to read and how.
 #[derive(Debug, Clone)]

@@ -6,9 +6,6 @@ mod entry;
 mod sync;
 mod uring;
 
-use std::fmt;
-use std::str::FromStr;
-
 pub(crate) use data::{BigFile, DataPath};
 pub(crate) use entry::{copy_entry, copy_root_entry};
 pub(crate) use sync::SyncMover;
@@ -94,25 +91,7 @@ impl Engine {
     }
 }
 
-impl fmt::Display for Engine {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Engine {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Engine::ALL
-            .iter()
-            .copied()
-            .find(|e| e.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Engine::ALL.iter().map(|e| e.name()).collect();
-                format!("unknown engine '{s}' (choose from: {})", names.join(", "))
-            })
-    }
-}
+crate::impl_named!(Engine, "engine");
 
 /// A worker's engine. Entries arrive in batches from one directory; a mover may keep I/O in
 /// flight between calls, and must have finished all of it when `drain` returns.

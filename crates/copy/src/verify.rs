@@ -181,12 +181,11 @@ pub struct Difference {
 
 impl fmt::Display for Difference {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path = if self.path.as_os_str().is_empty() {
-            Path::new(".")
+        if self.path.as_os_str().is_empty() {
+            f.write_str(".: ")?;
         } else {
-            &self.path
-        };
-        write!(f, "{}: ", path.display())?;
+            write!(f, "{}: ", Escaped(self.path.as_os_str().as_bytes()))?;
+        }
         use DifferenceKind as D;
         match &self.kind {
             D::Missing => write!(f, "missing from the destination"),
@@ -208,8 +207,8 @@ impl fmt::Display for Difference {
             D::SymlinkTarget { src, dst } => write!(
                 f,
                 "symlink target: '{}' in the source, '{}' in the destination",
-                OsStr::from_bytes(src).to_string_lossy(),
-                OsStr::from_bytes(dst).to_string_lossy()
+                Escaped(src),
+                Escaped(dst)
             ),
             D::Device { src, dst } => write!(
                 f,
@@ -234,6 +233,30 @@ impl fmt::Display for Difference {
             ),
             D::Unreadable { side, op, reason } => write!(f, "cannot {op} in the {side}: {reason}"),
         }
+    }
+}
+
+/// A name as text on one line: control characters (a newline in a file name, say) are shown
+/// as `\n`, `\t` or `\xNN`, and bytes that are not UTF-8 as `\xNN`.
+struct Escaped<'a>(&'a [u8]);
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for chunk in self.0.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                match c {
+                    '\n' => f.write_str("\\n")?,
+                    '\t' => f.write_str("\\t")?,
+                    '\\' => f.write_str("\\\\")?,
+                    c if c.is_control() => write!(f, "\\x{:02x}", c as u32)?,
+                    c => write!(f, "{c}")?,
+                }
+            }
+            for b in chunk.invalid() {
+                write!(f, "\\x{b:02x}")?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -791,4 +814,21 @@ fn read_xattrs(fd: BorrowedFd<'_>) -> io::Result<Vec<(CString, Vec<u8>)>> {
     }
     out.sort();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_print_on_one_line() {
+        let d = Difference {
+            path: PathBuf::from(OsStr::from_bytes(b"a\nb\tc\\d\xff")),
+            kind: DifferenceKind::Missing,
+        };
+        assert_eq!(
+            d.to_string(),
+            "a\\nb\\tc\\\\d\\xff: missing from the destination"
+        );
+    }
 }

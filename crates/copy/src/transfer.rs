@@ -73,11 +73,19 @@ pub enum TransferError {
     Write(io::Error),
 }
 
-/// Errors that say "this interface cannot do that here".
-fn unsupported(e: &io::Error) -> bool {
+/// Errors that say "this interface cannot do that here" (for FICLONE too).
+pub(crate) fn unsupported(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
-        Some(libc::EXDEV | libc::EINVAL | libc::EOPNOTSUPP | libc::ENOSYS | libc::ENOTTY)
+        Some(
+            libc::EXDEV
+                | libc::EINVAL
+                | libc::EOPNOTSUPP
+                | libc::ENOSYS
+                | libc::ENOTTY
+                | libc::EBADF
+                | libc::EPERM
+        )
     )
 }
 
@@ -85,7 +93,7 @@ fn unsupported(e: &io::Error) -> bool {
 fn write_side(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
-        Some(libc::ENOSPC | libc::EDQUOT | libc::EFBIG | libc::EROFS | libc::EIO)
+        Some(libc::ENOSPC | libc::EDQUOT | libc::EFBIG | libc::EROFS)
     )
 }
 
@@ -98,7 +106,8 @@ pub struct Transfer {
     depth: usize,
     direct: bool,
     buf: Vec<u8>,
-    pipe: Option<(OwnedFd, OwnedFd)>,
+    /// Read end, write end, and the pipe's capacity (asked for once).
+    pipe: Option<(OwnedFd, OwnedFd, usize)>,
     aio: Option<Aio>,
 }
 
@@ -147,7 +156,7 @@ impl Transfer {
     ) -> Result<u64, TransferError> {
         match self.method {
             Method::ReadWrite => self.read_write(src, dst, offset, len, 0),
-            Method::CopyRange => copy_range(src, dst, offset, len, self.block_size),
+            Method::CopyRange => copy_range(src, dst, offset, len),
             Method::Sendfile => sendfile(src, dst, offset, len, self.block_size),
             Method::Splice => self.splice(src, dst, offset, len),
             Method::Aio => self.aio(src, dst, offset, len),
@@ -191,10 +200,11 @@ impl Transfer {
                 .map_err(|e| TransferError::Unsupported(e.into()))?;
             // A bigger pipe moves more per call; the default 64 KiB is the fallback.
             let _ = rustix::pipe::fcntl_setpipe_size(&w, self.block_size.min(1 << 20));
-            self.pipe = Some((r, w));
+            let size = rustix::pipe::fcntl_getpipe_size(&w).unwrap_or(64 << 10);
+            self.pipe = Some((r, w, size));
         }
-        let (r, w) = self.pipe.as_ref().expect("pipe made above");
-        let step = rustix::pipe::fcntl_getpipe_size(w).unwrap_or(64 << 10);
+        let (r, w, step) = self.pipe.as_ref().expect("pipe made above");
+        let step = *step;
         let mut done = 0u64;
         while done < len {
             let want = (len - done).min(step as u64) as usize;
@@ -308,12 +318,12 @@ fn copy_range(
     dst: BorrowedFd<'_>,
     offset: u64,
     len: u64,
-    step: usize,
 ) -> Result<u64, TransferError> {
-    let step = step.max(1 << 20);
+    // The kernel copies; a large step keeps the calls few.
+    const STEP: u64 = 8 << 20;
     let mut done = 0u64;
     while done < len {
-        let want = (len - done).min(step as u64) as usize;
+        let want = (len - done).min(STEP) as usize;
         match sys::copy_file_range(src, dst, offset + done, want) {
             Ok(0) => break,
             Ok(n) => done += n as u64,

@@ -11,7 +11,7 @@ use crate::error::{CopyError, Op};
 use crate::node::{Ctx, DirHold, DirNode};
 use crate::plan::{CopyPlan, Reflink, Sparse};
 use crate::sys::{self, Stat};
-use crate::transfer::{Method, Transfer, TransferError};
+use crate::transfer::{self, Method, Transfer, TransferError};
 use rustix::fs::SeekFrom;
 
 /// Largest single copy_file_range call, so SIGINT is noticed promptly.
@@ -28,9 +28,10 @@ pub(crate) struct DataPath {
     block_size: usize,
     /// (source device, destination device) pairs where FICLONE failed as unsupported.
     no_clone: Vec<(u64, u64)>,
-    /// ... and where copy_file_range did.
-    no_range: Vec<(u64, u64)>,
-    /// An alternative engine's way of moving bytes (`--engine copy-range|sendfile|splice|aio`).
+    /// ... and where `transfer` did.
+    no_transfer: Vec<(u64, u64)>,
+    /// How bytes move before the buffer: copy_file_range on the kernel path, or an alternative
+    /// engine's method (`--engine copy-range|sendfile|splice|aio`).
     transfer: Option<Transfer>,
     /// Files smaller than this skip `transfer` for plain read/write (AIO's small-file
     /// threshold, as in the Linux-AIO copier it comes from).
@@ -60,29 +61,6 @@ impl Side {
     }
 }
 
-fn unsupported(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(
-            libc::EXDEV
-                | libc::EINVAL
-                | libc::EOPNOTSUPP
-                | libc::ENOSYS
-                | libc::ENOTTY
-                | libc::EBADF
-                | libc::EPERM
-        )
-    )
-}
-
-/// copy_file_range errors that belong to the destination.
-fn write_side(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::ENOSPC | libc::EDQUOT | libc::EFBIG | libc::EROFS)
-    )
-}
-
 /// Granularity of `--sparse=always` zero detection: one page, as filesystems allocate.
 const ZERO_BLOCK: usize = 4096;
 
@@ -98,15 +76,16 @@ impl DataPath {
     /// The data path of `plan`: kernel fast paths (FICLONE, copy_file_range) when `kernel`
     /// and the plan allow them, a `--bs` buffer otherwise; holes as `--sparse` says.
     pub fn new(plan: &CopyPlan, kernel: bool) -> Self {
+        let kernel = kernel && plan.reflink != Reflink::Never && plan.sparse != Sparse::Always;
         DataPath {
-            kernel: kernel && plan.reflink != Reflink::Never && plan.sparse != Sparse::Always,
+            kernel,
             reflink: plan.reflink,
             sparse: plan.sparse,
             buf: Vec::new(),
             block_size: plan.tuning.block_size,
             no_clone: Vec::new(),
-            no_range: Vec::new(),
-            transfer: None,
+            no_transfer: Vec::new(),
+            transfer: kernel.then(|| Transfer::new(Method::CopyRange, plan.tuning.block_size)),
             transfer_from: 0,
         }
     }
@@ -158,7 +137,7 @@ impl DataPath {
         if !self.no_clone.contains(&devs) {
             match sys::ficlone(dst, src) {
                 Ok(()) => return Ok(true),
-                Err(e) if unsupported(&e) => self.no_clone.push(devs),
+                Err(e) if transfer::unsupported(&e) => self.no_clone.push(devs),
                 Err(e) => return Err(Side::Write(e)),
             }
         }
@@ -256,11 +235,8 @@ impl DataPath {
         file_size: u64,
     ) -> Result<u64, Side> {
         let mut done = 0u64;
-        if let Some(transfer) = self
-            .transfer
-            .as_mut()
-            .filter(|_| file_size >= self.transfer_from)
-        {
+        let usable = file_size >= self.transfer_from && !self.no_transfer.contains(&devs);
+        if let Some(transfer) = self.transfer.as_mut().filter(|_| usable) {
             // In steps, so Ctrl-C and a full disk elsewhere are noticed promptly.
             while done < len {
                 if ctx.stopped() {
@@ -274,34 +250,16 @@ impl DataPath {
                             return Ok(done);
                         }
                     }
-                    // Not for these files (splice from a /proc file, say): plain copy below.
-                    Err(TransferError::Unsupported(_)) if done == 0 => break,
+                    // Not between these filesystems (or not for this kind of file): remember,
+                    // and copy through the buffer below.
+                    Err(TransferError::Unsupported(_)) if done == 0 => {
+                        self.no_transfer.push(devs);
+                        break;
+                    }
                     Err(TransferError::Unsupported(e) | TransferError::Write(e)) => {
                         return Err(Side::Write(e))
                     }
                     Err(TransferError::Read(e)) => return Err(Side::Read(e)),
-                }
-            }
-            if done >= len {
-                return Ok(done);
-            }
-        }
-        if self.kernel && !self.no_range.contains(&devs) {
-            while done < len {
-                if ctx.stopped() {
-                    return Err(Side::Write(io::Error::from_raw_os_error(libc::EINTR)));
-                }
-                let step = (len - done).min(KERNEL_STEP as u64) as usize;
-                match sys::copy_file_range(src, dst, offset + done, step) {
-                    Ok(0) => return Ok(done),
-                    Ok(n) => done += n as u64,
-                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                    Err(e) if done == 0 && unsupported(&e) => {
-                        self.no_range.push(devs);
-                        break;
-                    }
-                    Err(e) if write_side(&e) => return Err(Side::Write(e)),
-                    Err(e) => return Err(Side::Read(e)),
                 }
             }
             if done >= len {

@@ -7,6 +7,7 @@ pub mod bench;
 mod blocking;
 mod bufring;
 mod conn;
+#[cfg(feature = "libuv")]
 mod libuv;
 pub mod load;
 mod model;

@@ -54,6 +54,22 @@ impl Model {
         }
     }
 
+    /// Whether this build has the model.
+    pub fn is_built(self) -> bool {
+        self.unavailable().is_none()
+    }
+
+    /// Why this build cannot run the model, with how to get it; `None` when it can.
+    pub fn unavailable(self) -> Option<&'static str> {
+        match self {
+            Model::Libuv if !cfg!(feature = "libuv") => Some(
+                "the libuv model is not in this build; rebuild with `cargo build --release \
+                 --features libuv` (needs libclang, libuv1-dev and pkg-config)",
+            ),
+            _ => None,
+        }
+    }
+
     /// One line for `--help`.
     pub fn about(self) -> &'static str {
         match self {
@@ -62,7 +78,8 @@ impl Model {
             Model::Select => "select(2) event loop; refuses clients past FD_SETSIZE",
             Model::Poll => "poll(2) event loop",
             Model::Epoll => "epoll event loop (level-triggered)",
-            Model::Libuv => "libuv event loop",
+            Model::Libuv if cfg!(feature = "libuv") => "libuv event loop",
+            Model::Libuv => "libuv event loop (optional: not in this build, cargo feature `libuv`)",
             Model::Tokio => "tokio tasks",
             Model::Uring => "io_uring: single-shot accept and recv, send",
             Model::UringBufring => "io_uring: multishot accept and recv, provided-buffer ring",

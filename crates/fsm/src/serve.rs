@@ -7,8 +7,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+#[cfg(feature = "libuv")]
+use crate::libuv;
 use crate::model::{Counters, Model, Summary};
-use crate::{blocking, bufring, libuv, reactor, tokio_model, uring};
+use crate::{blocking, bufring, reactor, tokio_model, uring};
 
 /// How long a server stops accepting after running out of descriptors.
 pub(crate) const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
@@ -103,7 +105,15 @@ pub fn serve(
                 reactor::EpollPoller::new().map_err(err("create an epoll instance"))?;
             reactor::run(&listener, &mut poller, stop, &counters).map_err(err("serve"))?
         }
+        #[cfg(feature = "libuv")]
         Model::Libuv => libuv::run(listener, stop, &counters).map_err(err("serve"))?,
+        #[cfg(not(feature = "libuv"))]
+        Model::Libuv => {
+            return Err(err("serve")(io::Error::new(
+                io::ErrorKind::Unsupported,
+                Model::Libuv.unavailable().unwrap_or_default(),
+            )))
+        }
         Model::Tokio => {
             tokio_model::run(listener, threads, stop, &counters).map_err(err("serve"))?
         }

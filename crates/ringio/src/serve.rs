@@ -60,6 +60,10 @@ extern "C" fn on_signal(_: libc::c_int) {
 }
 
 pub fn run(args: &Args) -> Result<i32> {
+    if let Some(why) = args.model.0.unavailable() {
+        eprintln!("ringio serve: {why}");
+        return Ok(2);
+    }
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);

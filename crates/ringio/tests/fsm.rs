@@ -161,9 +161,31 @@ fn conformance(server: &Server) {
 
 fn each_model(test: fn(&str)) {
     for m in MODELS {
+        if *m == "libuv" && !cfg!(feature = "libuv") {
+            eprintln!("model libuv: skipped, this build has no `libuv` feature");
+            continue;
+        }
         eprintln!("model {m}");
         test(m);
     }
+}
+
+/// Without the feature, the libuv model says in one line how to get it, and exits 2.
+#[test]
+fn libuv_without_the_feature_says_how_to_get_it() {
+    if cfg!(feature = "libuv") {
+        eprintln!("skipped: this build has the libuv feature");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_ringio"))
+        .args(["serve", "--model", "libuv", "--addr", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--features libuv"), "{err}");
 }
 
 #[test]

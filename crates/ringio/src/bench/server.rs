@@ -47,13 +47,25 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<i32> {
     crate::raise_nofile_limit();
     let models: Vec<Model> = if args.models.is_empty() {
-        Model::ALL.to_vec()
+        let (built, missing): (Vec<Model>, Vec<Model>) =
+            Model::ALL.iter().partition(|m| m.is_built());
+        for m in missing {
+            eprintln!(
+                "ringio bench server: skipping {m}: {}",
+                m.unavailable().unwrap_or_default()
+            );
+        }
+        built
     } else {
         args.models
             .iter()
             .map(|m| m.parse::<Model>().map_err(anyhow::Error::msg))
             .collect::<Result<_>>()?
     };
+    if let Some(why) = models.iter().find_map(|m| m.unavailable()) {
+        eprintln!("ringio bench server: {why}");
+        return Ok(2);
+    }
     let exe = std::env::current_exe()?;
     println!(
         "{:<14} {:>7} {:>10} {:>9} {:>9} {:>9} {:>10} {:>7} {:>8} {:>9}",

@@ -5,6 +5,7 @@
 //! directory's metadata is applied in `Drop`, after its last child is done, in post-order and
 //! without any bookkeeping of its own.
 
+use std::collections::HashSet;
 use std::ffi::{CStr, CString, OsStr};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -39,6 +40,9 @@ pub(crate) struct Ctx<'a> {
     pub links: LinkMap,
     /// The "no extended attributes here" warning was printed.
     pub xattr_warned: AtomicBool,
+    /// With several operands: the (dev, ino) of every destination an operand created, so a
+    /// later operand of the same name is refused (cp's "will not overwrite just-created").
+    pub created: Option<Mutex<HashSet<(u64, u64)>>>,
 }
 
 impl Ctx<'_> {
@@ -62,6 +66,33 @@ impl Ctx<'_> {
     /// True when idle directories should give their descriptors back.
     pub fn over_dir_budget(&self) -> bool {
         self.open_dirs.load(Ordering::Relaxed) > self.dir_budget
+    }
+
+    /// True when `entry` is a destination that an earlier operand of this run created.
+    pub fn just_created(&self, entry: &Stat) -> bool {
+        self.created.as_ref().is_some_and(|set| {
+            set.lock()
+                .expect("created set lock")
+                .contains(&(entry.dev, entry.ino))
+        })
+    }
+
+    /// Records a destination that `dir`'s operand has just created.
+    pub fn note_created_stat(&self, dir: &DirNode<'_>, made: &Stat) {
+        if let Some(set) = self.created.as_ref().filter(|_| dir.is_operand_dir()) {
+            set.lock()
+                .expect("created set lock")
+                .insert((made.dev, made.ino));
+        }
+    }
+
+    /// Records a file that `dir`'s operand has just created, by its descriptor.
+    pub fn note_created(&self, dir: &DirNode<'_>, made: BorrowedFd<'_>) {
+        if self.created.is_some() && dir.is_operand_dir() {
+            if let Ok(stat) = crate::sys::fstatx(made) {
+                self.note_created_stat(dir, &stat);
+            }
+        }
     }
 
     /// True once the run must stop: SIGINT or a fatal error.
@@ -196,6 +227,11 @@ impl<'a> DirNode<'a> {
             finalize,
             anchor: None,
         }
+    }
+
+    /// True for the directory of a file operand (`cp a b`): its only entry is the operand.
+    pub fn is_operand_dir(&self) -> bool {
+        self.parent.is_none() && !self.finalize
     }
 
     /// Gives a root the descriptor hard links are made relative to.

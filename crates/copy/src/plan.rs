@@ -221,6 +221,8 @@ pub struct CopyPlan {
     pub one_file_system: bool,
     /// `--engine aio --direct`: move file bodies with O_DIRECT, bypassing the page cache.
     pub direct: bool,
+    /// `--copy-contents`: under -r, read special files (FIFOs, devices) as data too.
+    pub copy_contents: bool,
 }
 
 impl CopyPlan {
@@ -249,7 +251,14 @@ impl CopyPlan {
             fsync: false,
             one_file_system: false,
             direct: false,
+            copy_contents: false,
         }
+    }
+
+    /// True when a special file (FIFO, device) is read as data into a regular file, as cp
+    /// does without -r, rather than recreated.
+    pub(crate) fn special_as_data(&self) -> bool {
+        !self.recursive || self.copy_contents
     }
 
     /// True when a small file may take a fast path that writes its bytes straight under the

@@ -141,65 +141,18 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
         open_dirs: AtomicUsize::new(0),
         dir_budget,
         xattr_warned: AtomicBool::new(false),
+        created: (plan.roots.len() > 1).then(Default::default),
     };
-    // Copying a few files needs no pool: a thread (and ring) per file at most, unless one is
-    // big enough to be split into chunks.
-    let threads = if plan.roots.iter().any(|root| needs_pool(&plan, root)) {
-        threads
-    } else {
-        threads.min(plan.roots.len()).max(1)
-    };
-    let queue = Queue::new(threads);
-    for root in &plan.roots {
-        if ctx.stopped() {
-            break;
-        }
-        if let Err(e) = start_root(&ctx, &queue, root) {
-            ctx.fail(e);
-        }
-    }
     let engine_name = match (plan.engine, use_uring) {
         (Engine::Uring, false) => "sync (io_uring unavailable)",
         (engine, _) => engine.name(),
     };
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                let tuning = &plan.tuning;
-                let mut mover: Box<dyn Mover<'_>> = match plan.engine {
-                    Engine::ReadWrite => Box::new(SyncMover::new(DataPath::new(&plan, false))),
-                    Engine::Aio | Engine::CopyRange | Engine::Sendfile | Engine::Splice => {
-                        let method = plan.engine.method().expect("an alternative engine");
-                        let plain_below = match plan.engine {
-                            Engine::Aio => tuning.small_file_threshold,
-                            _ => 0,
-                        };
-                        Box::new(SyncMover::new(DataPath::with_method(&plan, method, plain_below)))
-                    }
-                    Engine::Uring if use_uring => {
-                        match UringMover::new(
-                            tuning.queue_depth,
-                            tuning.small_file_threshold,
-                            tuning.ring_only,
-                            DataPath::new(&plan, true),
-                        ) {
-                            Ok(m) => Box::new(m),
-                            Err(e) => {
-                                if plan.verbose {
-                                    reporter.note(&format!(
-                                        "io_uring setup failed ({e}); this worker copies synchronously"
-                                    ));
-                                }
-                                Box::new(SyncMover::new(DataPath::new(&plan, true)))
-                            }
-                        }
-                    }
-                    Engine::Uring => Box::new(SyncMover::new(DataPath::new(&plan, true))),
-                };
-                walk::worker(&ctx, &queue, mover.as_mut());
-            });
+    for wave in waves(&plan.roots) {
+        if ctx.stopped() {
+            break;
         }
-    });
+        run_wave(&ctx, &wave, threads, use_uring);
+    }
     if plan.fsync && !progress.cancelled() {
         sync_destinations(&ctx);
     }
@@ -211,6 +164,84 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
         interrupted: progress.cancelled(),
         engine: engine_name.to_string(),
     }
+}
+
+/// Operands in the order cp settles them: an operand whose destination path an earlier
+/// operand already names waits for a later wave, so `cp a/f b/f dst/` copies a/f first and
+/// then meets it as "just created". Usually there is one wave.
+fn waves(roots: &[CopyRoot]) -> Vec<Vec<&CopyRoot>> {
+    let mut waves: Vec<Vec<&CopyRoot>> = Vec::new();
+    let mut seen: std::collections::HashMap<&Path, usize> = std::collections::HashMap::new();
+    for root in roots {
+        let count = seen.entry(root.dst.as_path()).or_default();
+        let earlier = *count;
+        *count += 1;
+        if waves.len() <= earlier {
+            waves.push(Vec::new());
+        }
+        waves[earlier].push(root);
+    }
+    waves
+}
+
+/// Copies one wave of operands with a pool of workers, and waits for all of it.
+fn run_wave<'a>(ctx: &'a Ctx<'a>, roots: &[&CopyRoot], threads: usize, use_uring: bool) {
+    let plan = ctx.plan;
+    let reporter = ctx.reporter;
+    // Copying a few files needs no pool: a thread (and ring) per file at most, unless one is
+    // big enough to be split into chunks.
+    let threads = if roots.iter().any(|root| needs_pool(plan, root)) {
+        threads
+    } else {
+        threads.min(roots.len()).max(1)
+    };
+    let queue = Queue::new(threads);
+    for root in roots {
+        if ctx.stopped() {
+            break;
+        }
+        if let Err(e) = start_root(ctx, &queue, root) {
+            ctx.fail(e);
+        }
+    }
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                let tuning = &plan.tuning;
+                let mut mover: Box<dyn Mover<'_>> = match plan.engine {
+                    Engine::ReadWrite => Box::new(SyncMover::new(DataPath::new(plan, false))),
+                    Engine::Aio | Engine::CopyRange | Engine::Sendfile | Engine::Splice => {
+                        let method = plan.engine.method().expect("an alternative engine");
+                        let plain_below = match plan.engine {
+                            Engine::Aio => tuning.small_file_threshold,
+                            _ => 0,
+                        };
+                        Box::new(SyncMover::new(DataPath::with_method(plan, method, plain_below)))
+                    }
+                    Engine::Uring if use_uring => {
+                        match UringMover::new(
+                            tuning.queue_depth,
+                            tuning.small_file_threshold,
+                            tuning.ring_only,
+                            DataPath::new(plan, true),
+                        ) {
+                            Ok(m) => Box::new(m),
+                            Err(e) => {
+                                if plan.verbose {
+                                    reporter.note(&format!(
+                                        "io_uring setup failed ({e}); this worker copies synchronously"
+                                    ));
+                                }
+                                Box::new(SyncMover::new(DataPath::new(plan, true)))
+                            }
+                        }
+                    }
+                    Engine::Uring => Box::new(SyncMover::new(DataPath::new(plan, true))),
+                };
+                walk::worker(ctx, &queue, mover.as_mut());
+            });
+        }
+    });
 }
 
 /// `--fsync`: flushes every filesystem the copy wrote to. One syncfs per destination root

@@ -177,6 +177,11 @@ pub struct CpArgs {
     #[arg(short = 'x', long)]
     pub one_file_system: bool,
 
+    /// Under -r, read special files (FIFOs, devices) as data instead of recreating them.
+    /// Without -r they are always read as data, as cp does.
+    #[arg(long)]
+    pub copy_contents: bool,
+
     /// Compare the copy with its source afterwards (as `ringio verify`, on what the options
     /// promised to keep), print every difference, and exit 1 if there is any.
     #[arg(long)]

@@ -132,6 +132,7 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         fsync: args.fsync,
         one_file_system: args.one_file_system,
         direct: args.direct,
+        copy_contents: args.copy_contents,
     })
 }
 

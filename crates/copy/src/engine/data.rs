@@ -6,7 +6,7 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use super::entry::{discard, finish_file, OpenedPair};
+use super::entry::{finish_file, OpenedPair};
 use crate::error::{CopyError, Op};
 use crate::node::{Ctx, DirHold, DirNode};
 use crate::plan::{CopyPlan, Reflink, Sparse};
@@ -221,6 +221,41 @@ impl DataPath {
         Ok(end.min(size).max(pos) - offset)
     }
 
+    /// Copies from the current position of `src` to end of input, writing in order: for a pipe,
+    /// a device or a terminal on either side, where offsets, clones and holes mean nothing.
+    pub fn copy_stream(
+        &mut self,
+        ctx: &Ctx<'_>,
+        src: BorrowedFd<'_>,
+        dst: BorrowedFd<'_>,
+    ) -> Result<u64, Side> {
+        if self.buf.len() != self.block_size {
+            self.buf = vec![0; self.block_size];
+        }
+        let mut done = 0u64;
+        loop {
+            if ctx.stopped() {
+                return Err(Side::Write(io::Error::from_raw_os_error(libc::EINTR)));
+            }
+            let n = match rustix::io::read(src, &mut self.buf[..]) {
+                Ok(0) => return Ok(done),
+                Ok(n) => n,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(Side::Read(e.into())),
+            };
+            let mut chunk = &self.buf[..n];
+            while !chunk.is_empty() {
+                match rustix::io::write(dst, chunk) {
+                    Ok(0) => return Err(Side::Write(io::ErrorKind::WriteZero.into())),
+                    Ok(w) => chunk = &chunk[w..],
+                    Err(rustix::io::Errno::INTR) => continue,
+                    Err(e) => return Err(Side::Write(e.into())),
+                }
+            }
+            done += n as u64;
+        }
+    }
+
     /// Copies `[offset, offset + len)` of a file of `file_size` bytes, or up to end of file if
     /// that comes first.
     #[allow(clippy::too_many_arguments)]
@@ -360,9 +395,7 @@ impl Drop for BigFile<'_> {
         let ctx = self.dir.ctx;
         let Some(pair) = self.pair.take() else { return };
         if self.failed.load(Ordering::Relaxed) || ctx.stopped() {
-            let written = pair.written_name(&self.dst_name).to_owned();
-            drop(pair);
-            discard(&self.dir, &written);
+            pair.abandon(&self.dir, &self.dst_name);
             return;
         }
         let copied = self.copied.load(Ordering::Relaxed);

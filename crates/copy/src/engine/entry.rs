@@ -3,7 +3,7 @@
 
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -85,12 +85,13 @@ pub(crate) fn copy_stated<'a>(
                 )));
             }
         }
-        Kind::File => {
+        // Regular files, and special files read as data (cp without -r, or --copy-contents).
+        _ if copied_as_data(ctx, &stat) => {
             if let Err(e) = copy_file(ctx, mover, dir, &src, &dst, &stat, follow, queue) {
                 ctx.fail(e);
             }
         }
-        Kind::Symlink | Kind::Special => match copy_other(ctx, dir, &src, &dst, &stat) {
+        _ => match copy_other(ctx, dir, &src, &dst, &stat) {
             Ok(true) => count_done(ctx, dir, &src, &dst),
             Ok(false) => {}
             Err(e) => ctx.fail(e),
@@ -107,13 +108,37 @@ pub(crate) fn count_done(ctx: &Ctx<'_>, dir: &DirNode<'_>, src: &CStr, dst: &CSt
     }
 }
 
-/// What is already at the destination name.
+/// What is at the destination name, once cp's rules have been applied to it.
 pub(crate) enum Existing {
+    /// Nothing (or it was removed or renamed aside): the copy is created with O_EXCL.
     Nothing,
-    Something(Stat),
+    /// An entry that is opened as it is: a file, or what a symlink points to (written through,
+    /// same inode), or a FIFO or device that is written into. The stat is the followed one;
+    /// `None` for a dangling symlink written through under POSIXLY_CORRECT.
+    Open {
+        target: Option<Stat>,
+        /// The entry itself is a symlink.
+        through_link: bool,
+    },
+}
+
+/// True when the source's bytes are written into the destination (a regular file, or a
+/// special file read as data), as opposed to the entry being recreated (symlinks, special
+/// files under -r).
+pub(crate) fn copied_as_data(ctx: &Ctx<'_>, stat: &Stat) -> bool {
+    match stat.kind() {
+        Kind::File => true,
+        Kind::Special => ctx.plan.special_as_data(),
+        Kind::Dir | Kind::Symlink => false,
+    }
 }
 
 /// Applies cp's rules to an existing destination. `Ok(None)` means skip the entry.
+///
+/// The entry itself is replaced (removed, or renamed aside, then created anew) only where GNU
+/// cp replaces it: `--remove-destination`, `--backup`, a source that is recreated rather than
+/// copied as data, and `--preserve=links` onto a file with more than one link. Otherwise it
+/// is opened as it is: see [`Existing::Open`].
 pub(crate) fn check_existing(
     ctx: &Ctx<'_>,
     dir: &DirNode<'_>,
@@ -124,47 +149,92 @@ pub(crate) fn check_existing(
     if dir.fresh {
         return Ok(Some(Existing::Nothing));
     }
-    let existing = match sys::statx_at(dir.dst_fd(), dst, false) {
+    let plan = ctx.plan;
+    let dst_path = || dir.dst_path(Some(dst));
+    let entry = match sys::statx_at(dir.dst_fd(), dst, false) {
         Ok(s) => s,
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(Some(Existing::Nothing)),
-        Err(e) => return Err(CopyError::io(Op::Stat, dir.dst_path(Some(dst)), e)),
+        Err(e) => return Err(CopyError::io(Op::Stat, dst_path(), e)),
     };
-    let same = match sys::statx_at(dir.dst_fd(), dst, true) {
-        Ok(target) => target.dev == stat.dev && target.ino == stat.ino,
-        Err(_) => false,
+    let is_link = entry.kind() == Kind::Symlink;
+    // What the entry points to; None for a dangling symlink.
+    let target = if is_link {
+        match sys::statx_at(dir.dst_fd(), dst, true) {
+            Ok(s) => Some(s),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => None,
+            Err(e) => return Err(CopyError::io(Op::Stat, dst_path(), e)),
+        }
+    } else {
+        Some(entry)
     };
-    if (existing.dev == stat.dev && existing.ino == stat.ino) || (same && stat.kind() == Kind::File)
-    {
+    let as_data = copied_as_data(ctx, stat);
+    if ctx.just_created(&entry) {
+        return Err(CopyError::Refused(if is_link && as_data {
+            format!(
+                "will not copy '{}' through just-created symlink '{}'",
+                dir.src_path(Some(src)).display(),
+                dst_path().display()
+            )
+        } else {
+            format!(
+                "will not overwrite just-created '{}' with '{}'",
+                dst_path().display(),
+                dir.src_path(Some(src)).display()
+            )
+        }));
+    }
+    let same_as_source = |s: &Stat| s.dev == stat.dev && s.ino == stat.ino;
+    if same_as_source(&entry) || (as_data && target.as_ref().is_some_and(same_as_source)) {
         return Err(CopyError::Refused(format!(
             "'{}' and '{}' are the same file",
             dir.src_path(Some(src)).display(),
-            dir.dst_path(Some(dst)).display()
+            dst_path().display()
         )));
     }
-    if existing.kind() == Kind::Dir {
+    // Data goes where the entry points; a recreated entry replaces the entry itself.
+    let seen = if as_data { target } else { Some(entry) };
+    if seen.is_some_and(|s| s.kind() == Kind::Dir) {
         return Err(CopyError::Refused(format!(
             "cannot overwrite directory '{}' with non-directory",
-            dir.dst_path(Some(dst)).display()
+            dst_path().display()
         )));
     }
-    match ctx.plan.overwrite {
+    let replace = plan.remove_destination
+        || plan.backup.is_some()
+        || !as_data
+        || (plan.preserve.links && entry.kind() == Kind::File && entry.nlink > 1);
+    if as_data && target.is_none() && !replace && std::env::var_os("POSIXLY_CORRECT").is_none() {
+        return Err(CopyError::Refused(format!(
+            "not writing through dangling symlink '{}'",
+            dst_path().display()
+        )));
+    }
+    match plan.overwrite {
         Overwrite::NoClobber => return Ok(None),
-        Overwrite::Update if existing.mtime >= stat.mtime => return Ok(None),
+        Overwrite::Update if seen.is_some_and(|s| s.mtime >= stat.mtime) => return Ok(None),
         _ => {}
     }
-    if let Some(backup) = &ctx.plan.backup {
+    if plan.atomic && as_data && !replace && target.is_none_or(|t| t.kind() != Kind::File) {
+        return Err(CopyError::Refused(format!(
+            "cannot replace '{}' atomically: not a regular file",
+            dst_path().display()
+        )));
+    }
+    if let Some(backup) = &plan.backup {
         let aside = backup::name_for(dir.dst_fd(), dst, backup)
             .map_err(|e| CopyError::io(Op::ReadDir, dir.dst_path(None), e))?;
         rustix::fs::renameat(dir.dst_fd(), dst, dir.dst_fd(), aside.as_c_str())
-            .map_err(|e| CopyError::io(Op::Rename, dir.dst_path(Some(dst)), io::Error::from(e)))?;
+            .map_err(|e| CopyError::io(Op::Rename, dst_path(), io::Error::from(e)))?;
         return Ok(Some(Existing::Nothing));
     }
-    if ctx.plan.remove_destination {
-        remove_then(dir, dst, || Ok(()))
-            .map_err(|e| CopyError::io(Op::Remove, dir.dst_path(Some(dst)), e))?;
+    if replace {
+        remove_then(dir, dst, || Ok(())).map_err(|e| CopyError::io(Op::Remove, dst_path(), e))?;
         return Ok(Some(Existing::Nothing));
     }
-    Ok(Some(Existing::Something(existing)))
+    Ok(Some(Existing::Open {
+        target,
+        through_link: is_link,
+    }))
 }
 
 /// An open source and the destination being written, under a temporary name with `--atomic`.
@@ -175,18 +245,44 @@ pub(crate) struct OpenedPair {
     pub created: bool,
     /// `--atomic`: the name written under, renamed to the real one when complete.
     pub temp: Option<CString>,
+    /// `--atomic` through a symlink: the directory of the file the link points to, and that
+    /// file's name there. The temporary is written in that directory and renamed over it.
+    pub link_target: Option<(OwnedFd, CString)>,
+    /// The destination name may be removed if the copy fails: this run created it, or it was
+    /// a plain regular file whose old content is already gone. Never a symlink written
+    /// through, a FIFO or a device.
+    pub removable: bool,
+    /// The source or the destination is not a regular file (a pipe, a device): bytes move in
+    /// order by read/write, with no clones, chunks, holes or truncation.
+    pub stream: bool,
 }
 
 impl OpenedPair {
-    /// The name the destination's data is written under now.
-    pub fn written_name<'n>(&'n self, dst: &'n CStr) -> &'n CStr {
-        self.temp.as_deref().unwrap_or(dst)
+    /// Gives up a copy that will not be completed (failure, Ctrl-C): closes both files and
+    /// removes what this run wrote under a name of its own.
+    pub fn abandon(self, dir: &DirNode<'_>, dst: &CStr) {
+        let OpenedPair {
+            src,
+            dst: dst_fd,
+            temp,
+            link_target,
+            removable,
+            ..
+        } = self;
+        drop((src, dst_fd));
+        match (&temp, &link_target) {
+            (Some(temp), Some((target_dir, _))) => {
+                let _ = sys::unlinkat(target_dir.as_fd(), temp);
+            }
+            (Some(temp), None) => {
+                let _ = sys::unlinkat(dir.dst_fd(), temp);
+            }
+            (None, _) if removable => {
+                let _ = sys::unlinkat(dir.dst_fd(), dst);
+            }
+            (None, _) => {}
+        }
     }
-}
-
-/// Removes a destination that will not be completed (failure, Ctrl-C).
-pub(crate) fn discard(dir: &DirNode<'_>, written_name: &CStr) {
-    let _ = sys::unlinkat(dir.dst_fd(), written_name);
 }
 
 /// `--atomic`: a name in the same directory that no other entry uses.
@@ -200,7 +296,32 @@ fn temp_name(dst: &CStr) -> CString {
     CString::new(name).expect("no NUL in a file name")
 }
 
-/// Opens the source and creates (or truncates) the destination, following cp's rules.
+/// Follows the symlink `name` in `dir` to the file it finally names: that file's directory,
+/// opened, and its name there.
+fn resolve_link(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<(OwnedFd, CString)> {
+    let mut at = sys::open_dir(dir, c".", false)?;
+    let mut name = name.to_owned();
+    // The kernel's own limit on a chain of symlinks.
+    for _ in 0..40 {
+        let target = match sys::readlinkat(at.as_fd(), &name, 256) {
+            Ok(t) => t,
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return Ok((at, name)),
+            Err(e) => return Err(e),
+        };
+        let (parent, last) = match target.iter().rposition(|&b| b == b'/') {
+            Some(0) => (&b"/"[..], &target[1..]),
+            Some(slash) => (&target[..slash], &target[slash + 1..]),
+            None => (&b"."[..], &target[..]),
+        };
+        let parent = CString::new(parent).map_err(|_| io::ErrorKind::InvalidData)?;
+        at = sys::open_dir(at.as_fd(), &parent, true)?;
+        name = CString::new(last).map_err(|_| io::ErrorKind::InvalidData)?;
+    }
+    Err(io::Error::from_raw_os_error(libc::ELOOP))
+}
+
+/// Opens the source and the destination following cp's rules: a new file is created with
+/// O_EXCL, an existing one is opened as it is (see [`check_existing`]).
 /// Returns `None` when the entry is skipped (`-n`, `-u`).
 pub(crate) fn open_pair(
     ctx: &Ctx<'_>,
@@ -216,42 +337,88 @@ pub(crate) fn open_pair(
     let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
     let src_fd = sys::openat(dir.src_fd(), src, libc::O_RDONLY | nofollow, 0)
         .map_err(|e| CopyError::io(Op::Open, dir.src_path(Some(src)), e))?;
-    let create = |name: &CStr| {
+    let source_stream = stat.kind() != Kind::File;
+    let create = |at: BorrowedFd<'_>, name: &CStr| {
         sys::openat(
-            dir.dst_fd(),
+            at,
             name,
-            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW,
             finalize::create_mode(stat),
         )
     };
     if ctx.plan.atomic {
         let temp = temp_name(dst);
-        let dst_fd =
-            create(&temp).map_err(|e| CopyError::io(Op::Create, dir.dst_path(Some(&temp)), e))?;
+        let link_target = match existing {
+            Existing::Open {
+                through_link: true, ..
+            } => Some(
+                resolve_link(dir.dst_fd(), dst)
+                    .map_err(|e| CopyError::io(Op::Create, dir.dst_path(Some(dst)), e))?,
+            ),
+            _ => None,
+        };
+        let at = link_target
+            .as_ref()
+            .map_or(dir.dst_fd(), |(d, _)| d.as_fd());
+        let dst_fd = create(at, &temp)
+            .map_err(|e| CopyError::io(Op::Create, dir.dst_path(Some(&temp)), e))?;
         return Ok(Some(OpenedPair {
             src: src_fd,
             dst: dst_fd,
             created: true,
             temp: Some(temp),
+            link_target,
+            removable: true,
+            stream: source_stream,
         }));
     }
-    let (dst_fd, created) = match existing {
-        Existing::Nothing => (create(dst), true),
-        Existing::Something(old) if old.kind() == Kind::File => {
-            match sys::openat(dir.dst_fd(), dst, libc::O_WRONLY | libc::O_TRUNC, 0) {
-                // -f: an existing file we cannot open for writing is removed and created anew.
-                Err(_) if ctx.plan.force => (remove_then(dir, dst, || create(dst)), true),
-                other => (other, false),
+    // (descriptor, created, removable, stream)
+    let (opened, created, removable, stream) = match existing {
+        Existing::Nothing => (create(dir.dst_fd(), dst), true, true, source_stream),
+        Existing::Open {
+            target,
+            through_link,
+        } => {
+            let regular = target.is_none_or(|t| t.kind() == Kind::File);
+            // A FIFO or a device is written into as it is: no truncation, in order.
+            let mut flags = libc::O_WRONLY;
+            if regular {
+                flags |= libc::O_TRUNC;
+            }
+            if target.is_none() {
+                // POSIXLY_CORRECT: write through a dangling symlink, creating its target.
+                flags |= libc::O_CREAT;
+            }
+            match sys::openat(dir.dst_fd(), dst, flags, finalize::create_mode(stat)) {
+                // -f: an existing file that cannot be opened for writing is removed and
+                // created anew (never a dangling symlink's target: that stays an error).
+                Err(_) if ctx.plan.force && target.is_some() => (
+                    remove_then(dir, dst, || create(dir.dst_fd(), dst)),
+                    true,
+                    true,
+                    source_stream,
+                ),
+                other => (
+                    other,
+                    target.is_none(),
+                    regular && !through_link,
+                    source_stream || !regular,
+                ),
             }
         }
-        Existing::Something(_) => (remove_then(dir, dst, || create(dst)), true),
     };
-    let dst_fd = dst_fd.map_err(|e| CopyError::io(Op::Create, dir.dst_path(Some(dst)), e))?;
+    let dst_fd = opened.map_err(|e| CopyError::io(Op::Create, dir.dst_path(Some(dst)), e))?;
+    if created {
+        ctx.note_created(dir, dst_fd.as_fd());
+    }
     Ok(Some(OpenedPair {
         src: src_fd,
         dst: dst_fd,
         created,
         temp: None,
+        link_target: None,
+        removable,
+        stream,
     }))
 }
 
@@ -335,6 +502,22 @@ fn copy_opened<'a>(
         stat.size
     };
     let devs = (stat.dev, dir.dst_dev);
+    if pair.stream {
+        // A pipe or a device: in order, to end of input.
+        let result = mover
+            .data_path()
+            .copy_stream(ctx, pair.src.as_fd(), pair.dst.as_fd());
+        return match result {
+            Ok(copied) => {
+                ctx.progress.bytes.fetch_add(copied, Ordering::Relaxed);
+                finish_file(ctx, dir, src, dst, pair, stat, copied)
+            }
+            Err(side) => {
+                pair.abandon(dir, dst);
+                Err(side.into_error(dir, src, dst))
+            }
+        };
+    }
     let split = tuning.threads > 1
         && tuning.chunk_size > 0
         && weight >= 2 * tuning.chunk_size
@@ -351,9 +534,7 @@ fn copy_opened<'a>(
             }
             Ok(false) => {}
             Err(side) => {
-                let written = pair.written_name(dst).to_owned();
-                drop(pair);
-                discard(dir, &written);
+                pair.abandon(dir, dst);
                 return Err(side.into_error(dir, src, dst));
             }
         }
@@ -366,9 +547,7 @@ fn copy_opened<'a>(
     let copied = match result {
         Ok(n) => n,
         Err(side) => {
-            let written = pair.written_name(dst).to_owned();
-            drop(pair);
-            discard(dir, &written);
+            pair.abandon(dir, dst);
             return Err(side.into_error(dir, src, dst));
         }
     };
@@ -387,7 +566,6 @@ pub(crate) fn finish_file(
     stat: &Stat,
     copied: u64,
 ) -> Result<(), CopyError> {
-    let written = pair.written_name(dst).to_owned();
     let meta = finalize::file(
         dir,
         dst,
@@ -396,18 +574,8 @@ pub(crate) fn finish_file(
         stat,
         pair.created,
     );
-    let OpenedPair {
-        src: src_fd,
-        dst: dst_fd,
-        temp,
-        ..
-    } = pair;
-    drop(src_fd);
-    if let Err(e) = place(ctx, dir, dst, dst_fd, temp.as_deref()) {
-        discard(dir, &written);
-        return Err(e);
-    }
-    if copied != stat.size && ctx.plan.verbose {
+    place(ctx, dir, dst, pair)?;
+    if copied != stat.size && stat.kind() == Kind::File && ctx.plan.verbose {
         ctx.reporter.note(&format!(
             "'{}' changed size while it was copied ({} bytes at start, {copied} copied)",
             dir.src_path(Some(src)).display(),
@@ -419,25 +587,55 @@ pub(crate) fn finish_file(
 }
 
 /// Closes a complete destination file and, under `--atomic`, renames it over its real name
-/// (after an fdatasync under `--fsync`, so the new name never points at missing data).
-pub(crate) fn place(
+/// (after an fdatasync under `--fsync`, so the new name never points at missing data). On
+/// failure the copy is abandoned.
+fn place(
     ctx: &Ctx<'_>,
     dir: &DirNode<'_>,
     dst: &CStr,
-    dst_fd: OwnedFd,
-    temp: Option<&CStr>,
+    mut pair: OpenedPair,
 ) -> Result<(), CopyError> {
     let path = || dir.dst_path(Some(dst));
-    if temp.is_some() && ctx.plan.fsync {
-        rustix::fs::fdatasync(&dst_fd)
-            .map_err(|e| CopyError::io(Op::Sync, path(), io::Error::from(e)))?;
+    if pair.temp.is_some() && ctx.plan.fsync {
+        if let Err(e) = rustix::fs::fdatasync(&pair.dst) {
+            pair.abandon(dir, dst);
+            return Err(CopyError::io(Op::Sync, path(), io::Error::from(e)));
+        }
     }
-    sys::close(dst_fd).map_err(|e| CopyError::io(Op::Close, path(), e))?;
-    if let Some(temp) = temp {
-        rustix::fs::renameat(dir.dst_fd(), temp, dir.dst_fd(), dst)
-            .map_err(|e| CopyError::io(Op::Rename, path(), io::Error::from(e)))?;
+    let Some(temp) = pair.temp.take() else {
+        let removable = pair.removable;
+        let OpenedPair {
+            src, dst: dst_fd, ..
+        } = pair;
+        drop(src);
+        return sys::close(dst_fd).map_err(|e| {
+            if removable {
+                let _ = sys::unlinkat(dir.dst_fd(), dst);
+            }
+            CopyError::io(Op::Close, path(), e)
+        });
+    };
+    let OpenedPair {
+        src,
+        dst: dst_fd,
+        link_target,
+        ..
+    } = pair;
+    drop(src);
+    let (at, name) = match &link_target {
+        Some((target_dir, name)) => (target_dir.as_fd(), name.as_c_str()),
+        None => (dir.dst_fd(), dst),
+    };
+    let result = sys::close(dst_fd)
+        .map_err(|e| CopyError::io(Op::Close, path(), e))
+        .and_then(|()| {
+            rustix::fs::renameat(at, temp.as_c_str(), at, name)
+                .map_err(|e| CopyError::io(Op::Rename, path(), io::Error::from(e)))
+        });
+    if result.is_err() {
+        let _ = sys::unlinkat(at, &temp);
     }
-    Ok(())
+    result
 }
 
 fn split_into_chunks<'a>(
@@ -505,12 +703,9 @@ fn create_other(
     dst: &CStr,
     stat: &Stat,
 ) -> Result<bool, CopyError> {
-    let Some(existing) = check_existing(ctx, dir, src, dst, stat)? else {
+    // A recreated entry replaces what was there: check_existing has removed it.
+    if check_existing(ctx, dir, src, dst, stat)?.is_none() {
         return Ok(false);
-    };
-    if let Existing::Something(_) = existing {
-        sys::unlinkat(dir.dst_fd(), dst)
-            .map_err(|e| CopyError::io(Op::Remove, dir.dst_path(Some(dst)), e))?;
     }
     let is_symlink = stat.kind() == Kind::Symlink;
     if is_symlink {
@@ -529,6 +724,9 @@ fn create_other(
         let mode = (stat.mode & libc::S_IFMT) | (stat.perm() & 0o777);
         sys::mknodat(dir.dst_fd(), dst, mode, stat.rdev)
             .map_err(|e| CopyError::io(Op::CreateSpecial, dir.dst_path(Some(dst)), e))?;
+    }
+    if let Ok(made) = sys::statx_at(dir.dst_fd(), dst, false) {
+        ctx.note_created_stat(dir, &made);
     }
     let path = || dir.dst_path(Some(dst));
     finalize::entry_at(ctx, dir.dst_fd(), dst, stat, is_symlink, &path)?;

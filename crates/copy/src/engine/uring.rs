@@ -575,6 +575,9 @@ impl<'a> UringMover<'a> {
             dst,
             created: true,
             temp: None,
+            link_target: None,
+            removable: true,
+            stream: false,
         };
         if let Err(e) = finish_file(ctx, dir, name, name, pair, &stat, copied) {
             ctx.fail(e);

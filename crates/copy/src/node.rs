@@ -19,7 +19,7 @@ use crate::finalize;
 use crate::links::LinkMap;
 use crate::plan::CopyPlan;
 use crate::run::{Progress, Reporter};
-use crate::sys::Stat;
+use crate::sys::{self, Stat};
 
 /// State shared by every worker of one run.
 pub(crate) struct Ctx<'a> {
@@ -89,7 +89,7 @@ impl Ctx<'_> {
     /// Records a file that `dir`'s operand has just created, by its descriptor.
     pub fn note_created(&self, dir: &DirNode<'_>, made: BorrowedFd<'_>) {
         if self.created.is_some() && dir.is_operand_dir() {
-            if let Ok(stat) = crate::sys::fstatx(made) {
+            if let Ok(stat) = sys::fstatx(made) {
                 self.note_created_stat(dir, &stat);
             }
         }
@@ -143,6 +143,9 @@ struct DirFds {
     src: Option<OwnedFd>,
     dst: Option<OwnedFd>,
     holders: u32,
+    /// The destination directory's (dev, ino), recorded when its descriptor was first closed;
+    /// a reopened directory must be the same one.
+    dst_id: Option<(u64, u64)>,
 }
 
 impl<'a> DirNode<'a> {
@@ -164,6 +167,7 @@ impl<'a> DirNode<'a> {
                 src: Some(src),
                 dst: Some(dst),
                 holders: 0,
+                dst_id: None,
             }),
             raw.0,
             raw.1,
@@ -261,7 +265,7 @@ impl<'a> DirNode<'a> {
     fn acquire(&self) -> io::Result<()> {
         let mut fds = self.fds.lock().expect("dir fds lock");
         if fds.src.is_none() {
-            let (src, dst) = self.reopen()?;
+            let (src, dst) = self.reopen(fds.dst_id)?;
             self.src_raw.store(src.as_raw_fd(), Ordering::Release);
             self.dst_raw.store(dst.as_raw_fd(), Ordering::Release);
             fds.src = Some(src);
@@ -277,6 +281,13 @@ impl<'a> DirNode<'a> {
         let mut fds = self.fds.lock().expect("dir fds lock");
         fds.holders -= 1;
         if fds.holders == 0 && self.parent.is_some() && self.ctx.over_dir_budget() {
+            if fds.dst_id.is_none() {
+                let Some(stat) = fds.dst.as_ref().and_then(|d| sys::fstatx(d.as_fd()).ok()) else {
+                    // Without its identity it could not be checked when reopened: keep it.
+                    return;
+                };
+                fds.dst_id = Some((stat.dev, stat.ino));
+            }
             self.src_raw.store(-1, Ordering::Release);
             self.dst_raw.store(-1, Ordering::Release);
             fds.src = None;
@@ -285,10 +296,14 @@ impl<'a> DirNode<'a> {
         }
     }
 
-    /// Opens this directory pair again by name, starting from the nearest ancestor that is
-    /// open, a bounded number of components at a time (paths can be longer than PATH_MAX).
-    fn reopen(&self) -> io::Result<(OwnedFd, OwnedFd)> {
-        let mut names: Vec<&CStr> = vec![&self.name];
+    /// Opens this directory pair again, starting from the nearest ancestor that is open and
+    /// going down one component at a time (paths can be longer than PATH_MAX), never following
+    /// a symlink on the destination side (nor on the source side unless `-L`). Every directory
+    /// reopened on the way must be the one first opened under that name: a directory swapped
+    /// for another (or for a symlink) meanwhile is an error for this subtree, not a redirect.
+    /// `own_dst_id` is this node's recorded destination identity (its lock is held).
+    fn reopen(&self, own_dst_id: Option<(u64, u64)>) -> io::Result<(OwnedFd, OwnedFd)> {
+        let mut chain: Vec<&DirNode<'_>> = vec![self];
         let mut node = self.parent.as_deref().expect("roots never close");
         loop {
             let open = {
@@ -303,16 +318,36 @@ impl<'a> DirNode<'a> {
             if open {
                 break;
             }
-            names.push(&node.name);
+            chain.push(node);
             node = node.parent.as_deref().expect("roots never close");
         }
-        names.reverse();
+        chain.reverse();
+        let follow_src = self.ctx.plan.dereference == crate::plan::Dereference::Always;
         let opened = (|| {
-            let follow = self.ctx.plan.dereference == crate::plan::Dereference::Always;
-            Ok((
-                open_path(node.src_fd(), &names, follow)?,
-                open_path(node.dst_fd(), &names, false)?,
-            ))
+            let mut src: Option<OwnedFd> = None;
+            let mut dst: Option<OwnedFd> = None;
+            for step in &chain {
+                let dst_id = if std::ptr::eq(*step, self) {
+                    own_dst_id
+                } else {
+                    step.fds.lock().expect("dir fds lock").dst_id
+                };
+                let next_src = open_verified(
+                    src.as_ref().map_or(node.src_fd(), |fd| fd.as_fd()),
+                    &step.name,
+                    follow_src,
+                    Some((step.stat.dev, step.stat.ino)),
+                )?;
+                let next_dst = open_verified(
+                    dst.as_ref().map_or(node.dst_fd(), |fd| fd.as_fd()),
+                    &step.name,
+                    false,
+                    dst_id,
+                )?;
+                src = Some(next_src);
+                dst = Some(next_dst);
+            }
+            Ok((src.expect("a chain"), dst.expect("a chain")))
         })();
         node.release();
         opened
@@ -424,15 +459,21 @@ impl<'a> std::ops::Deref for DirHold<'a> {
     }
 }
 
-/// Opens `names` below `base` as one directory, at most a few components per openat so no
-/// path passes PATH_MAX; intermediate descriptors are closed at once.
-fn open_path(base: BorrowedFd<'_>, names: &[&CStr], follow: bool) -> io::Result<OwnedFd> {
-    let mut current: Option<OwnedFd> = None;
-    for group in names.chunks(8) {
-        let joined: Vec<&[u8]> = group.iter().map(|n| n.to_bytes()).collect();
-        let path = CString::new(joined.join(&b'/')).map_err(|_| io::ErrorKind::InvalidInput)?;
-        let from = current.as_ref().map_or(base, |fd| fd.as_fd());
-        current = Some(crate::sys::open_dir(from, &path, follow)?);
+/// Opens the directory `name` below `base` and checks that it is the directory `id` names.
+fn open_verified(
+    base: BorrowedFd<'_>,
+    name: &CStr,
+    follow: bool,
+    id: Option<(u64, u64)>,
+) -> io::Result<OwnedFd> {
+    let fd = sys::open_dir(base, name, follow)?;
+    if let Some((dev, ino)) = id {
+        let stat = sys::fstatx(fd.as_fd())?;
+        if (stat.dev, stat.ino) != (dev, ino) {
+            return Err(io::Error::other(
+                "directory replaced during the copy (device and inode differ from its first open)",
+            ));
+        }
     }
-    current.ok_or_else(|| io::ErrorKind::InvalidInput.into())
+    Ok(fd)
 }

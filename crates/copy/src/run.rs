@@ -13,12 +13,53 @@ use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::links::LinkMap;
 use crate::node::{Ctx, DirNode, RootNames};
-use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference, Sparse};
+use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference, Sparse, Tuning};
 use crate::sys::{self, Kind};
 use crate::walk::{self, Queue, Task};
 
 /// Bytes of I/O buffers all io_uring workers together may hold.
 const BUFFER_BUDGET: u64 = 32 << 20;
+
+/// How a run shares RLIMIT_NOFILE out, so the descriptors it holds stay within the limit at
+/// any depth of tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FdBudget {
+    threads: usize,
+    /// Small files in flight per io_uring worker (two descriptors each).
+    queue_depth: u32,
+    /// Directory pairs below the roots that may be open at once. Past it, a directory nobody
+    /// holds closes, and is reopened (and checked) when it is needed again.
+    dir_pairs: usize,
+}
+
+impl FdBudget {
+    /// Descriptors held outside the run: stdin, stdout, stderr, and one to spare.
+    const PROCESS: usize = 4;
+    /// Per operand: its source and destination directory, and the hard-link anchor.
+    const PER_ROOT: usize = 3;
+    /// Per worker besides directories and in-flight small files: its ring, a synchronous file
+    /// pair, and the descriptors a reopen holds on its way down.
+    const PER_WORKER: usize = 6;
+    /// Directory pairs a worker holds at once: the one it reads and a subdirectory it opens.
+    const HELD_PAIRS: usize = 2;
+
+    fn new(nofile: usize, roots: usize, tuning: &Tuning) -> Self {
+        let free = nofile.saturating_sub(Self::PROCESS + Self::PER_ROOT * roots);
+        // A worker is worth starting with at least 128 descriptors to use.
+        let threads = tuning.threads.clamp(1, (free / 128).max(1));
+        let per_thread = free / threads;
+        let fixed = Self::PER_WORKER + 2 * Self::HELD_PAIRS;
+        let fd_depth = (per_thread.saturating_sub(fixed + 64) / 2).max(1);
+        let queue_depth = (tuning.queue_depth as usize).clamp(1, fd_depth) as u32;
+        let files = threads * (Self::PER_WORKER + 2 * queue_depth as usize);
+        let dir_pairs = (free.saturating_sub(files) / 2).max(threads * Self::HELD_PAIRS);
+        FdBudget {
+            threads,
+            queue_depth,
+            dir_pairs,
+        }
+    }
+}
 
 /// Live counters, readable from another thread (progress bars), and the stop switch.
 #[derive(Debug, Default)]
@@ -85,16 +126,10 @@ pub struct Summary {
 pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Summary {
     let nofile = sys::raise_nofile_limit();
     let mut plan = plan.clone();
-    // Keep descriptors well inside RLIMIT_NOFILE. Each worker holds the directory pairs on its
-    // path (two per level), its current synchronous file, a ring and two per small file in
-    // flight; give each worker at least 128 of them, and the rest to in-flight files.
-    let threads = plan
-        .tuning
-        .threads
-        .clamp(1, ((nofile as usize).saturating_sub(16) / 128).max(1));
-    plan.tuning.threads = threads;
-    let per_thread = (nofile as usize).saturating_sub(32) / threads;
-    let fd_depth = (per_thread.saturating_sub(64) / 2).max(1) as u64;
+    let dir_roots = plan.roots.len();
+    let budget = FdBudget::new(nofile as usize, dir_roots, &plan.tuning);
+    plan.tuning.threads = budget.threads;
+    let threads = budget.threads;
     // Slot buffers count in RSS once used: keep all of them within a fixed budget whatever
     // the thread count.
     let buffer = plan
@@ -103,15 +138,10 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
         .next_multiple_of(4096)
         .max(4096);
     let memory_depth = (BUFFER_BUDGET / threads as u64 / buffer).max(1);
-    plan.tuning.queue_depth = plan
-        .tuning
+    plan.tuning.queue_depth = budget
         .queue_depth
-        .clamp(1, fd_depth.min(memory_depth).min(u32::MAX as u64) as u32);
-
-    // What is left once every worker has its in-flight files: directory pairs (two each) that
-    // may stay open while idle. Past it, idle directories close and reopen on demand.
-    let file_fds = threads * (2 * plan.tuning.queue_depth as usize + 8) + 32;
-    let dir_budget = ((nofile as usize).saturating_sub(file_fds) / 2).max(4);
+        .min(memory_depth.min(u32::MAX as u64) as u32);
+    let dir_budget = budget.dir_pairs;
     let use_uring = match plan.engine {
         Engine::Uring => match uring_available() {
             Ok(()) => true,
@@ -428,4 +458,36 @@ fn split(path: &Path) -> (PathBuf, &OsStr) {
 /// The directory part as the user wrote it, so messages show `name`, not `./name`.
 fn display_dir(path: &Path) -> PathBuf {
     path.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fd_budget_fits_small_limits() {
+        let tuning = Tuning::default();
+        let tiny = FdBudget::new(16, 1, &tuning);
+        assert_eq!((tiny.threads, tiny.queue_depth), (1, 1));
+        assert_eq!(tiny.dir_pairs, FdBudget::HELD_PAIRS);
+        let roomy = FdBudget::new(1 << 20, 1, &tuning);
+        assert_eq!(roomy.threads, tuning.threads);
+        assert_eq!(roomy.queue_depth, tuning.queue_depth);
+        assert!(roomy.dir_pairs > 100_000);
+        let usual = FdBudget::new(1024, 1, &tuning);
+        assert!(usual.threads >= 1 && usual.dir_pairs >= 2 * usual.threads);
+    }
+
+    #[test]
+    fn operands_of_one_name_wait_for_a_later_wave() {
+        let root = |s: &str, d: &str| CopyRoot {
+            src: s.into(),
+            dst: d.into(),
+        };
+        let roots = [root("a/f", "d/f"), root("b/f", "d/f"), root("c/g", "d/g")];
+        let waves = waves(&roots);
+        assert_eq!(waves.len(), 2);
+        assert_eq!(waves[0].len(), 2);
+        assert_eq!(waves[1][0].src, Path::new("b/f"));
+    }
 }

@@ -69,6 +69,12 @@ impl Cp {
         }
     }
 
+    /// Sets an environment variable for the child.
+    pub fn env(mut self, key: &str, value: &str) -> Cp {
+        self.cmd.env(key, value);
+        self
+    }
+
     /// The child's working directory (the test process's own never changes).
     pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Cp {
         self.cmd.current_dir(dir.as_ref());

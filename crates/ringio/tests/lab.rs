@@ -233,9 +233,11 @@ fn syscost_is_positive_and_batching_pays() {
     assert_eq!(rows.len(), 3, "{out}"); // 1000, 10000, 20000
     for r in &rows {
         assert!(r[1..].iter().all(|&ns| ns > 0.0), "{out}");
-        // A NOP batched 32 to a call costs less than a 1-byte read.
-        assert!(r[5] < r[1], "{out}");
     }
+    // A NOP batched 32 to a call costs less than a 1-byte read. Compared at each column's best
+    // row: one row can be slowed by whatever else the machine runs at that moment.
+    let best = |col: usize| rows.iter().map(|r| r[col]).fold(f64::INFINITY, f64::min);
+    assert!(best(5) < best(1), "{out}");
 }
 
 #[test]

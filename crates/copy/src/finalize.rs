@@ -6,8 +6,8 @@ use std::io;
 use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 
+use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
-use crate::node::{Ctx, DirNode};
 use crate::sys::{self, Stat};
 use crate::xattr::{self, XattrError};
 use std::sync::atomic::Ordering;
@@ -19,26 +19,27 @@ pub(crate) fn create_mode(stat: &Stat) -> u32 {
 
 /// Applies metadata to a regular file's destination descriptor after its content is written.
 /// `created` says the file was made by this run with [`create_mode`].
+/// `dst_setgid`: the destination directory is (or may be) setgid, so a new file took its group.
+/// `path` names the destination in messages.
 pub(crate) fn file(
-    dir: &DirNode<'_>,
-    name: &CStr,
+    ctx: &Ctx<'_>,
+    dst_setgid: bool,
     src: BorrowedFd<'_>,
     dst: BorrowedFd<'_>,
     stat: &Stat,
     created: bool,
+    path: &dyn Fn() -> PathBuf,
 ) -> Result<(), CopyError> {
-    let ctx = dir.ctx;
     let preserve = ctx.plan.preserve;
-    let path = || dir.dst_path(Some(name));
     // A file this run created already belongs to us, and to our group unless its directory is
     // setgid: skip the chown when that is already the source's owner and group.
-    let owned_already = created && stat.uid == ctx.euid && stat.gid == ctx.egid && !dir.dst_setgid;
+    let owned_already = created && stat.uid == ctx.euid && stat.gid == ctx.egid && !dst_setgid;
     if preserve.ownership && !owned_already {
         chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid))
             .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
     }
     if preserve.xattr {
-        xattrs(ctx, src, dst, &path)?;
+        xattrs(ctx, src, dst, path)?;
     }
     if preserve.mode && (!created || needs_chmod(ctx, stat)) {
         sys::fchmod(dst, stat.perm()).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
@@ -67,34 +68,38 @@ fn chown(ctx: &Ctx<'_>, stat: &Stat, call: impl Fn(u32, u32) -> io::Result<()>) 
     }
 }
 
-/// Applies a directory's metadata once all its children are done. Runs from `DirNode::drop`.
-pub(crate) fn directory(node: &DirNode<'_>) {
-    let ctx = node.ctx;
+/// Applies a directory's metadata once all its children are done (it runs when the directory's
+/// node is dropped). `fresh`: this run created it, with [`dir_create_mode`].
+pub(crate) fn directory(
+    ctx: &Ctx<'_>,
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+    stat: &Stat,
+    fresh: bool,
+    path: &dyn Fn() -> PathBuf,
+) {
     let preserve = ctx.plan.preserve;
-    let stat = &node.stat;
-    let dst = node.dst_fd();
-    let path = || node.dst_path(None);
     if preserve.ownership {
         if let Err(e) = chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid)) {
             ctx.fail(CopyError::io(Op::SetOwner, path(), e));
         }
     }
     if preserve.xattr {
-        if let Err(e) = xattrs(ctx, node.src_fd(), dst, &path) {
+        if let Err(e) = xattrs(ctx, src, dst, path) {
             ctx.fail(e);
         }
     }
     // A fresh directory was made with owner rwx so it could be filled; give it its real mode.
     let mode = if preserve.mode {
         Some(stat.perm())
-    } else if node.fresh {
+    } else if fresh {
         // cp keeps the sticky bit of a new directory, drops setuid/setgid, applies the umask.
         Some(stat.perm() & 0o1777 & !ctx.umask)
     } else {
         None
     };
     if let Some(mode) = mode {
-        if node.fresh && mode == dir_create_mode(stat) & !ctx.umask {
+        if fresh && mode == dir_create_mode(stat) & !ctx.umask {
             // Created with exactly this mode already.
         } else if let Err(e) = sys::fchmod(dst, mode) {
             ctx.fail(CopyError::io(Op::SetMode, path(), e));

@@ -48,12 +48,16 @@ macro_rules! impl_named {
 }
 
 mod backup;
+mod ctx;
 mod engine;
 mod error;
 pub mod finalize;
 mod links;
 mod node;
+mod opened;
 mod plan;
+mod progress;
+mod queue;
 mod run;
 mod sys;
 pub mod transfer;
@@ -61,10 +65,11 @@ pub mod verify;
 pub mod walk;
 mod xattr;
 
-pub use engine::{uring_available, Engine};
+pub use engine::uring_available;
 pub use error::{CopyError, Op};
 pub use plan::{
-    Backup, BackupMode, CopyPlan, CopyRoot, Dereference, Overwrite, Preserve, Reflink, Sparse,
-    Tuning,
+    Backup, BackupMode, CopyPlan, CopyRoot, Dereference, Engine, Overwrite, Preserve, Reflink,
+    Sparse, Tuning,
 };
-pub use run::{copy, Progress, Reporter, Summary};
+pub use progress::{Progress, Reporter, Summary};
+pub use run::copy;

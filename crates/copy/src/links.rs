@@ -4,10 +4,9 @@
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 
-use crate::node::DirNode;
 use crate::sys::Stat;
 
 /// Where the first copy of an inode went.
@@ -34,10 +33,14 @@ impl LinkMap {
     /// Links `dst` in `dir` to the earlier copy of `stat`'s inode, or runs `create` and remembers
     /// its result as the copy later names link to. The lock is held across `create`, so a second
     /// name never races the creation of the first.
+    ///
+    /// `dst_dir` holds `dst`; `anchored` is `dst` as (root anchor, path relative to it), where
+    /// later names find it (`None`: not reachable that way, so not remembered).
     pub fn link_or_create<T, E>(
         &self,
-        dir: &DirNode<'_>,
+        dst_dir: BorrowedFd<'_>,
         dst: &CStr,
+        anchored: impl FnOnce() -> Option<(Arc<OwnedFd>, CString)>,
         stat: &Stat,
         create: impl FnOnce() -> Result<T, E>,
     ) -> Result<Linked<T>, E> {
@@ -49,7 +52,7 @@ impl LinkMap {
                 libc::linkat(
                     copy.anchor.as_raw_fd(),
                     copy.path.as_ptr(),
-                    dir.dst_fd().as_raw_fd(),
+                    dst_dir.as_raw_fd(),
                     dst.as_ptr(),
                     0,
                 )
@@ -61,7 +64,7 @@ impl LinkMap {
             // its own, as cp does when it cannot link.
         }
         let made = create()?;
-        if let Some((anchor, path)) = dir.anchored_path(dst) {
+        if let Some((anchor, path)) = anchored() {
             first.insert(key, FirstCopy { anchor, path });
         }
         Ok(Linked::Created(made))

@@ -1,105 +1,21 @@
-//! Shared run state ([`Ctx`]) and the open directory pair ([`DirNode`]) every job hangs from.
+//! The open directory pair ([`DirNode`]) every job hangs from.
 //!
 //! A `DirNode` holds the source and destination directory descriptors. Every job below it (a
 //! subdirectory task, a file in flight, a chunk of a big file) holds an `Arc` to it, so the
 //! directory's metadata is applied in `Drop`, after its last child is done, in post-order and
 //! without any bookkeeping of its own.
 
-use std::collections::HashSet;
 use std::ffi::{CStr, CString, OsStr};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::error::CopyError;
+use crate::ctx::Ctx;
 use crate::finalize;
-use crate::links::LinkMap;
-use crate::plan::CopyPlan;
-use crate::run::{Progress, Reporter};
 use crate::sys::{self, Stat};
-
-/// State shared by every worker of one run.
-pub(crate) struct Ctx<'a> {
-    pub plan: &'a CopyPlan,
-    pub progress: &'a Progress,
-    pub reporter: &'a dyn Reporter,
-    pub umask: u32,
-    pub is_root: bool,
-    pub euid: u32,
-    pub egid: u32,
-    pub errors: AtomicU64,
-    pub fatal: AtomicBool,
-    /// Directory pairs below the roots with open descriptors, and how many may stay open
-    /// when nobody holds them.
-    pub open_dirs: AtomicUsize,
-    pub dir_budget: usize,
-    /// First copies of multiply linked inodes (`--preserve=links`).
-    pub links: LinkMap,
-    /// The "no extended attributes here" warning was printed.
-    pub xattr_warned: AtomicBool,
-    /// With several operands: the (dev, ino) of every destination an operand created, so a
-    /// later operand of the same name is refused (cp's "will not overwrite just-created").
-    pub created: Option<Mutex<HashSet<(u64, u64)>>>,
-}
-
-impl Ctx<'_> {
-    /// Reports a failed entry. Fatal errors (no space, ...) stop the run; after that, follow-on
-    /// errors of entries that were in flight are counted but not printed again.
-    pub fn fail(&self, err: CopyError) {
-        self.errors.fetch_add(1, Ordering::Relaxed);
-        if self.fatal.load(Ordering::Relaxed) {
-            return;
-        }
-        if err.is_fatal() {
-            if self.fatal.swap(true, Ordering::Relaxed) {
-                return;
-            }
-        } else if self.progress.cancelled() {
-            return;
-        }
-        self.reporter.error(&err);
-    }
-
-    /// True when idle directories should give their descriptors back.
-    pub fn over_dir_budget(&self) -> bool {
-        self.open_dirs.load(Ordering::Relaxed) > self.dir_budget
-    }
-
-    /// True when `entry` is a destination that an earlier operand of this run created.
-    pub fn just_created(&self, entry: &Stat) -> bool {
-        self.created.as_ref().is_some_and(|set| {
-            set.lock()
-                .expect("created set lock")
-                .contains(&(entry.dev, entry.ino))
-        })
-    }
-
-    /// Records a destination that `dir`'s operand has just created.
-    pub fn note_created_stat(&self, dir: &DirNode<'_>, made: &Stat) {
-        if let Some(set) = self.created.as_ref().filter(|_| dir.is_operand_dir()) {
-            set.lock()
-                .expect("created set lock")
-                .insert((made.dev, made.ino));
-        }
-    }
-
-    /// Records a file that `dir`'s operand has just created, by its descriptor.
-    pub fn note_created(&self, dir: &DirNode<'_>, made: BorrowedFd<'_>) {
-        if self.created.is_some() && dir.is_operand_dir() {
-            if let Ok(stat) = sys::fstatx(made) {
-                self.note_created_stat(dir, &stat);
-            }
-        }
-    }
-
-    /// True once the run must stop: SIGINT or a fatal error.
-    pub fn stopped(&self) -> bool {
-        self.fatal.load(Ordering::Relaxed) || self.progress.cancelled()
-    }
-}
 
 /// Display names for the top of a tree.
 pub(crate) struct RootNames {
@@ -420,7 +336,16 @@ impl Drop for DirNode<'_> {
     fn drop(&mut self) {
         let open = self.fds.get_mut().expect("dir fds lock").src.is_some();
         if self.finalize && (open || self.acquire().is_ok()) {
-            finalize::directory(self);
+            let path = || self.dst_path(None);
+            let ctx = self.ctx;
+            finalize::directory(
+                ctx,
+                self.src_fd(),
+                self.dst_fd(),
+                &self.stat,
+                self.fresh,
+                &path,
+            );
         }
         if self.parent.is_some() && self.fds.get_mut().expect("dir fds lock").src.is_some() {
             self.ctx.open_dirs.fetch_sub(1, Ordering::Relaxed);

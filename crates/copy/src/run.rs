@@ -8,14 +8,17 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::engine::{uring_available, DataPath, Engine, Mover, SyncMover, UringMover};
+use crate::ctx::Ctx;
+use crate::engine::{uring_available, DataPath, Mover, SyncMover, UringMover};
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::links::LinkMap;
-use crate::node::{Ctx, DirNode, RootNames};
-use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference, Sparse, Tuning};
+use crate::node::{DirNode, RootNames};
+use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference, Engine, Sparse, Tuning};
+use crate::progress::{Progress, Reporter, Summary};
+use crate::queue::{Queue, Task};
 use crate::sys::{self, Kind};
-use crate::walk::{self, Queue, Task};
+use crate::walk;
 
 /// Bytes of I/O buffers all io_uring workers together may hold.
 const BUFFER_BUDGET: u64 = 32 << 20;
@@ -59,67 +62,6 @@ impl FdBudget {
             dir_pairs,
         }
     }
-}
-
-/// Live counters, readable from another thread (progress bars), and the stop switch.
-#[derive(Debug, Default)]
-pub struct Progress {
-    /// Entries (files, symlinks, special files) finished.
-    pub files: AtomicU64,
-    /// Directories read.
-    pub dirs: AtomicU64,
-    /// File bytes copied.
-    pub bytes: AtomicU64,
-    cancel: AtomicBool,
-}
-
-impl Progress {
-    /// Zeroed counters; `const` so a signal handler can reach a `static` one.
-    pub const fn new() -> Self {
-        Progress {
-            files: AtomicU64::new(0),
-            dirs: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
-            cancel: AtomicBool::new(false),
-        }
-    }
-
-    /// Asks the copy to stop as soon as it can (async-signal-safe: one atomic store).
-    pub fn cancel(&self) {
-        self.cancel.store(true, Ordering::Relaxed);
-    }
-
-    /// True once [`Progress::cancel`] was called.
-    pub fn cancelled(&self) -> bool {
-        self.cancel.load(Ordering::Relaxed)
-    }
-}
-
-/// Where the copy reports what happens. Called from worker threads.
-pub trait Reporter: Sync {
-    /// An entry failed; the copy goes on (unless the error is fatal).
-    fn error(&self, err: &CopyError);
-    /// An entry was copied (called only under `-v`).
-    fn copied(&self, src: &Path, dst: &Path);
-    /// Something worth saying under `-v` (an engine fallback, a file that changed size).
-    fn note(&self, msg: &str);
-}
-
-/// The outcome of a run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Summary {
-    /// Entries copied.
-    pub files: u64,
-    /// Directories read.
-    pub dirs: u64,
-    /// File bytes copied.
-    pub bytes: u64,
-    /// Entries that failed.
-    pub errors: u64,
-    /// Stopped by [`Progress::cancel`] (SIGINT).
-    pub interrupted: bool,
-    /// The engine that actually ran.
-    pub engine: String,
 }
 
 /// Runs the plan. Per-entry errors go to `reporter` and are counted in the summary.

@@ -1,14 +1,12 @@
 //! Moving file bytes synchronously: in the kernel (FICLONE, copy_file_range) or through a
 //! user-space buffer, and big files split into chunks that several workers copy at once.
 
-use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::os::fd::BorrowedFd;
 
-use super::entry::{finish_file, OpenedPair};
+use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
-use crate::node::{Ctx, DirHold, DirNode};
+use crate::node::DirNode;
 use crate::plan::{CopyPlan, Reflink, Sparse};
 use crate::sys::{self, Stat};
 use crate::transfer::{self, Method, Transfer, TransferError};
@@ -329,86 +327,5 @@ impl DataPath {
             done += n as u64;
         }
         Ok(done)
-    }
-}
-
-/// A file big enough to be split into chunks that workers copy in parallel. The last chunk to
-/// finish drops the last `Arc`, and `Drop` finalizes the file, or removes it if any chunk failed.
-pub(crate) struct BigFile<'a> {
-    /// Held: the file is created in it and removed from it on failure.
-    pub dir: DirHold<'a>,
-    pub src_name: CString,
-    pub dst_name: CString,
-    /// Taken only in Drop.
-    pair: Option<OpenedPair>,
-    pub stat: Stat,
-    failed: AtomicBool,
-    copied: AtomicU64,
-}
-
-impl<'a> BigFile<'a> {
-    pub fn new(
-        dir: DirHold<'a>,
-        src_name: CString,
-        dst_name: CString,
-        pair: OpenedPair,
-        stat: Stat,
-    ) -> Self {
-        BigFile {
-            dir,
-            src_name,
-            dst_name,
-            pair: Some(pair),
-            stat,
-            failed: AtomicBool::new(false),
-            copied: AtomicU64::new(0),
-        }
-    }
-
-    /// Copies one chunk with `data`; the last chunk runs to end of file.
-    pub fn copy_chunk(&self, data: &mut DataPath, offset: u64, len: u64) {
-        let ctx = self.dir.ctx;
-        if self.failed.load(Ordering::Relaxed) || ctx.stopped() {
-            return;
-        }
-        let Some(pair) = self.pair.as_ref() else {
-            return;
-        };
-        let devs = (self.stat.dev, self.dir.dst_dev);
-        let (src, dst) = (pair.src.as_fd(), pair.dst.as_fd());
-        match data.copy_span(ctx, src, dst, devs, offset, len, &self.stat) {
-            Ok(n) => {
-                self.copied.fetch_add(n, Ordering::Relaxed);
-                ctx.progress.bytes.fetch_add(n, Ordering::Relaxed);
-            }
-            Err(side) => {
-                if !self.failed.swap(true, Ordering::Relaxed) {
-                    ctx.fail(side.into_error(&self.dir, &self.src_name, &self.dst_name));
-                }
-            }
-        }
-    }
-}
-
-impl Drop for BigFile<'_> {
-    fn drop(&mut self) {
-        let ctx = self.dir.ctx;
-        let Some(pair) = self.pair.take() else { return };
-        if self.failed.load(Ordering::Relaxed) || ctx.stopped() {
-            pair.abandon(&self.dir, &self.dst_name);
-            return;
-        }
-        let copied = self.copied.load(Ordering::Relaxed);
-        if let Err(e) = finish_file(
-            ctx,
-            &self.dir,
-            &self.src_name,
-            &self.dst_name,
-            pair,
-            &self.stat,
-            copied,
-        ) {
-            ctx.fail(e);
-        }
     }
 }

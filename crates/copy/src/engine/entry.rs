@@ -7,16 +7,18 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::data::BigFile;
-use super::Mover;
+use super::bigfile::BigFile;
+use super::mover::Mover;
 use crate::backup;
+use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::links::Linked;
-use crate::node::{Ctx, DirHold, DirNode};
+use crate::node::{DirHold, DirNode};
+use crate::opened::{count_done, finish_file, OpenedPair};
 use crate::plan::{Dereference, Overwrite};
+use crate::queue::{Queue, Task};
 use crate::sys::{self, Kind, Stat};
-use crate::walk::{Queue, Task};
 
 /// Copies one entry of `dir` found by the walk (same name on both sides).
 pub(crate) fn copy_entry<'a>(
@@ -96,15 +98,6 @@ pub(crate) fn copy_stated<'a>(
             Ok(false) => {}
             Err(e) => ctx.fail(e),
         },
-    }
-}
-
-/// Counts a finished entry and prints it under `-v`.
-pub(crate) fn count_done(ctx: &Ctx<'_>, dir: &DirNode<'_>, src: &CStr, dst: &CStr) {
-    ctx.progress.files.fetch_add(1, Ordering::Relaxed);
-    if ctx.plan.verbose {
-        ctx.reporter
-            .copied(&dir.src_path(Some(src)), &dir.dst_path(Some(dst)));
     }
 }
 
@@ -237,54 +230,6 @@ pub(crate) fn check_existing(
     }))
 }
 
-/// An open source and the destination being written, under a temporary name with `--atomic`.
-pub(crate) struct OpenedPair {
-    pub src: OwnedFd,
-    pub dst: OwnedFd,
-    /// The destination was made by this run (not an existing file written over).
-    pub created: bool,
-    /// `--atomic`: the name written under, renamed to the real one when complete.
-    pub temp: Option<CString>,
-    /// `--atomic` through a symlink: the directory of the file the link points to, and that
-    /// file's name there. The temporary is written in that directory and renamed over it.
-    pub link_target: Option<(OwnedFd, CString)>,
-    /// The destination name may be removed if the copy fails: this run created it, or it was
-    /// a plain regular file whose old content is already gone. Never a symlink written
-    /// through, a FIFO or a device.
-    pub removable: bool,
-    /// The source or the destination is not a regular file (a pipe, a device): bytes move in
-    /// order by read/write, with no clones, chunks, holes or truncation.
-    pub stream: bool,
-}
-
-impl OpenedPair {
-    /// Gives up a copy that will not be completed (failure, Ctrl-C): closes both files and
-    /// removes what this run wrote under a name of its own.
-    pub fn abandon(self, dir: &DirNode<'_>, dst: &CStr) {
-        let OpenedPair {
-            src,
-            dst: dst_fd,
-            temp,
-            link_target,
-            removable,
-            ..
-        } = self;
-        drop((src, dst_fd));
-        match (&temp, &link_target) {
-            (Some(temp), Some((target_dir, _))) => {
-                let _ = sys::unlinkat(target_dir.as_fd(), temp);
-            }
-            (Some(temp), None) => {
-                let _ = sys::unlinkat(dir.dst_fd(), temp);
-            }
-            (None, _) if removable => {
-                let _ = sys::unlinkat(dir.dst_fd(), dst);
-            }
-            (None, _) => {}
-        }
-    }
-}
-
 /// `--atomic`: a name in the same directory that no other entry uses.
 fn temp_name(dst: &CStr) -> CString {
     static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -409,7 +354,7 @@ pub(crate) fn open_pair(
     };
     let dst_fd = opened.map_err(|e| CopyError::io(Op::Create, dir.dst_path(Some(dst)), e))?;
     if created {
-        ctx.note_created(dir, dst_fd.as_fd());
+        ctx.note_created(dir.is_operand_dir(), dst_fd.as_fd());
     }
     Ok(Some(OpenedPair {
         src: src_fd,
@@ -450,20 +395,28 @@ fn copy_file<'a>(
         if ctx.plan.atomic {
             // Later names link to the final name, so it must exist before they do: the first
             // copy is finished, renamed and all, while the link map's lock is held.
-            let linked = ctx.links.link_or_create(dir, dst, stat, || {
-                match open_pair(ctx, dir, src, dst, stat, follow)? {
+            let linked = ctx.links.link_or_create(
+                dir.dst_fd(),
+                dst,
+                || dir.anchored_path(dst),
+                stat,
+                || match open_pair(ctx, dir, src, dst, stat, follow)? {
                     Some(pair) => copy_opened(ctx, mover, dir, src, dst, stat, pair, None),
                     None => Ok(()),
-                }
-            })?;
+                },
+            )?;
             if let Linked::Linked = linked {
                 count_done(ctx, dir, src, dst);
             }
             return Ok(());
         }
-        match ctx.links.link_or_create(dir, dst, stat, || {
-            open_pair(ctx, dir, src, dst, stat, follow)
-        })? {
+        match ctx.links.link_or_create(
+            dir.dst_fd(),
+            dst,
+            || dir.anchored_path(dst),
+            stat,
+            || open_pair(ctx, dir, src, dst, stat, follow),
+        )? {
             Linked::Linked => {
                 count_done(ctx, dir, src, dst);
                 Ok(())
@@ -555,89 +508,6 @@ fn copy_opened<'a>(
     finish_file(ctx, dir, src, dst, pair, stat, copied)
 }
 
-/// Metadata, close, rename into place (`--atomic`), count: the end of every regular file copy
-/// that is not chunked.
-pub(crate) fn finish_file(
-    ctx: &Ctx<'_>,
-    dir: &DirNode<'_>,
-    src: &CStr,
-    dst: &CStr,
-    pair: OpenedPair,
-    stat: &Stat,
-    copied: u64,
-) -> Result<(), CopyError> {
-    let meta = finalize::file(
-        dir,
-        dst,
-        pair.src.as_fd(),
-        pair.dst.as_fd(),
-        stat,
-        pair.created,
-    );
-    place(ctx, dir, dst, pair)?;
-    if copied != stat.size && stat.kind() == Kind::File && ctx.plan.verbose {
-        ctx.reporter.note(&format!(
-            "'{}' changed size while it was copied ({} bytes at start, {copied} copied)",
-            dir.src_path(Some(src)).display(),
-            stat.size
-        ));
-    }
-    count_done(ctx, dir, src, dst);
-    meta
-}
-
-/// Closes a complete destination file and, under `--atomic`, renames it over its real name
-/// (after an fdatasync under `--fsync`, so the new name never points at missing data). On
-/// failure the copy is abandoned.
-fn place(
-    ctx: &Ctx<'_>,
-    dir: &DirNode<'_>,
-    dst: &CStr,
-    mut pair: OpenedPair,
-) -> Result<(), CopyError> {
-    let path = || dir.dst_path(Some(dst));
-    if pair.temp.is_some() && ctx.plan.fsync {
-        if let Err(e) = rustix::fs::fdatasync(&pair.dst) {
-            pair.abandon(dir, dst);
-            return Err(CopyError::io(Op::Sync, path(), io::Error::from(e)));
-        }
-    }
-    let Some(temp) = pair.temp.take() else {
-        let removable = pair.removable;
-        let OpenedPair {
-            src, dst: dst_fd, ..
-        } = pair;
-        drop(src);
-        return sys::close(dst_fd).map_err(|e| {
-            if removable {
-                let _ = sys::unlinkat(dir.dst_fd(), dst);
-            }
-            CopyError::io(Op::Close, path(), e)
-        });
-    };
-    let OpenedPair {
-        src,
-        dst: dst_fd,
-        link_target,
-        ..
-    } = pair;
-    drop(src);
-    let (at, name) = match &link_target {
-        Some((target_dir, name)) => (target_dir.as_fd(), name.as_c_str()),
-        None => (dir.dst_fd(), dst),
-    };
-    let result = sys::close(dst_fd)
-        .map_err(|e| CopyError::io(Op::Close, path(), e))
-        .and_then(|()| {
-            rustix::fs::renameat(at, temp.as_c_str(), at, name)
-                .map_err(|e| CopyError::io(Op::Rename, path(), io::Error::from(e)))
-        });
-    if result.is_err() {
-        let _ = sys::unlinkat(at, &temp);
-    }
-    result
-}
-
 fn split_into_chunks<'a>(
     ctx: &'a Ctx<'a>,
     dir: &Arc<DirNode<'a>>,
@@ -684,10 +554,13 @@ fn copy_other(
     stat: &Stat,
 ) -> Result<bool, CopyError> {
     if ctx.plan.preserve.links && stat.nlink > 1 {
-        match ctx
-            .links
-            .link_or_create(dir, dst, stat, || create_other(ctx, dir, src, dst, stat))?
-        {
+        match ctx.links.link_or_create(
+            dir.dst_fd(),
+            dst,
+            || dir.anchored_path(dst),
+            stat,
+            || create_other(ctx, dir, src, dst, stat),
+        )? {
             Linked::Linked => Ok(true),
             Linked::Created(made) => Ok(made),
         }
@@ -726,7 +599,7 @@ fn create_other(
             .map_err(|e| CopyError::io(Op::CreateSpecial, dir.dst_path(Some(dst)), e))?;
     }
     if let Ok(made) = sys::statx_at(dir.dst_fd(), dst, false) {
-        ctx.note_created_stat(dir, &made);
+        ctx.note_created_stat(dir.is_operand_dir(), &made);
     }
     let path = || dir.dst_path(Some(dst));
     finalize::entry_at(ctx, dir.dst_fd(), dst, stat, is_symlink, &path)?;

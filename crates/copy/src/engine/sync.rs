@@ -3,10 +3,12 @@
 
 use std::sync::Arc;
 
-use super::data::{BigFile, DataPath};
-use super::{copy_entry, Mover};
+use super::bigfile::BigFile;
+use super::data::DataPath;
+use super::entry::copy_entry;
+use super::mover::Mover;
 use crate::node::DirNode;
-use crate::walk::{Entry, Queue};
+use crate::queue::{Entry, Queue};
 
 /// Synchronous copies through a [`DataPath`].
 #[derive(Debug)]

@@ -3,7 +3,7 @@
 //! `io_uring_enter` carries the next step of dozens of files instead of one system call per
 //! step, and operations that block (cold cache) run concurrently in the kernel's io-wq workers.
 //! Files above the small-file threshold, symlinks, special files and merges into existing
-//! directories take the shared synchronous path ([`super::copy_entry`]), whose data path uses
+//! directories take the shared synchronous path ([`super::entry::copy_entry`]), whose data path uses
 //! the kernel's own copy (FICLONE, copy_file_range).
 
 use std::ffi::CString;
@@ -14,15 +14,18 @@ use std::sync::Arc;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use super::data::{BigFile, DataPath};
-use super::entry::{copy_stated, count_done, finish_file, OpenedPair};
-use super::{copy_entry, Mover};
+use super::bigfile::BigFile;
+use super::data::DataPath;
+use super::entry::copy_entry;
+use super::entry::copy_stated;
+use super::mover::Mover;
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::node::{DirHold, DirNode};
+use crate::opened::{count_done, finish_file, OpenedPair};
 use crate::plan::Dereference;
+use crate::queue::{Entry, Queue};
 use crate::sys::{self, Kind, Stat};
-use crate::walk::{Entry, Queue};
 
 /// Checks that io_uring can be set up here and supports every opcode this mover uses.
 /// Docker's default seccomp profile and `kernel.io_uring_disabled` make this fail.
@@ -390,7 +393,8 @@ impl<'a> UringMover<'a> {
             let dst = unsafe { BorrowedFd::borrow_raw(op.dst) };
             // SAFETY: likewise op.src.
             let src = unsafe { BorrowedFd::borrow_raw(op.src) };
-            if let Err(e) = finalize::file(&op.dir, &op.name, src, dst, &stat, true) {
+            let path = || op.dir.dst_path(Some(&op.name));
+            if let Err(e) = finalize::file(ctx, op.dir.dst_setgid, src, dst, &stat, true, &path) {
                 op.error = Some(e);
             }
         }

@@ -1,0 +1,94 @@
+//! The state of one run that every worker shares ([`Ctx`]): the plan, the reporters, who we are,
+//! the error count, the hard-link map and the descriptor budget.
+
+use std::collections::HashSet;
+use std::os::fd::BorrowedFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::error::CopyError;
+use crate::links::LinkMap;
+use crate::plan::CopyPlan;
+use crate::progress::{Progress, Reporter};
+use crate::sys::{self, Stat};
+
+/// State shared by every worker of one run.
+pub(crate) struct Ctx<'a> {
+    pub plan: &'a CopyPlan,
+    pub progress: &'a Progress,
+    pub reporter: &'a dyn Reporter,
+    pub umask: u32,
+    pub is_root: bool,
+    pub euid: u32,
+    pub egid: u32,
+    pub errors: AtomicU64,
+    pub fatal: AtomicBool,
+    /// Directory pairs below the roots with open descriptors, and how many may stay open
+    /// when nobody holds them.
+    pub open_dirs: AtomicUsize,
+    pub dir_budget: usize,
+    /// First copies of multiply linked inodes (`--preserve=links`).
+    pub links: LinkMap,
+    /// The "no extended attributes here" warning was printed.
+    pub xattr_warned: AtomicBool,
+    /// With several operands: the (dev, ino) of every destination an operand created, so a
+    /// later operand of the same name is refused (cp's "will not overwrite just-created").
+    pub created: Option<Mutex<HashSet<(u64, u64)>>>,
+}
+
+impl Ctx<'_> {
+    /// Reports a failed entry. Fatal errors (no space, ...) stop the run; after that, follow-on
+    /// errors of entries that were in flight are counted but not printed again.
+    pub fn fail(&self, err: CopyError) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        if self.fatal.load(Ordering::Relaxed) {
+            return;
+        }
+        if err.is_fatal() {
+            if self.fatal.swap(true, Ordering::Relaxed) {
+                return;
+            }
+        } else if self.progress.cancelled() {
+            return;
+        }
+        self.reporter.error(&err);
+    }
+
+    /// True when idle directories should give their descriptors back.
+    pub fn over_dir_budget(&self) -> bool {
+        self.open_dirs.load(Ordering::Relaxed) > self.dir_budget
+    }
+
+    /// True when `entry` is a destination that an earlier operand of this run created.
+    pub fn just_created(&self, entry: &Stat) -> bool {
+        self.created.as_ref().is_some_and(|set| {
+            set.lock()
+                .expect("created set lock")
+                .contains(&(entry.dev, entry.ino))
+        })
+    }
+
+    /// Records a destination that an operand has just created (`operand`: the entry is a
+    /// command-line operand, not an entry inside a tree).
+    pub fn note_created_stat(&self, operand: bool, made: &Stat) {
+        if let Some(set) = self.created.as_ref().filter(|_| operand) {
+            set.lock()
+                .expect("created set lock")
+                .insert((made.dev, made.ino));
+        }
+    }
+
+    /// Records a file that an operand has just created, by its descriptor.
+    pub fn note_created(&self, operand: bool, made: BorrowedFd<'_>) {
+        if self.created.is_some() && operand {
+            if let Ok(stat) = sys::fstatx(made) {
+                self.note_created_stat(operand, &stat);
+            }
+        }
+    }
+
+    /// True once the run must stop: SIGINT or a fatal error.
+    pub fn stopped(&self) -> bool {
+        self.fatal.load(Ordering::Relaxed) || self.progress.cancelled()
+    }
+}

@@ -1,0 +1,69 @@
+//! What a run tells the world while it goes: live counters and the stop switch ([`Progress`]),
+//! per-entry messages ([`Reporter`]) and the outcome ([`Summary`]). A leaf: the pipeline reports
+//! through these and never knows who draws them.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::error::CopyError;
+
+/// Live counters, readable from another thread (progress bars), and the stop switch.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Entries (files, symlinks, special files) finished.
+    pub files: AtomicU64,
+    /// Directories read.
+    pub dirs: AtomicU64,
+    /// File bytes copied.
+    pub bytes: AtomicU64,
+    cancel: AtomicBool,
+}
+
+impl Progress {
+    /// Zeroed counters; `const` so a signal handler can reach a `static` one.
+    pub const fn new() -> Self {
+        Progress {
+            files: AtomicU64::new(0),
+            dirs: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            cancel: AtomicBool::new(false),
+        }
+    }
+
+    /// Asks the copy to stop as soon as it can (async-signal-safe: one atomic store).
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+
+    /// True once [`Progress::cancel`] was called.
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+}
+
+/// Where the copy reports what happens. Called from worker threads.
+pub trait Reporter: Sync {
+    /// An entry failed; the copy goes on (unless the error is fatal).
+    fn error(&self, err: &CopyError);
+    /// An entry was copied (called only under `-v`).
+    fn copied(&self, src: &Path, dst: &Path);
+    /// Something worth saying under `-v` (an engine fallback, a file that changed size).
+    fn note(&self, msg: &str);
+}
+
+/// The outcome of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Entries copied.
+    pub files: u64,
+    /// Directories read.
+    pub dirs: u64,
+    /// File bytes copied.
+    pub bytes: u64,
+    /// Entries that failed.
+    pub errors: u64,
+    /// Stopped by [`Progress::cancel`] (SIGINT).
+    pub interrupted: bool,
+    /// The engine that actually ran.
+    pub engine: String,
+}

@@ -1,0 +1,104 @@
+//! The work of a run: [`Task`]s on a shared LIFO stack ([`Queue`]) that the workers take, and
+//! the busy count that tells them when the tree is done.
+
+use std::ffi::CString;
+use std::sync::{Arc, Condvar, Mutex};
+
+use crate::engine::bigfile::BigFile;
+use crate::node::DirNode;
+use crate::sys::{Kind, Stat};
+
+/// One directory entry waiting to be copied: its name and, when getdents knew it, its type.
+pub(crate) type Entry = (CString, Option<Kind>);
+
+/// Work for a worker.
+pub(crate) enum Task<'a> {
+    /// Create and fill the destination twin of a source subdirectory.
+    Subdir {
+        parent: Arc<DirNode<'a>>,
+        name: CString,
+        stat: Option<Stat>,
+    },
+    /// Read an already opened directory pair.
+    Read(Arc<DirNode<'a>>),
+    /// Copy these entries of one directory.
+    Entries {
+        dir: Arc<DirNode<'a>>,
+        entries: Vec<Entry>,
+    },
+    /// A command-line file operand, possibly renamed (`cp a b`).
+    Root {
+        dir: Arc<DirNode<'a>>,
+        src: CString,
+        dst: CString,
+        follow: bool,
+    },
+    /// A byte range of a big file.
+    Chunk {
+        file: Arc<BigFile<'a>>,
+        offset: u64,
+        len: u64,
+    },
+}
+
+/// The shared task stack and the count of busy workers, for termination.
+pub(crate) struct Queue<'a> {
+    state: Mutex<QueueState<'a>>,
+    wake: Condvar,
+    threads: usize,
+}
+
+struct QueueState<'a> {
+    tasks: Vec<Task<'a>>,
+    busy: usize,
+}
+
+/// Entries a batch task carries; also how many entries a reader collects before handing off.
+pub(crate) const BATCH: usize = 128;
+
+impl<'a> Queue<'a> {
+    pub fn new(threads: usize) -> Self {
+        Queue {
+            state: Mutex::new(QueueState {
+                tasks: Vec::new(),
+                busy: 0,
+            }),
+            wake: Condvar::new(),
+            threads,
+        }
+    }
+
+    pub fn push(&self, task: Task<'a>) {
+        self.state.lock().expect("queue lock").tasks.push(task);
+        self.wake.notify_one();
+    }
+
+    /// True when idle workers could use more queued work.
+    pub fn hungry(&self) -> bool {
+        self.state.lock().expect("queue lock").tasks.len() < self.threads * 2
+    }
+
+    pub fn try_pop(&self) -> Option<Task<'a>> {
+        self.state.lock().expect("queue lock").tasks.pop()
+    }
+
+    /// Blocks until a task arrives, or returns None when no task is queued and no worker is busy
+    /// (nothing can create more). The caller counts as busy while it holds a task.
+    pub fn pop_or_finish(&self, was_busy: bool) -> Option<Task<'a>> {
+        let mut st = self.state.lock().expect("queue lock");
+        if was_busy {
+            st.busy -= 1;
+        }
+        loop {
+            if let Some(task) = st.tasks.pop() {
+                st.busy += 1;
+                return Some(task);
+            }
+            if st.busy == 0 {
+                self.wake.notify_all();
+                return None;
+            }
+            st = self.wake.wait(st).expect("queue lock");
+        }
+    }
+}

@@ -111,9 +111,13 @@ pub fn resolve_tool(spec: &str, ringio: &Path) -> Result<Tool, LabError> {
             let a = name == "ringio-a";
             let mut args = vec!["cp".to_string(), if a { "-a" } else { "-r" }.to_string()];
             if !engine.is_empty() {
-                engine
-                    .parse::<ringio_copy::Engine>()
-                    .map_err(LabError::Invalid)?;
+                engine.parse::<ringio_copy::Engine>().map_err(|_| {
+                    LabError::Invalid(crate::names::unknown(
+                        "engine",
+                        engine,
+                        ringio_copy::Engine::ALL.iter().map(|e| e.name()),
+                    ))
+                })?;
                 args.extend(["--engine".to_string(), engine.to_string()]);
             }
             args.extend(["{src}".to_string(), "{dst}".to_string()]);

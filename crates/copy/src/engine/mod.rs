@@ -18,7 +18,8 @@ use std::sync::Arc;
 
 /// A copy engine, selectable with `ringio cp --engine`. Every engine shares the walk, the
 /// policies and finalize; they differ only in how file bytes move.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::Display, strum::EnumString)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Engine {
     /// io_uring: per-file system calls of small files batched through one ring per worker;
     /// large files moved in the kernel (FICLONE, copy_file_range) in parallel chunks.
@@ -34,6 +35,7 @@ pub enum Engine {
     Splice,
     /// Plain read/write with a user-space buffer (`--bs`): the reference every engine is tested
     /// against.
+    #[strum(serialize = "readwrite")]
     ReadWrite,
 }
 
@@ -90,8 +92,6 @@ impl Engine {
         }
     }
 }
-
-crate::impl_named!(Engine, "engine");
 
 /// A worker's engine. Entries arrive in batches from one directory; a mover may keep I/O in
 /// flight between calls, and must have finished all of it when `drain` returns.

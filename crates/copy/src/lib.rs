@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 mod backup;
+pub mod count;
 mod engine;
 mod error;
 pub mod finalize;

@@ -717,6 +717,6 @@ mod tests {
         for m in Method::ALL {
             assert_eq!(m.name().parse::<Method>().unwrap(), *m);
         }
-        assert!("nope".parse::<Method>().unwrap_err().contains("splice"));
+        assert!("nope".parse::<Method>().is_err());
     }
 }

@@ -4,5 +4,8 @@
 /// choices, e.g. `unknown method 'x' (choose from: rw, bigbuf, ...)`.
 pub(crate) fn unknown<'a>(what: &str, name: &str, known: impl Iterator<Item = &'a str>) -> String {
     let known: Vec<&str> = known.collect();
-    format!("unknown {what} '{name}' (choose from: {})", known.join(", "))
+    format!(
+        "unknown {what} '{name}' (choose from: {})",
+        known.join(", ")
+    )
 }

@@ -48,7 +48,11 @@ impl ReadMethod {
 
 /// `FromStr`'s error for an unknown method name: says which names exist.
 fn unknown_read_method(name: &str) -> String {
-    crate::names::unknown("read method", name, ReadMethod::ALL.iter().map(|m| m.name()))
+    crate::names::unknown(
+        "read method",
+        name,
+        ReadMethod::ALL.iter().map(|m| m.name()),
+    )
 }
 
 /// What to read and how.

@@ -186,7 +186,8 @@ pub struct CpArgs {
     #[arg(short = 'v', long)]
     pub verbose: bool,
 
-    /// Show a live progress line (files, bytes, rate) on stderr.
+    /// Show a live progress bar on stderr (when it is a terminal): bytes and files done of the
+    /// total, rate and ETA. The total is counted beside the copy; a spinner shows until then.
     #[arg(long)]
     pub progress: bool,
 
@@ -359,7 +360,14 @@ mod tests {
         let engines: Vec<&str> = Engine::ALL.iter().map(|e| e.name()).collect();
         assert_eq!(
             engines,
-            ["uring", "aio", "copy-range", "sendfile", "splice", "readwrite"]
+            [
+                "uring",
+                "aio",
+                "copy-range",
+                "sendfile",
+                "splice",
+                "readwrite"
+            ]
         );
         for e in Engine::ALL {
             assert_eq!(e.to_string(), e.name());
@@ -395,13 +403,28 @@ mod tests {
         let dups: Vec<String> = DupMethod::ALL.iter().map(|m| m.to_string()).collect();
         assert_eq!(
             dups,
-            ["rw", "bigbuf", "sendfile", "splice", "copy-range", "uring", "reflink", "auto"]
+            [
+                "rw",
+                "bigbuf",
+                "sendfile",
+                "splice",
+                "copy-range",
+                "uring",
+                "reflink",
+                "auto"
+            ]
         );
         assert_eq!("copy-range".parse::<DupMethod>(), Ok(DupMethod::CopyRange));
-        assert!("x".parse::<DupMethod>().unwrap_err().contains("choose from: rw"));
+        assert!("x"
+            .parse::<DupMethod>()
+            .unwrap_err()
+            .contains("choose from: rw"));
         let reads: Vec<String> = ReadMethod::ALL.iter().map(|m| m.to_string()).collect();
         assert_eq!(reads, ["psync", "uring", "mmap"]);
-        assert!("x".parse::<ReadMethod>().unwrap_err().contains("read method"));
+        assert!("x"
+            .parse::<ReadMethod>()
+            .unwrap_err()
+            .contains("read method"));
     }
 
     #[test]

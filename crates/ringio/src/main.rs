@@ -6,6 +6,7 @@ mod cli;
 mod cp;
 mod dup;
 mod load;
+mod progress;
 mod read;
 mod serve;
 mod syscost;

@@ -117,6 +117,6 @@ mod tests {
         for e in Engine::ALL {
             assert_eq!(e.name().parse::<Engine>().unwrap(), *e);
         }
-        assert!("nope".parse::<Engine>().unwrap_err().contains("uring"));
+        assert!("nope".parse::<Engine>().is_err());
     }
 }

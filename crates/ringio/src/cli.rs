@@ -36,6 +36,12 @@ pub enum Command {
     Serve(crate::serve::Args),
     /// Drive an FSM server with many verifying clients and report throughput and latency.
     Load(crate::load::Args),
+    /// Write the manual pages (ringio.1, and ringio-<command>.1 for every command) into DIR.
+    Man {
+        /// Where to write them (created if missing), e.g. /usr/local/share/man/man1.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell to generate completions for.

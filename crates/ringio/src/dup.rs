@@ -28,7 +28,7 @@ pub struct Args {
     pub dst: Option<PathBuf>,
     /// How to copy.
     #[arg(long, value_name = "METHOD", default_value = "auto",
-          value_parser = ["rw", "bigbuf", "sendfile", "splice", "copy-range", "uring", "reflink", "auto"])]
+          value_parser = clap::builder::PossibleValuesParser::new(DupMethod::ALL.iter().map(|m| m.name())))]
     pub method: String,
     /// Block size [default: 1K for rw, 128K for the others].
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]

@@ -76,7 +76,7 @@ pub fn count(plan: &CopyPlan, totals: &Totals) {
                 one_file_system: plan.one_file_system,
                 dev: (stat.stx_dev_major, stat.stx_dev_minor),
             };
-            walk.dir(dir.as_fd(), &mut buf, 1);
+            walk.dir(dir.as_fd(), &mut buf, &mut vec![id(&stat)]);
         }
     }
     totals.done.store(true, Ordering::Release);
@@ -91,8 +91,15 @@ struct Walk<'a> {
 
 impl Walk<'_> {
     /// Counts the entries of `dir`, then descends into its subdirectories one at a time, so
-    /// only one descriptor per level is open.
-    fn dir(&self, dir: BorrowedFd<'_>, buf: &mut [MaybeUninit<u8>], depth: usize) {
+    /// only one descriptor per level is open. `ancestors` holds the directories on the way
+    /// down, `dir` last: under `-L` a symlink back up is a loop, and is not followed.
+    fn dir(
+        &self,
+        dir: BorrowedFd<'_>,
+        buf: &mut [MaybeUninit<u8>],
+        ancestors: &mut Vec<(u32, u32, u64)>,
+    ) {
+        let depth = ancestors.len();
         let mut subdirs: Vec<std::ffi::CString> = Vec::new();
         let mut raw = RawDir::new(dir, buf);
         while let Some(entry) = raw.next() {
@@ -111,7 +118,8 @@ impl Walk<'_> {
                 self.totals.dirs.fetch_add(1, Ordering::Relaxed);
                 // -x: a mount point is copied as an empty directory.
                 let same_fs = (stat.stx_dev_major, stat.stx_dev_minor) == self.dev;
-                if depth < MAX_DEPTH && (same_fs || !self.one_file_system) {
+                let looped = ancestors.contains(&id(&stat));
+                if depth < MAX_DEPTH && !looped && (same_fs || !self.one_file_system) {
                     subdirs.push(name.to_owned());
                 }
             } else {
@@ -126,11 +134,28 @@ impl Walk<'_> {
             if !self.follow {
                 flags |= OFlags::NOFOLLOW;
             }
-            if let Ok(sub) = rustix::fs::openat(dir, name.as_c_str(), flags, Mode::empty()) {
-                self.dir(sub.as_fd(), buf, depth + 1);
+            let Ok(sub) = rustix::fs::openat(dir, name.as_c_str(), flags, Mode::empty()) else {
+                continue;
+            };
+            // What was opened, not what was listed a moment ago.
+            let Ok(stat) =
+                rustix::fs::statx(sub.as_fd(), c"", AtFlags::EMPTY_PATH, StatxFlags::INO)
+            else {
+                continue;
+            };
+            if ancestors.contains(&id(&stat)) {
+                continue;
             }
+            ancestors.push(id(&stat));
+            self.dir(sub.as_fd(), buf, ancestors);
+            ancestors.pop();
         }
     }
+}
+
+/// A directory's identity: device and inode.
+fn id(stat: &Statx) -> (u32, u32, u64) {
+    (stat.stx_dev_major, stat.stx_dev_minor, stat.stx_ino)
 }
 
 fn add_entry(totals: &Totals, stat: &Statx) {
@@ -150,7 +175,8 @@ fn statx<P: rustix::path::Arg>(
     } else {
         AtFlags::SYMLINK_NOFOLLOW
     };
-    rustix::fs::statx(dir, path, flags, StatxFlags::TYPE | StatxFlags::SIZE)
+    let want = StatxFlags::TYPE | StatxFlags::SIZE | StatxFlags::INO;
+    rustix::fs::statx(dir, path, flags, want)
 }
 
 #[cfg(test)]
@@ -179,6 +205,13 @@ mod tests {
         plan.dereference = Dereference::Always;
         let totals = Totals::default();
         count(&plan, &totals);
+        assert_eq!(totals.bytes.load(Ordering::Relaxed), 2020);
+
+        // -L through a symlink back up: the loop is counted once, not followed.
+        std::os::unix::fs::symlink("..", src.join("a/b/up")).unwrap();
+        let totals = Totals::default();
+        count(&plan, &totals);
+        assert!(totals.done());
         assert_eq!(totals.bytes.load(Ordering::Relaxed), 2020);
 
         // Without -r a directory root is not copied, so nothing counts.

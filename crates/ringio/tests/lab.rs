@@ -259,9 +259,11 @@ fn syscost_is_positive_and_batching_pays() {
     assert_eq!(rows.len(), 3, "{out}"); // 1000, 10000, 20000
     for r in &rows {
         assert!(r[1..].iter().all(|&ns| ns > 0.0), "{out}");
-        // A NOP batched 32 to a call costs less than a 1-byte read.
-        assert!(r[5] < r[1], "{out}");
     }
+    // A NOP batched 32 to a call costs less than a 1-byte read. Compared on each column's best
+    // row: with the other tests running beside this one, any single row can catch a stall.
+    let best = |col: usize| rows.iter().map(|r| r[col]).fold(f64::INFINITY, f64::min);
+    assert!(best(5) < best(1), "{out}");
 }
 
 #[test]

@@ -15,39 +15,8 @@
 //! benchmarks share.
 #![deny(missing_docs)]
 
-/// `Display` and `FromStr` for a C-like enum with `const ALL: &[Self]` and `fn name(self)`:
-/// the command-line names come from the enum itself, and an unknown name is an error that lists
-/// the known ones. `$what` names the kind of thing in that error ("engine", "model", ...).
-#[macro_export]
-macro_rules! impl_named {
-    ($ty:ty, $what:literal) => {
-        impl ::std::fmt::Display for $ty {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                f.write_str(self.name())
-            }
-        }
-
-        impl ::std::str::FromStr for $ty {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                <$ty>::ALL
-                    .iter()
-                    .copied()
-                    .find(|v| v.name() == s)
-                    .ok_or_else(|| {
-                        let names: Vec<&str> = <$ty>::ALL.iter().map(|v| v.name()).collect();
-                        format!(
-                            concat!("unknown ", $what, " '{}' (choose from: {})"),
-                            s,
-                            names.join(", ")
-                        )
-                    })
-            }
-        }
-    };
-}
-
 mod backup;
+pub mod count;
 mod ctx;
 mod engine;
 mod error;

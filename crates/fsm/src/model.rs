@@ -2,8 +2,21 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A way to serve many clients.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A way to serve many clients. The command-line names are the kebab-case variant names
+/// (`uring-bufring`); an unknown name is an error that lists the known ones.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case", parse_err_ty = String, parse_err_fn = unknown_model)]
 pub enum Model {
     /// One client at a time, blocking calls.
     Sequential,
@@ -26,32 +39,12 @@ pub enum Model {
 }
 
 impl Model {
-    /// Every model.
-    pub const ALL: &'static [Model] = &[
-        Model::Sequential,
-        Model::Threaded,
-        Model::Select,
-        Model::Poll,
-        Model::Epoll,
-        Model::Libuv,
-        Model::Tokio,
-        Model::Uring,
-        Model::UringBufring,
-    ];
+    /// Every model, in declaration order.
+    pub const ALL: &'static [Model] = <Model as strum::VariantArray>::VARIANTS;
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
-        match self {
-            Model::Sequential => "sequential",
-            Model::Threaded => "threaded",
-            Model::Select => "select",
-            Model::Poll => "poll",
-            Model::Epoll => "epoll",
-            Model::Libuv => "libuv",
-            Model::Tokio => "tokio",
-            Model::Uring => "uring",
-            Model::UringBufring => "uring-bufring",
-        }
+        self.into()
     }
 
     /// Whether this build has the model.
@@ -87,7 +80,11 @@ impl Model {
     }
 }
 
-ringio_copy::impl_named!(Model, "model");
+/// `FromStr`'s error for an unknown model name: says which names exist.
+fn unknown_model(name: &str) -> String {
+    let known: Vec<&str> = Model::ALL.iter().map(|m| m.name()).collect();
+    format!("unknown model '{name}' (choose from: {})", known.join(", "))
+}
 
 /// Counters a server keeps while it runs.
 #[derive(Debug, Default)]

@@ -111,9 +111,13 @@ pub fn resolve_tool(spec: &str, ringio: &Path) -> Result<Tool, LabError> {
             let a = name == "ringio-a";
             let mut args = vec!["cp".to_string(), if a { "-a" } else { "-r" }.to_string()];
             if !engine.is_empty() {
-                engine
-                    .parse::<ringio_copy::Engine>()
-                    .map_err(LabError::Invalid)?;
+                engine.parse::<ringio_copy::Engine>().map_err(|_| {
+                    LabError::Invalid(crate::names::unknown(
+                        "engine",
+                        engine,
+                        ringio_copy::Engine::ALL.iter().map(|e| e.name()),
+                    ))
+                })?;
                 args.extend(["--engine".to_string(), engine.to_string()]);
             }
             args.extend(["{src}".to_string(), "{dst}".to_string()]);
@@ -297,6 +301,29 @@ pub struct Run {
     pub exit_code: Option<i32>,
     /// Empty when the copy is right; otherwise what is wrong.
     pub problems: Vec<String>,
+    /// What the copy was checked for: `content` (names, types, sizes, every byte, symlink
+    /// targets) or `content+metadata` (and the attributes in `metadata_checked`).
+    pub verified: &'static str,
+    /// The metadata compared on top of content: mode, ownership, mtime, xattrs, hard-links,
+    /// sparseness.
+    pub metadata_checked: Vec<&'static str>,
+    /// The outcome: the tool exited 0 and the copy passed every check.
+    pub ok: bool,
+}
+
+/// The metadata `keeps` compares beyond content, by name.
+fn metadata_checked(keeps: &VerifyOptions) -> Vec<&'static str> {
+    [
+        (keeps.mode, "mode"),
+        (keeps.ownership, "ownership"),
+        (keeps.mtime, "mtime"),
+        (keeps.xattrs, "xattrs"),
+        (keeps.hard_links, "hard-links"),
+        (keeps.sparseness, "sparseness"),
+    ]
+    .into_iter()
+    .filter_map(|(on, name)| on.then_some(name))
+    .collect()
 }
 
 /// A tool's runs on one workload.
@@ -467,11 +494,19 @@ pub fn bench(
                 Ok(_) => {}
                 Err(e) => problems.push(e.to_string()),
             }
+            let metadata = metadata_checked(&tool.keeps);
             results[i].runs.push(Run {
                 seconds: done.usage.wall.as_secs_f64(),
                 usage: done.usage,
                 exit_code: done.status.code(),
+                ok: done.status.success() && problems.is_empty(),
                 problems,
+                verified: if metadata.is_empty() {
+                    "content"
+                } else {
+                    "content+metadata"
+                },
+                metadata_checked: metadata,
             });
         }
     }

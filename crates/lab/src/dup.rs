@@ -14,8 +14,19 @@ use ringio_copy::transfer::{Method, Transfer, TransferError};
 use crate::child::{self, Usage};
 use crate::error::LabError;
 
-/// A way to duplicate a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A way to duplicate a file. The command-line names are the kebab-case variant names.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case", parse_err_ty = String, parse_err_fn = unknown_dup_method)]
 pub enum DupMethod {
     /// read/write through a `--bs` buffer (the report's baseline used 1 KiB).
     Rw,
@@ -36,30 +47,12 @@ pub enum DupMethod {
 }
 
 impl DupMethod {
-    /// Every method, in table order.
-    pub const ALL: &'static [DupMethod] = &[
-        DupMethod::Rw,
-        DupMethod::Bigbuf,
-        DupMethod::Sendfile,
-        DupMethod::Splice,
-        DupMethod::CopyRange,
-        DupMethod::Uring,
-        DupMethod::Reflink,
-        DupMethod::Auto,
-    ];
+    /// Every method, in table order (declaration order).
+    pub const ALL: &'static [DupMethod] = <DupMethod as strum::VariantArray>::VARIANTS;
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
-        match self {
-            DupMethod::Rw => "rw",
-            DupMethod::Bigbuf => "bigbuf",
-            DupMethod::Sendfile => "sendfile",
-            DupMethod::Splice => "splice",
-            DupMethod::CopyRange => "copy-range",
-            DupMethod::Uring => "uring",
-            DupMethod::Reflink => "reflink",
-            DupMethod::Auto => "auto",
-        }
+        self.into()
     }
 
     /// The block size used when none is given.
@@ -71,7 +64,10 @@ impl DupMethod {
     }
 }
 
-ringio_copy::impl_named!(DupMethod, "method");
+/// `FromStr`'s error for an unknown method name: says which names exist.
+fn unknown_dup_method(name: &str) -> String {
+    crate::names::unknown("method", name, DupMethod::ALL.iter().map(|m| m.name()))
+}
 
 /// What a duplication did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

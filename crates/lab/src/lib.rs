@@ -11,6 +11,7 @@ pub mod dup;
 pub mod error;
 pub mod gen;
 pub mod machine;
+mod names;
 pub mod plot;
 pub mod read;
 pub mod syscost;

@@ -14,8 +14,19 @@ use crate::buf::AlignedBuf;
 use crate::error::LabError;
 use crate::xor::xor_at;
 
-/// How the bytes are read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How the bytes are read. The command-line names are the lower-case variant names.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case", parse_err_ty = String, parse_err_fn = unknown_read_method)]
 pub enum ReadMethod {
     /// pread(2) into one buffer per thread.
     Psync,
@@ -27,20 +38,22 @@ pub enum ReadMethod {
 
 impl ReadMethod {
     /// Every method.
-    pub const ALL: &'static [ReadMethod] =
-        &[ReadMethod::Psync, ReadMethod::Uring, ReadMethod::Mmap];
+    pub const ALL: &'static [ReadMethod] = <ReadMethod as strum::VariantArray>::VARIANTS;
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
-        match self {
-            ReadMethod::Psync => "psync",
-            ReadMethod::Uring => "uring",
-            ReadMethod::Mmap => "mmap",
-        }
+        self.into()
     }
 }
 
-ringio_copy::impl_named!(ReadMethod, "read method");
+/// `FromStr`'s error for an unknown method name: says which names exist.
+fn unknown_read_method(name: &str) -> String {
+    crate::names::unknown(
+        "read method",
+        name,
+        ReadMethod::ALL.iter().map(|m| m.name()),
+    )
+}
 
 /// What to read and how.
 #[derive(Debug, Clone)]

@@ -36,6 +36,12 @@ pub enum Command {
     Serve(crate::serve::Args),
     /// Drive an FSM server with many verifying clients and report throughput and latency.
     Load(crate::load::Args),
+    /// Write the manual pages (ringio.1, and ringio-<command>.1 for every command) into DIR.
+    Man {
+        /// Where to write them (created if missing), e.g. /usr/local/share/man/man1.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell to generate completions for.
@@ -191,7 +197,8 @@ pub struct CpArgs {
     #[arg(short = 'v', long)]
     pub verbose: bool,
 
-    /// Show a live progress line (files, bytes, rate) on stderr.
+    /// Show a live progress bar on stderr (when it is a terminal): bytes and files done of the
+    /// total, rate and ETA. The total is counted beside the copy; a spinner shows until then.
     #[arg(long)]
     pub progress: bool,
 
@@ -351,6 +358,84 @@ mod tests {
     #[test]
     fn cli_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// The command-line names are the ones scripts already use, and `name()`, `Display` and
+    /// `FromStr` agree on them.
+    #[test]
+    fn enum_names_are_stable() {
+        use ringio_copy::transfer::Method;
+        use ringio_fsm::Model;
+        use ringio_lab::dup::DupMethod;
+        use ringio_lab::read::ReadMethod;
+        let engines: Vec<&str> = Engine::ALL.iter().map(|e| e.name()).collect();
+        assert_eq!(
+            engines,
+            [
+                "uring",
+                "aio",
+                "copy-range",
+                "sendfile",
+                "splice",
+                "readwrite"
+            ]
+        );
+        for e in Engine::ALL {
+            assert_eq!(e.to_string(), e.name());
+            assert_eq!(e.name().parse::<Engine>().unwrap(), *e);
+        }
+        let methods: Vec<&str> = Method::ALL.iter().map(|m| m.name()).collect();
+        assert_eq!(
+            methods,
+            ["readwrite", "copy-range", "sendfile", "splice", "aio"]
+        );
+        for m in Method::ALL {
+            assert_eq!(m.to_string(), m.name());
+            assert_eq!(m.name().parse::<Method>().unwrap(), *m);
+        }
+        let models: Vec<String> = Model::ALL.iter().map(|m| m.to_string()).collect();
+        assert_eq!(
+            models,
+            [
+                "sequential",
+                "threaded",
+                "select",
+                "poll",
+                "epoll",
+                "libuv",
+                "tokio",
+                "uring",
+                "uring-bufring"
+            ]
+        );
+        assert_eq!("uring-bufring".parse::<Model>(), Ok(Model::UringBufring));
+        let err = "bogus".parse::<Model>().unwrap_err();
+        assert!(err.contains("unknown model 'bogus'") && err.contains("uring-bufring"));
+        let dups: Vec<String> = DupMethod::ALL.iter().map(|m| m.to_string()).collect();
+        assert_eq!(
+            dups,
+            [
+                "rw",
+                "bigbuf",
+                "sendfile",
+                "splice",
+                "copy-range",
+                "uring",
+                "reflink",
+                "auto"
+            ]
+        );
+        assert_eq!("copy-range".parse::<DupMethod>(), Ok(DupMethod::CopyRange));
+        assert!("x"
+            .parse::<DupMethod>()
+            .unwrap_err()
+            .contains("choose from: rw"));
+        let reads: Vec<String> = ReadMethod::ALL.iter().map(|m| m.to_string()).collect();
+        assert_eq!(reads, ["psync", "uring", "mmap"]);
+        assert!("x"
+            .parse::<ReadMethod>()
+            .unwrap_err()
+            .contains("read method"));
     }
 
     #[test]

@@ -3,11 +3,11 @@
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Result};
 use clap::ValueEnum;
-use indicatif::{HumanBytes, ProgressBar, ProgressStyle};
+use indicatif::{HumanBytes, ProgressBar};
 use ringio_copy::verify::VerifyOptions;
 use ringio_copy::{
     Backup, BackupMode, CopyError, CopyPlan, Dereference, Overwrite, Preserve, Progress, Reflink,
@@ -232,41 +232,26 @@ fn install_sigint_handler() {
 pub fn run(args: &CpArgs) -> Result<i32> {
     let plan = plan(args)?;
     install_sigint_handler();
-    let bar = args.progress.then(|| {
-        let bar = ProgressBar::new_spinner();
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}").expect("template"),
-        );
-        bar.enable_steady_tick(Duration::from_millis(100));
-        bar
-    });
-    let term = Terminal { bar };
+    let term = Terminal {
+        bar: crate::progress::bar(args.progress),
+    };
     let started = Instant::now();
     let done = std::sync::atomic::AtomicBool::new(false);
+    let totals = ringio_copy::count::Totals::default();
     let summary = std::thread::scope(|scope| {
         if let Some(bar) = &term.bar {
-            let done = &done;
-            scope.spawn(move || {
-                while !done.load(Ordering::Relaxed) {
-                    let bytes = PROGRESS.bytes.load(Ordering::Relaxed);
-                    let secs = started.elapsed().as_secs_f64().max(1e-3);
-                    bar.set_message(format!(
-                        "{} files, {} dirs, {} ({}/s)",
-                        PROGRESS.files.load(Ordering::Relaxed),
-                        PROGRESS.dirs.load(Ordering::Relaxed),
-                        HumanBytes(bytes),
-                        HumanBytes((bytes as f64 / secs) as u64)
-                    ));
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-            });
+            let (done, totals, plan) = (&done, &totals, &plan);
+            // The total is counted beside the copy, never before it.
+            scope.spawn(move || ringio_copy::count::count(plan, totals));
+            scope.spawn(move || crate::progress::drive(bar, &PROGRESS, totals, done));
         }
         let summary = ringio_copy::copy(&plan, &PROGRESS, &term);
         done.store(true, Ordering::Relaxed);
+        totals.stop();
         summary
     });
     if let Some(bar) = &term.bar {
-        bar.finish_and_clear();
+        crate::progress::finish(bar, &PROGRESS, &totals);
     }
     if args.verbose || args.progress {
         let secs = started.elapsed().as_secs_f64();

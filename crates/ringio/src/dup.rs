@@ -16,22 +16,24 @@ report), bigbuf (the whole file in one buffer), sendfile, splice, copy-range, ur
 (btrfs, xfs), auto (reflink, else copy_file_range, else sendfile, else read/write).\n\n\
 --compare runs every method in a child process of its own, --runs times, checks each copy byte \
 for byte, and prints the medians of wall, user and system time, context switches and page \
-faults (wait4's rusage)."
+faults (wait4's rusage). Given DST too, it then writes DST with the fastest method and says \
+which."
 )]
 pub struct Args {
     /// The file to duplicate.
     pub src: PathBuf,
-    /// The copy (created or truncated). Not needed with --compare.
+    /// The copy (created or truncated). Optional with --compare, which then writes it with the
+    /// fastest method after the comparison.
     #[arg(required_unless_present = "compare")]
     pub dst: Option<PathBuf>,
     /// How to copy.
     #[arg(long, value_name = "METHOD", default_value = "auto",
-          value_parser = ["rw", "bigbuf", "sendfile", "splice", "copy-range", "uring", "reflink", "auto"])]
+          value_parser = clap::builder::PossibleValuesParser::new(DupMethod::ALL.iter().map(|m| m.name())))]
     pub method: String,
     /// Block size [default: 1K for rw, 128K for the others].
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub bs: Option<u64>,
-    /// Compare every method.
+    /// Compare every method (then write DST, if given, with the fastest).
     #[arg(long)]
     pub compare: bool,
     /// Runs per method with --compare.
@@ -71,8 +73,8 @@ pub fn run(args: &Args) -> Result<i32> {
             "majflt",
             "rss KiB"
         );
-        for row in rows {
-            match row.outcome {
+        for row in &rows {
+            match &row.outcome {
                 Ok(u) => println!(
                     "{:<11} {:>9.4} {:>9.4} {:>9.4} {:>9} {:>9} {:>9} {:>9} {:>9}",
                     row.method.name(),
@@ -88,6 +90,28 @@ pub fn run(args: &Args) -> Result<i32> {
                 Err(why) => println!("{:<11} unsupported or failed: {why}", row.method.name()),
             }
         }
+        let Some(dst) = &args.dst else {
+            return Ok(0);
+        };
+        let fastest = rows
+            .iter()
+            .filter_map(|r| Some((r.method, r.outcome.as_ref().ok()?.wall)))
+            .min_by_key(|&(_, wall)| wall);
+        let Some((method, wall)) = fastest else {
+            anyhow::bail!(
+                "no method worked here, so '{}' was not written",
+                dst.display()
+            );
+        };
+        let bs = bs.unwrap_or_else(|| method.default_block_size());
+        let done = dup::dup(&args.src, dst, method, bs)?;
+        println!(
+            "wrote '{}' ({} bytes) with {}, the fastest here ({:.4} s median)",
+            dst.display(),
+            done.bytes,
+            done.used,
+            wall.as_secs_f64()
+        );
         return Ok(0);
     }
     let method: DupMethod = args.method.parse().map_err(anyhow::Error::msg)?;

@@ -13,7 +13,9 @@ use ringio_fsm::load::{self, LoadOptions, LoadReport};
     after_help = "Every client runs on one event loop, checks every reply against its own \
 copy of the state machine, and at the end sends 3 and expects d and a close. Wrong replies are \
 errors. With --rate the load is open loop and latency counts from each request's due time \
-(coordinated omission corrected)."
+(coordinated omission corrected).\n\n\
+Exit status: 0 when every client connected and every reply was right; 1 when a client could \
+not connect (or was turned away before its first reply) or a reply was wrong."
 )]
 pub struct Args {
     /// The server.
@@ -74,7 +76,35 @@ pub fn run(args: &Args) -> Result<i32> {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)
             .with_context(|| format!("cannot write '{}'", path.display()))?;
     }
-    Ok(if report.errors == 0 { 0 } else { 1 })
+    Ok(verdict(&report, args))
+}
+
+/// The exit status, with a line on stderr saying what went wrong.
+fn verdict(r: &LoadReport, args: &Args) -> i32 {
+    let first = r.first_errors.first().map(String::as_str).unwrap_or("?");
+    if r.connected == 0 {
+        eprintln!(
+            "ringio load: no client could connect to {} ({first}); is a server running there?",
+            args.addr
+        );
+        return 1;
+    }
+    let mut failed = false;
+    if r.refused > 0 {
+        eprintln!(
+            "ringio load: {} of {} clients could not connect or were turned away ({first})",
+            r.refused, args.clients
+        );
+        failed = true;
+    }
+    if r.errors > 0 {
+        eprintln!(
+            "ringio load: {} errors (wrong replies or failed connections)",
+            r.errors
+        );
+        failed = true;
+    }
+    i32::from(failed)
 }
 
 pub fn print_report(r: &LoadReport) {

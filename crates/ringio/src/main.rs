@@ -6,6 +6,8 @@ mod cli;
 mod cp;
 mod dup;
 mod load;
+mod man;
+mod progress;
 mod read;
 mod serve;
 mod syscost;
@@ -44,6 +46,7 @@ fn main() {
         Command::Bench(args) => bench::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Load(args) => load::run(args),
+        Command::Man { dir } => man::run(dir),
         Command::Completions { shell } => {
             clap_complete::generate(
                 *shell,

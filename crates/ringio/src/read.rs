@@ -30,7 +30,7 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub threads: u32,
     /// psync (pread), uring (io_uring, --queue-depth reads in flight per thread) or mmap.
-    #[arg(long, value_name = "METHOD", default_value = "psync", value_parser = ["psync", "uring", "mmap"])]
+    #[arg(long, value_name = "METHOD", default_value = "psync", value_parser = clap::builder::PossibleValuesParser::new(ReadMethod::ALL.iter().map(|m| m.name())))]
     pub method: String,
     /// io_uring reads in flight per thread.
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]

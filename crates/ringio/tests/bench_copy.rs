@@ -100,10 +100,23 @@ fn bench_copy_runs_verifies_and_writes_json() {
     for r in results {
         let runs = r["runs"].as_array().unwrap();
         assert_eq!(runs.len(), 2, "{r}");
+        // cp -r and ringio cp -r are checked for content; ringio cp -a for its metadata too.
+        let archive = r["tool"] == "ringio-a";
         for run in runs {
             assert!(run["seconds"].as_f64().unwrap() > 0.0);
             assert!(run["problems"].as_array().unwrap().is_empty(), "{run}");
             assert!(run["usage"]["max_rss_kib"].as_u64().unwrap() > 0);
+            assert_eq!(run["ok"], true, "{run}");
+            let checked = run["metadata_checked"].as_array().unwrap();
+            if archive {
+                assert_eq!(run["verified"], "content+metadata", "{run}");
+                for what in ["mode", "mtime", "hard-links", "xattrs"] {
+                    assert!(checked.iter().any(|c| c == what), "{what}: {run}");
+                }
+            } else {
+                assert_eq!(run["verified"], "content", "{run}");
+                assert!(checked.is_empty(), "{run}");
+            }
         }
     }
     assert!(fs::read_to_string(plots.join("src-warm.svg"))
@@ -124,6 +137,7 @@ fn a_wrong_copy_is_failed_and_a_missing_tool_skipped() {
     )
     .unwrap();
     fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    let json = s.join("out.json");
     let out = Cp::bare()
         .args(["bench", "copy", "--runs", "1", "--tools"])
         .arg(format!(
@@ -134,8 +148,24 @@ fn a_wrong_copy_is_failed_and_a_missing_tool_skipped() {
         .arg(s.join("src"))
         .arg("--dir")
         .arg(s.join("work"))
+        .arg("--json")
+        .arg(&json)
         .run();
     assert_exit(&out, 0);
+    let doc: serde_json::Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    let runs_of = |tool: &str| {
+        doc["workloads"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["tool"] == tool)
+            .unwrap_or_else(|| panic!("{tool}: {doc}"))["runs"]
+            .clone()
+    };
+    let broken = &runs_of("broken")[0];
+    assert_eq!(broken["ok"], false, "{broken}");
+    assert_eq!(broken["verified"], "content", "{broken}");
+    assert_eq!(runs_of("cp")[0]["ok"], true);
     let table = String::from_utf8_lossy(&out.stdout);
     let row = |name: &str| {
         table

@@ -76,6 +76,48 @@ fn cp_help_mentions_every_option() {
     }
 }
 
+/// `ringio man DIR` writes a page for the top command and for every subcommand, nested ones
+/// included, and the pages carry the options.
+#[test]
+fn man_writes_a_page_for_every_command() {
+    let scratch = Scratch::new();
+    let dir = scratch.join("man/man1");
+    let out = ringio([std::ffi::OsStr::new("man"), dir.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    for page in [
+        "ringio",
+        "ringio-cp",
+        "ringio-verify",
+        "ringio-dup",
+        "ringio-read",
+        "ringio-write",
+        "ringio-syscost",
+        "ringio-bench",
+        "ringio-bench-copy",
+        "ringio-bench-gen",
+        "ringio-bench-server",
+        "ringio-serve",
+        "ringio-load",
+        "ringio-man",
+        "ringio-completions",
+    ] {
+        let text = fs::read_to_string(dir.join(format!("{page}.1")))
+            .unwrap_or_else(|e| panic!("{page}.1: {e}"));
+        assert!(
+            text.starts_with(".ie") || text.contains(".TH"),
+            "{page}.1 is not roff"
+        );
+    }
+    let cp = fs::read_to_string(dir.join("ringio-cp.1")).unwrap();
+    assert!(cp.contains("reflink"), "ringio-cp.1 lacks --reflink");
+    assert!(cp.contains("progress"), "ringio-cp.1 lacks --progress");
+    let top = fs::read_to_string(dir.join("ringio.1")).unwrap();
+    assert!(
+        top.contains(r"ringio\-cp(1)"),
+        "ringio.1 does not point to ringio-cp(1)"
+    );
+}
+
 #[test]
 fn completions_print_scripts() {
     for shell in ["bash", "zsh", "fish"] {

@@ -170,6 +170,25 @@ fn each_model(test: fn(&str)) {
     }
 }
 
+/// `ringio load` against a port where nothing listens fails (exit 1) and says why.
+#[test]
+fn load_with_no_server_fails() {
+    // A port that was free a moment ago: bind, note it, close.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ringio"))
+        .args(["load", "--clients", "3", "--duration", "200ms", "--addr"])
+        .arg(addr.to_string())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no client could connect"), "{err}");
+    assert!(err.contains(&addr.to_string()), "{err}");
+}
+
 /// Without the feature, the libuv model says in one line how to get it, and exits 2.
 #[test]
 fn libuv_without_the_feature_says_how_to_get_it() {
@@ -296,6 +315,13 @@ fn select_refuses_clients_past_fd_setsize() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("errors 0"), "{text}");
+    // Clients turned away are a failure of the run, said on stderr.
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("could not connect or were turned away"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let refused: u64 = text
         .split("connected, ")
         .nth(1)

@@ -222,6 +222,32 @@ fn dup_compare_rows_have_every_rusage_column() {
     assert_eq!(left.len(), 1);
 }
 
+/// With DST, --compare does not ignore it: after the table, DST is written with the fastest
+/// method, and the output says which.
+#[test]
+fn dup_compare_writes_dst_with_the_fastest_method() {
+    let s = Scratch::new();
+    let src = s.join("src");
+    let content: Vec<u8> = (0..400_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    fs::write(&src, &content).unwrap();
+    let dst = s.join("out/dst");
+    fs::create_dir(s.join("out")).unwrap();
+    let out = ringio_ok(&[
+        "dup",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+        "--compare",
+        "--runs",
+        "1",
+    ]);
+    let said = out
+        .lines()
+        .find(|l| l.starts_with("wrote "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(said.contains("the fastest here"), "{said}");
+    assert_eq!(fs::read(&dst).unwrap(), content);
+}
+
 #[test]
 fn syscost_is_positive_and_batching_pays() {
     let out = ringio_ok(&["syscost", "--max-calls", "20000"]);

@@ -6,9 +6,9 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::accept::{accept_backoff, log};
 use crate::model::Counters;
 use crate::protocol::Session;
-use crate::serve::{accept_backoff, log};
 
 const TICK: Duration = Duration::from_millis(100);
 

@@ -14,10 +14,10 @@ use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 
 use io_uring::{cqueue, opcode, types, IoUring};
 
+use crate::accept::{accept_errno_backoff, ACCEPT_PAUSE};
 use crate::conn::{Conn, HIGH_WATER};
 use crate::model::Counters;
 use crate::ring;
-use crate::serve::{accept_errno_backoff, ACCEPT_PAUSE};
 
 const ACCEPT: u64 = u64::MAX;
 const TIMER: u64 = u64::MAX - 1;

@@ -3,6 +3,7 @@
 //! model ([`Model`]).
 #![deny(missing_docs)]
 
+mod accept;
 pub mod bench;
 mod blocking;
 mod bufring;

@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use libuv_sys2 as uv;
 
+use crate::accept::log;
 use crate::conn::HIGH_WATER;
 use crate::model::Counters;
 use crate::protocol::Session;
-use crate::serve::log;
 
 const READ_BUF: usize = 16 * 1024;
 

@@ -14,9 +14,9 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::accept::{accept_errno_backoff, log, ACCEPT_PAUSE};
 use crate::conn::Conn;
 use crate::model::Counters;
-use crate::serve::{accept_errno_backoff, log, ACCEPT_PAUSE};
 
 /// A ready socket.
 #[derive(Debug, Clone, Copy)]

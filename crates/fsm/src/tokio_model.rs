@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::accept::{accept_errno_backoff, ACCEPT_PAUSE};
 use crate::model::Counters;
 use crate::protocol::Session;
-use crate::serve::{accept_errno_backoff, ACCEPT_PAUSE};
 
 pub(crate) fn run(
     listener: TcpListener,

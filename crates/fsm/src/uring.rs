@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use io_uring::{opcode, types, IoUring};
 
+use crate::accept::{accept_errno_backoff, ACCEPT_PAUSE};
 use crate::conn::Conn;
 use crate::model::Counters;
 use crate::ring;
-use crate::serve::{accept_errno_backoff, ACCEPT_PAUSE};
 
 const ACCEPT: u64 = u64::MAX;
 const TIMER: u64 = u64::MAX - 1;

@@ -6,6 +6,8 @@ use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ringio_copy::Engine;
 
+use crate::units::parse_size;
+
 /// Fast, correct file copies and I/O measurements on Linux, built around io_uring.
 #[derive(Debug, Parser)]
 #[command(name = "ringio", version, about, propagate_version = true)]
@@ -325,31 +327,6 @@ impl ValueEnum for EngineArg {
     }
 }
 
-/// Parses sizes like `4096`, `128K`, `1M`, `1MiB`, `2G`.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, unit) = t.split_at(split);
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("'{text}' is not a size (e.g. 4096, 128K, 1M)"))?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        _ => return Err(format!("'{text}': unknown unit '{unit}' (use K, M or G)")),
-    };
-    let size = n
-        .checked_shl(shift)
-        .filter(|v| v >> shift == n)
-        .ok_or(format!("'{text}' is too large"))?;
-    if size == 0 {
-        return Err("size must be greater than zero".into());
-    }
-    Ok(size)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -436,14 +413,5 @@ mod tests {
             .parse::<ReadMethod>()
             .unwrap_err()
             .contains("read method"));
-    }
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("4096").unwrap(), 4096);
-        assert_eq!(parse_size("128K").unwrap(), 128 << 10);
-        assert_eq!(parse_size("1MiB").unwrap(), 1 << 20);
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("12Q").is_err());
     }
 }

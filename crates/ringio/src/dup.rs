@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use ringio_lab::dup::{self, DupMethod};
 
-use crate::cli::parse_size;
+use crate::units::parse_size;
 
 /// `ringio dup`.
 #[derive(Debug, clap::Args)]

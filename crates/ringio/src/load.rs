@@ -7,6 +7,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use ringio_fsm::load::{self, LoadOptions, LoadReport};
 
+use crate::units::parse_duration;
+
 /// `ringio load`.
 #[derive(Debug, clap::Args)]
 #[command(
@@ -36,28 +38,6 @@ pub struct Args {
     /// Write the report as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-}
-
-/// Parses `5s`, `500ms`, `2m` or plain seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else {
-        (t, 1.0)
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration (e.g. 5s, 500ms)"))?;
-    if v.is_nan() || v <= 0.0 {
-        return Err(format!("'{text}': a duration must be positive"));
-    }
-    Ok(Duration::from_secs_f64(v * scale))
 }
 
 pub fn run(args: &Args) -> Result<i32> {

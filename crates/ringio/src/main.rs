@@ -11,6 +11,7 @@ mod progress;
 mod read;
 mod serve;
 mod syscost;
+mod units;
 mod verify;
 mod write;
 

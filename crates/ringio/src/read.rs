@@ -8,7 +8,7 @@ use ringio_lab::plot::{line_chart, LineChart, Series};
 use ringio_lab::read::{self, ReadMethod, ReadOptions};
 use ringio_lab::{cache, xor};
 
-use crate::cli::parse_size;
+use crate::units::parse_size;
 
 /// `ringio read`.
 #[derive(Debug, clap::Args)]

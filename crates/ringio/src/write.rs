@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use ringio_lab::write::{write_file, Fill};
 
-use crate::cli::parse_size;
+use crate::units::parse_size;
 
 /// `ringio write`.
 #[derive(Debug, clap::Args)]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use ringio_lab::gen::{generate, Shape};
 
-use crate::cli::parse_size;
+use crate::units::parse_size;
 
 /// `ringio bench gen`.
 #[derive(Debug, clap::Args)]

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use ringio_fsm::Model;
 use ringio_lab::plot::{line_chart, LineChart, Series};
 
-use crate::load::parse_duration;
+use crate::units::parse_duration;
 
 /// `ringio bench server`.
 #[derive(Debug, clap::Args)]

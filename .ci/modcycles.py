@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Fails on an import cycle between the modules (files) of any crate under crates/.
+
+Edges are read from the text of each file: `use crate::...`, `use super::...`, `use self::...`
+and inline `crate::a::b` / `super::a` paths, each resolved to the longest module file it names.
+A module's own `mod x; use x::...` lines (parent to child) are how a parent exposes its
+children and are not edges. Test modules (`mod tests { use super::*; }`) are skipped: their
+`super` is the file itself. Prints each cycle and exits 1 if there is any.
+
+Usage: .ci/modcycles.py [REPO_ROOT]
+"""
+import os
+import re
+import sys
+
+
+def module_files(src):
+    """Module path (tuple of names) -> file, for every .rs file under src/."""
+    mods = {}
+    for dirpath, _, files in os.walk(src):
+        for name in files:
+            if not name.endswith(".rs"):
+                continue
+            parts = os.path.relpath(os.path.join(dirpath, name), src)[:-3].split(os.sep)
+            if parts[-1] in ("mod", "lib", "main"):
+                parts = parts[:-1]
+            mods[tuple(parts)] = os.path.join(dirpath, name)
+    return mods
+
+
+def flatten(path):
+    """'a::{b, c::{d, e}}' -> ['a::b', 'a::c::d', 'a::c::e']."""
+    m = re.match(r"^(.*?)\{(.*)\}$", path.strip(), re.S)
+    if not m:
+        return [path.strip()]
+    head, body, items, depth, cur = m.group(1), m.group(2), [], 0, ""
+    for ch in body:
+        depth += ch == "{"
+        depth -= ch == "}"
+        if ch == "," and depth == 0:
+            items.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    items.append(cur)
+    return [p for item in items if item.strip() for p in flatten(head + item.strip())]
+
+
+def edges(text, me, mods):
+    text = re.sub(r"//[^\n]*", "", text)
+    paths = []
+    for m in re.finditer(r"(?m)^(\s*)(?:pub(?:\([^)]*\))?\s+)?use\s+([^;]+);", text):
+        if m.group(1):  # indented: inside an inner module such as `mod tests`
+            continue
+        paths += [re.sub(r"\s+as\s+\w+$", "", p) for p in flatten(m.group(2))]
+    paths += [m.group(0) for m in re.finditer(r"(?<![\w:])(?:crate|super)::(?:\w+::)*\w+", text)]
+    out = set()
+    for path in paths:
+        parts = [p for p in path.split("::") if p]
+        if not parts:
+            continue
+        if parts[0] == "crate":
+            base, rest = (), parts[1:]
+        elif parts[0] == "super":
+            base, rest = me[:-1], parts[1:]
+            while rest and rest[0] == "super":
+                base, rest = base[:-1], rest[1:]
+        elif parts[0] == "self":
+            base, rest = me, parts[1:]
+        else:
+            continue
+        for k in range(len(rest), -1, -1):
+            target = base + tuple(rest[:k])
+            if target in mods:
+                if target not in (me, ()):
+                    out.add(target)
+                break
+    return out
+
+
+def cycles(graph):
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+    sys.setrecursionlimit(10000)
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def main(root):
+    bad = 0
+    crates = os.path.join(root, "crates")
+    for crate in sorted(os.listdir(crates)):
+        src = os.path.join(crates, crate, "src")
+        if not os.path.isdir(src):
+            continue
+        mods = module_files(src)
+        graph = {me: edges(open(f, errors="replace").read(), me, mods) for me, f in mods.items()}
+        for comp in cycles(graph):
+            bad += 1
+            print(f"{crate}: modules import each other in a cycle: "
+                  + ", ".join("::".join(m) for m in comp))
+    print(f"{bad} module cycle(s)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "."))

@@ -1,0 +1,296 @@
+//! Linux native AIO (io_setup/io_submit/io_getevents), with raw system calls: a window of
+//! reads and writes in flight through page-aligned buffers (aligned for O_DIRECT).
+
+use std::alloc::{self, Layout};
+use std::fmt;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+use super::method::TransferError;
+
+/// The kernel's `struct iocb` (x86-64 and other little-endian 64-bit layouts).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+struct Iocb {
+    data: u64,
+    key: u32,
+    rw_flags: i32,
+    opcode: u16,
+    reqprio: i16,
+    fildes: u32,
+    buf: u64,
+    nbytes: u64,
+    offset: i64,
+    reserved2: u64,
+    flags: u32,
+    resfd: u32,
+}
+
+/// The kernel's `struct io_event`.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+struct IoEvent {
+    data: u64,
+    obj: u64,
+    res: i64,
+    res2: i64,
+}
+
+const IOCB_CMD_PREAD: u16 = 0;
+const IOCB_CMD_PWRITE: u16 = 1;
+
+/// A Linux AIO context with `depth` page-aligned buffers (aligned for O_DIRECT).
+pub(super) struct Aio {
+    ctx: libc::c_ulong,
+    block: usize,
+    buffers: Vec<*mut u8>,
+    layout: Layout,
+}
+
+// SAFETY: the buffers are owned by this value alone and only touched through `&mut self`.
+unsafe impl Send for Aio {}
+
+impl fmt::Debug for Aio {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Aio")
+            .field("depth", &self.buffers.len())
+            .field("block", &self.block)
+            .finish()
+    }
+}
+
+/// What a slot's request is doing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Idle,
+    Reading {
+        at: u64,
+        want: usize,
+    },
+    Writing {
+        at: u64,
+        filled: usize,
+        written: usize,
+    },
+}
+
+impl Aio {
+    pub(super) fn new(depth: usize, block: usize) -> io::Result<Self> {
+        let block = block.next_multiple_of(4096);
+        let mut ctx: libc::c_ulong = 0;
+        // SAFETY: io_setup writes the new context id to `ctx`.
+        let rc = unsafe { libc::syscall(libc::SYS_io_setup, depth as libc::c_long, &mut ctx) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let layout = Layout::from_size_align(block, 4096).expect("valid layout");
+        let mut aio = Aio {
+            ctx,
+            block,
+            buffers: Vec::with_capacity(depth),
+            layout,
+        };
+        for _ in 0..depth {
+            // SAFETY: the layout has a non-zero size.
+            let p = unsafe { alloc::alloc(layout) };
+            if p.is_null() {
+                return Err(io::ErrorKind::OutOfMemory.into());
+            }
+            aio.buffers.push(p);
+        }
+        Ok(aio)
+    }
+
+    fn submit(&mut self, iocbs: &mut [Iocb]) -> io::Result<()> {
+        let mut ptrs: Vec<*mut Iocb> = iocbs.iter_mut().map(|c| c as *mut Iocb).collect();
+        let mut sent = 0;
+        while sent < ptrs.len() {
+            // SAFETY: every pointer is to a live iocb whose buffer stays allocated until its
+            // completion is reaped.
+            let rc = unsafe {
+                libc::syscall(
+                    libc::SYS_io_submit,
+                    self.ctx,
+                    (ptrs.len() - sent) as libc::c_long,
+                    ptrs[sent..].as_mut_ptr(),
+                )
+            };
+            if rc < 0 {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EAGAIN) || e.kind() == io::ErrorKind::Interrupted
+                {
+                    continue;
+                }
+                return Err(e);
+            }
+            sent += rc as usize;
+        }
+        Ok(())
+    }
+
+    /// The read → write loop: every slot reads a block, writes what it read, then reads the
+    /// next block not yet claimed. Completions are reaped in batches.
+    pub(super) fn copy(
+        &mut self,
+        src: BorrowedFd<'_>,
+        dst: BorrowedFd<'_>,
+        offset: u64,
+        len: u64,
+    ) -> Result<u64, TransferError> {
+        let depth = self.buffers.len();
+        let mut stages = vec![Stage::Idle; depth];
+        let mut next = offset; // first byte not yet claimed by a read
+        let end = offset.saturating_add(len);
+        let mut eof_at = u64::MAX;
+        let mut in_flight = 0usize;
+        let mut error: Option<TransferError> = None;
+        let mut events = vec![IoEvent::default(); depth];
+        let mut batch: Vec<Iocb> = Vec::with_capacity(depth);
+        let read = |slot: usize, at: u64, want: usize, buf: *mut u8| Iocb {
+            data: slot as u64,
+            opcode: IOCB_CMD_PREAD,
+            fildes: src.as_raw_fd() as u32,
+            buf: buf as u64,
+            nbytes: want as u64,
+            offset: at as i64,
+            ..Iocb::default()
+        };
+        let write = |slot: usize, at: u64, bytes: usize, buf: *mut u8| Iocb {
+            data: slot as u64,
+            opcode: IOCB_CMD_PWRITE,
+            fildes: dst.as_raw_fd() as u32,
+            buf: buf as u64,
+            nbytes: bytes as u64,
+            offset: at as i64,
+            ..Iocb::default()
+        };
+        for (slot, stage) in stages.iter_mut().enumerate() {
+            if next >= end {
+                break;
+            }
+            let want = (end - next).min(self.block as u64) as usize;
+            *stage = Stage::Reading { at: next, want };
+            batch.push(read(slot, next, want, self.buffers[slot]));
+            next += want as u64;
+        }
+        in_flight += batch.len();
+        if let Err(e) = self.submit(&mut batch) {
+            return Err(TransferError::Unsupported(e));
+        }
+        let mut written_total = 0u64;
+        while in_flight > 0 {
+            // SAFETY: `events` has room for `depth` events; the context is ours.
+            let n = unsafe {
+                libc::syscall(
+                    libc::SYS_io_getevents,
+                    self.ctx,
+                    1 as libc::c_long,
+                    depth as libc::c_long,
+                    events.as_mut_ptr(),
+                    std::ptr::null_mut::<libc::timespec>(),
+                )
+            };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(TransferError::Read(e));
+            }
+            batch.clear();
+            for ev in &events[..n as usize] {
+                in_flight -= 1;
+                let slot = ev.data as usize;
+                let buf = self.buffers[slot];
+                match stages[slot] {
+                    Stage::Reading { at, want } => {
+                        if ev.res < 0 {
+                            error.get_or_insert(TransferError::Read(io::Error::from_raw_os_error(
+                                -ev.res as i32,
+                            )));
+                            stages[slot] = Stage::Idle;
+                        } else if ev.res == 0 {
+                            eof_at = eof_at.min(at);
+                            stages[slot] = Stage::Idle;
+                        } else {
+                            let got = ev.res as usize;
+                            if got < want {
+                                // A short read: the file ends here (or the rest comes in a
+                                // later block, which is past end of file anyway).
+                                eof_at = eof_at.min(at + got as u64);
+                            }
+                            stages[slot] = Stage::Writing {
+                                at,
+                                filled: got,
+                                written: 0,
+                            };
+                            if error.is_none() {
+                                batch.push(write(slot, at, got, buf));
+                            } else {
+                                stages[slot] = Stage::Idle;
+                            }
+                        }
+                    }
+                    Stage::Writing {
+                        at,
+                        filled,
+                        written,
+                    } => {
+                        if ev.res <= 0 {
+                            let e = if ev.res == 0 {
+                                io::ErrorKind::WriteZero.into()
+                            } else {
+                                io::Error::from_raw_os_error(-ev.res as i32)
+                            };
+                            error.get_or_insert(TransferError::Write(e));
+                            stages[slot] = Stage::Idle;
+                            continue;
+                        }
+                        let written = written + ev.res as usize;
+                        if written < filled {
+                            stages[slot] = Stage::Writing {
+                                at,
+                                filled,
+                                written,
+                            };
+                            // SAFETY: `written < filled <= block`, inside the buffer.
+                            let rest = unsafe { buf.add(written) };
+                            batch.push(write(slot, at + written as u64, filled - written, rest));
+                            continue;
+                        }
+                        written_total += filled as u64;
+                        stages[slot] = Stage::Idle;
+                        if error.is_none() && next < end.min(eof_at) {
+                            let want = (end - next).min(self.block as u64) as usize;
+                            stages[slot] = Stage::Reading { at: next, want };
+                            batch.push(read(slot, next, want, buf));
+                            next += want as u64;
+                        }
+                    }
+                    Stage::Idle => {}
+                }
+            }
+            in_flight += batch.len();
+            if let Err(e) = self.submit(&mut batch) {
+                // What was not submitted will never complete.
+                in_flight -= batch.len();
+                error.get_or_insert(TransferError::Read(e));
+            }
+        }
+        if let Some(e) = error {
+            return Err(e);
+        }
+        Ok(written_total.min(eof_at.saturating_sub(offset)))
+    }
+}
+
+impl Drop for Aio {
+    fn drop(&mut self) {
+        // SAFETY: nothing is in flight once `copy` returns; the context is ours.
+        unsafe { libc::syscall(libc::SYS_io_destroy, self.ctx) };
+        for &p in &self.buffers {
+            // SAFETY: allocated in `new` with this layout.
+            unsafe { alloc::dealloc(p, self.layout) };
+        }
+    }
+}

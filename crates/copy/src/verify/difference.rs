@@ -1,0 +1,205 @@
+//! The ways two trees can differ, and how a difference prints.
+
+use std::fmt;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+/// One way in which the trees differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DifferenceKind {
+    /// In the source, not in the destination.
+    Missing,
+    /// In the destination, not in the source.
+    Extra,
+    /// Different file types.
+    Type {
+        /// The source's type.
+        src: &'static str,
+        /// The destination's type.
+        dst: &'static str,
+    },
+    /// Different sizes.
+    Size {
+        /// The source's size.
+        src: u64,
+        /// The destination's size.
+        dst: u64,
+    },
+    /// Same size, different bytes.
+    Content {
+        /// The first byte that differs.
+        offset: u64,
+    },
+    /// Different permission bits.
+    Mode {
+        /// The source's mode.
+        src: u32,
+        /// The destination's mode.
+        dst: u32,
+    },
+    /// Different owner or group.
+    Owner {
+        /// The source's uid:gid.
+        src: (u32, u32),
+        /// The destination's uid:gid.
+        dst: (u32, u32),
+    },
+    /// Different modification times.
+    Mtime {
+        /// The source's mtime.
+        src: (i64, u32),
+        /// The destination's mtime.
+        dst: (i64, u32),
+    },
+    /// Symlinks pointing elsewhere.
+    SymlinkTarget {
+        /// The source's target.
+        src: Vec<u8>,
+        /// The destination's target.
+        dst: Vec<u8>,
+    },
+    /// Device nodes with different numbers.
+    Device {
+        /// The source's rdev.
+        src: u64,
+        /// The destination's rdev.
+        dst: u64,
+    },
+    /// An extended attribute missing, extra or with another value.
+    Xattr {
+        /// The attribute.
+        name: String,
+        /// What is wrong with it.
+        what: &'static str,
+    },
+    /// Hard-link grouping differs: the entry is (or is not) linked to an earlier one.
+    HardLinks {
+        /// The earlier entry of the group, in the tree where the link exists.
+        other: PathBuf,
+        /// Which tree has the link.
+        linked_in: &'static str,
+    },
+    /// The source has holes and the copy allocates more.
+    Sparseness {
+        /// Bytes allocated to the source.
+        src_allocated: u64,
+        /// Bytes allocated to the copy.
+        dst_allocated: u64,
+    },
+    /// The entry could not be read on one side.
+    Unreadable {
+        /// Which side.
+        side: &'static str,
+        /// What was being done.
+        op: &'static str,
+        /// Why it failed.
+        reason: String,
+    },
+}
+
+/// A difference and where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// The entry, relative to the roots (empty for the roots themselves).
+    pub path: PathBuf,
+    /// What differs.
+    pub kind: DifferenceKind,
+}
+
+impl fmt::Display for Difference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.as_os_str().is_empty() {
+            f.write_str(".: ")?;
+        } else {
+            write!(f, "{}: ", Escaped(self.path.as_os_str().as_bytes()))?;
+        }
+        use DifferenceKind as D;
+        match &self.kind {
+            D::Missing => write!(f, "missing from the destination"),
+            D::Extra => write!(f, "only in the destination"),
+            D::Type { src, dst } => write!(f, "type: {src} in the source, {dst} in the destination"),
+            D::Size { src, dst } => write!(f, "size: {src} bytes in the source, {dst} in the destination"),
+            D::Content { offset } => write!(f, "content differs from byte {offset}"),
+            D::Mode { src, dst } => write!(f, "mode: {src:04o} in the source, {dst:04o} in the destination"),
+            D::Owner { src, dst } => write!(
+                f,
+                "owner: {}:{} in the source, {}:{} in the destination",
+                src.0, src.1, dst.0, dst.1
+            ),
+            D::Mtime { src, dst } => write!(
+                f,
+                "mtime: {}.{:09} in the source, {}.{:09} in the destination",
+                src.0, src.1, dst.0, dst.1
+            ),
+            D::SymlinkTarget { src, dst } => write!(
+                f,
+                "symlink target: '{}' in the source, '{}' in the destination",
+                Escaped(src),
+                Escaped(dst)
+            ),
+            D::Device { src, dst } => write!(
+                f,
+                "device: {}:{} in the source, {}:{} in the destination",
+                libc::major(*src),
+                libc::minor(*src),
+                libc::major(*dst),
+                libc::minor(*dst)
+            ),
+            D::Xattr { name, what } => write!(f, "extended attribute {name}: {what}"),
+            D::HardLinks { other, linked_in } => write!(
+                f,
+                "hard links: linked to '{}' only in the {linked_in}",
+                other.display()
+            ),
+            D::Sparseness {
+                src_allocated,
+                dst_allocated,
+            } => write!(
+                f,
+                "holes lost: {src_allocated} bytes allocated in the source, {dst_allocated} in the destination"
+            ),
+            D::Unreadable { side, op, reason } => write!(f, "cannot {op} in the {side}: {reason}"),
+        }
+    }
+}
+
+/// A name as text on one line: control characters (a newline in a file name, say) are shown
+/// as `\n`, `\t` or `\xNN`, and bytes that are not UTF-8 as `\xNN`.
+struct Escaped<'a>(&'a [u8]);
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for chunk in self.0.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                match c {
+                    '\n' => f.write_str("\\n")?,
+                    '\t' => f.write_str("\\t")?,
+                    '\\' => f.write_str("\\\\")?,
+                    c if c.is_control() => write!(f, "\\x{:02x}", c as u32)?,
+                    c => write!(f, "{c}")?,
+                }
+            }
+            for b in chunk.invalid() {
+                write!(f, "\\x{b:02x}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_print_on_one_line() {
+        let d = Difference {
+            path: PathBuf::from(OsStr::from_bytes(b"a\nb\tc\\d\xff")),
+            kind: DifferenceKind::Missing,
+        };
+        assert_eq!(
+            d.to_string(),
+            "a\\nb\\tc\\\\d\\xff: missing from the destination"
+        );
+    }
+}

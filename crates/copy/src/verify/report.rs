@@ -1,0 +1,100 @@
+//! What a comparison is asked to check ([`VerifyOptions`]) and what it found ([`VerifyReport`]).
+
+use std::io;
+use std::path::PathBuf;
+
+use super::difference::Difference;
+
+/// What [`verify`] compares beyond names, types, sizes, content and symlink targets, which it
+/// always compares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyOptions {
+    /// Permission bits, with setuid, setgid and sticky (not for symlinks).
+    pub mode: bool,
+    /// Owner and group.
+    pub ownership: bool,
+    /// Modification time, to the nanosecond (access times move when a tree is read, so they
+    /// are never compared).
+    pub mtime: bool,
+    /// Extended attributes (ACLs included) of files and directories.
+    pub xattrs: bool,
+    /// Files hard-linked together in one tree are hard-linked together in the other, and no
+    /// others.
+    pub hard_links: bool,
+    /// A file with holes has holes in the copy too: it allocates no more than the source
+    /// (within a small allowance for the filesystem's allocation granularity).
+    pub sparseness: bool,
+    /// Threads reading file contents.
+    pub threads: usize,
+}
+
+impl VerifyOptions {
+    /// Names, types, sizes, content, symlink targets: what every copy must get right.
+    pub fn content_only() -> Self {
+        VerifyOptions {
+            mode: false,
+            ownership: false,
+            mtime: false,
+            xattrs: false,
+            hard_links: false,
+            sparseness: false,
+            threads: default_threads(),
+        }
+    }
+
+    /// Everything `cp -a` promises.
+    pub fn archive() -> Self {
+        VerifyOptions {
+            mode: true,
+            ownership: true,
+            mtime: true,
+            xattrs: true,
+            hard_links: true,
+            sparseness: true,
+            threads: default_threads(),
+        }
+    }
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(2, 16)
+}
+
+/// What a comparison found.
+#[derive(Debug, Clone, Default)]
+pub struct VerifyReport {
+    /// Entries compared (the roots included).
+    pub entries: u64,
+    /// Bytes of file content compared (per side).
+    pub bytes: u64,
+    /// The first differences found (at most [`KEPT_DIFFERENCES`]); every one was also passed to
+    /// the caller's callback.
+    pub differences: Vec<Difference>,
+    /// How many differences there were in all.
+    pub total_differences: u64,
+}
+
+/// How many differences a [`VerifyReport`] keeps.
+pub const KEPT_DIFFERENCES: usize = 1000;
+
+impl VerifyReport {
+    /// True when the trees are the same.
+    pub fn is_same(&self) -> bool {
+        self.total_differences == 0
+    }
+}
+
+/// A comparison that could not start.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {op} '{}': {}", path.display(), crate::error::reason(source))]
+pub struct VerifyError {
+    /// What was being done.
+    pub op: &'static str,
+    /// The root it failed on.
+    pub path: PathBuf,
+    /// Why.
+    #[source]
+    pub source: io::Error,
+}

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::error::CopyError;
 
@@ -16,18 +17,18 @@ pub struct Progress {
     pub dirs: AtomicU64,
     /// File bytes copied.
     pub bytes: AtomicU64,
-    cancel: AtomicBool,
+    cancel: Arc<AtomicBool>,
 }
 
 impl Progress {
-    /// Zeroed counters; `const` so a signal handler can reach a `static` one.
-    pub const fn new() -> Self {
-        Progress {
-            files: AtomicU64::new(0),
-            dirs: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
-            cancel: AtomicBool::new(false),
-        }
+    /// Zeroed counters.
+    pub fn new() -> Self {
+        Progress::default()
+    }
+
+    /// The stop switch itself, for a signal handler to set (see [`Progress::cancel`]).
+    pub fn cancel_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.cancel)
     }
 
     /// Asks the copy to stop as soon as it can (async-signal-safe: one atomic store).

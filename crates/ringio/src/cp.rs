@@ -16,9 +16,6 @@ use ringio_copy::{
 
 use crate::cli::{BackupControl, CpArgs, ReflinkWhen, SparseWhen, UpdateWhen};
 
-/// Shared with the SIGINT handler, which may only touch atomics.
-static PROGRESS: Progress = Progress::new();
-
 /// Resolves the arguments into a plan, with cp's precedence rules.
 pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
     let (sources, target, into) = match (&args.target_directory, args.no_target_directory) {
@@ -211,27 +208,11 @@ impl ringio_copy::Reporter for Terminal {
     }
 }
 
-extern "C" fn on_sigint(_: libc::c_int) {
-    PROGRESS.cancel();
-}
-
-fn install_sigint_handler() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe. SA_RESETHAND
-    // makes a second Ctrl-C kill the process the usual way.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_sigint as *const () as usize;
-        action.sa_flags = libc::SA_RESETHAND | libc::SA_RESTART;
-        libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
-    }
-}
-
 /// Runs `ringio cp` and returns the process exit code.
 pub fn run(args: &CpArgs) -> Result<i32> {
     let plan = plan(args)?;
-    install_sigint_handler();
+    let progress = Progress::new();
+    crate::signals::stop_on_signals(&progress.cancel_flag())?;
     let term = Terminal {
         bar: crate::progress::bar(args.progress),
     };
@@ -240,18 +221,18 @@ pub fn run(args: &CpArgs) -> Result<i32> {
     let totals = ringio_copy::count::Totals::default();
     let summary = std::thread::scope(|scope| {
         if let Some(bar) = &term.bar {
-            let (done, totals, plan) = (&done, &totals, &plan);
+            let (done, totals, plan, progress) = (&done, &totals, &plan, &progress);
             // The total is counted beside the copy, never before it.
             scope.spawn(move || ringio_copy::count::count(plan, totals));
-            scope.spawn(move || crate::progress::drive(bar, &PROGRESS, totals, done));
+            scope.spawn(move || crate::progress::drive(bar, progress, totals, done));
         }
-        let summary = ringio_copy::copy(&plan, &PROGRESS, &term);
+        let summary = ringio_copy::copy(&plan, &progress, &term);
         done.store(true, Ordering::Relaxed);
         totals.stop();
         summary
     });
     if let Some(bar) = &term.bar {
-        crate::progress::finish(bar, &PROGRESS, &totals);
+        crate::progress::finish(bar, &progress, &totals);
     }
     if args.verbose || args.progress {
         let secs = started.elapsed().as_secs_f64();

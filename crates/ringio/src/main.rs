@@ -10,6 +10,7 @@ mod man;
 mod progress;
 mod read;
 mod serve;
+mod signals;
 mod syscost;
 mod units;
 mod verify;

@@ -2,7 +2,8 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::builder::PossibleValue;
@@ -53,23 +54,13 @@ impl ValueEnum for ModelArg {
     }
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
 pub fn run(args: &Args) -> Result<i32> {
     if let Some(why) = args.model.0.unavailable() {
         eprintln!("ringio serve: {why}");
         return Ok(2);
     }
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
+    let stop = Arc::new(AtomicBool::new(false));
+    crate::signals::stop_on_signals(&stop)?;
     crate::raise_nofile_limit();
     let listener =
         ringio_fsm::listen(args.addr).with_context(|| format!("cannot listen on {}", args.addr))?;
@@ -77,7 +68,7 @@ pub fn run(args: &Args) -> Result<i32> {
     println!("listening on {local}");
     std::io::stdout().flush()?;
     let model = args.model.0;
-    let s = ringio_fsm::serve(model, listener, args.threads, &STOP)?;
+    let s = ringio_fsm::serve(model, listener, args.threads, &stop)?;
     eprintln!(
         "ringio serve: {model} stopped: {} connections, {} requests, {} refused, {} errors",
         s.connections, s.requests, s.refused, s.errors

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
+use crate::plan::Overwrite;
 use crate::sys::{self, Stat};
 use crate::xattr::{self, XattrError};
 use std::sync::atomic::Ordering;
@@ -92,7 +93,8 @@ pub(crate) fn directory(
     // A fresh directory was made with owner rwx so it could be filled; give it its real mode.
     let mode = if preserve.mode {
         Some(stat.perm())
-    } else if fresh {
+    } else if fresh || matches!(ctx.plan.overwrite, Overwrite::Resume(_)) {
+        // (Under --resume an existing directory is taken to be an interrupted run's.)
         // cp keeps the sticky bit of a new directory, drops setuid/setgid, applies the umask.
         Some(stat.perm() & 0o1777 & !ctx.umask)
     } else {

@@ -27,6 +27,7 @@ mod opened;
 mod plan;
 mod progress;
 mod queue;
+mod resume;
 mod run;
 mod sys;
 pub mod transfer;
@@ -38,7 +39,7 @@ pub use engine::uring_available;
 pub use error::{CopyError, Op};
 pub use plan::{
     Backup, BackupMode, CopyPlan, CopyRoot, Dereference, Engine, Overwrite, Preserve, Reflink,
-    Sparse, Tuning,
+    Resume, Sparse, Tuning,
 };
 pub use progress::{Progress, Reporter, Summary};
 pub use run::copy;

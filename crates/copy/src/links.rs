@@ -4,10 +4,11 @@
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 
-use crate::sys::Stat;
+use crate::sys::{self, Kind, Stat};
 
 /// Where the first copy of an inode went.
 struct FirstCopy {
@@ -34,7 +35,8 @@ impl LinkMap {
     /// its result as the copy later names link to. The lock is held across `create`, so a second
     /// name never races the creation of the first.
     ///
-    /// `dst_dir` holds `dst`; `anchored` is `dst` as (root anchor, path relative to it), where
+    /// `replace_existing` (`--resume`): a name that is already there is made the link (unless
+    /// it is one already). `dst_dir` holds `dst`; `anchored` is `dst` as (root anchor, path relative to it), where
     /// later names find it (`None`: not reachable that way, so not remembered).
     pub fn link_or_create<T, E>(
         &self,
@@ -42,23 +44,39 @@ impl LinkMap {
         dst: &CStr,
         anchored: impl FnOnce() -> Option<(Arc<OwnedFd>, CString)>,
         stat: &Stat,
+        replace_existing: bool,
         create: impl FnOnce() -> Result<T, E>,
     ) -> Result<Linked<T>, E> {
         let key = (stat.dev, stat.ino);
         let mut first = self.first.lock().expect("link map lock");
         if let Some(copy) = first.get(&key) {
-            // SAFETY: both strings are NUL-terminated and both fds are open.
-            let rc = unsafe {
-                libc::linkat(
-                    copy.anchor.as_raw_fd(),
-                    copy.path.as_ptr(),
-                    dst_dir.as_raw_fd(),
-                    dst.as_ptr(),
-                    0,
-                )
+            let link = || {
+                // SAFETY: both strings are NUL-terminated and both fds are open.
+                unsafe {
+                    libc::linkat(
+                        copy.anchor.as_raw_fd(),
+                        copy.path.as_ptr(),
+                        dst_dir.as_raw_fd(),
+                        dst.as_ptr(),
+                        0,
+                    )
+                }
             };
-            if rc == 0 {
+            if link() == 0 {
                 return Ok(Linked::Linked);
+            }
+            if replace_existing && io::Error::last_os_error().raw_os_error() == Some(libc::EEXIST) {
+                // An interrupted run's name: already this link, or replaced by it.
+                let first_copy = sys::statx_at(copy.anchor.as_fd(), &copy.path, false);
+                let existing = sys::statx_at(dst_dir, dst, false);
+                if let (Ok(a), Ok(b)) = (first_copy, existing) {
+                    if (a.dev, a.ino) == (b.dev, b.ino) {
+                        return Ok(Linked::Linked);
+                    }
+                    if b.kind() != Kind::Dir && sys::unlinkat(dst_dir, dst).is_ok() && link() == 0 {
+                        return Ok(Linked::Linked);
+                    }
+                }
             }
             // The first copy is gone or out of reach (a path past PATH_MAX): copy this name on
             // its own, as cp does when it cannot link.

@@ -167,6 +167,18 @@ pub enum Overwrite {
     NoClobber,
     /// `-u`: replace only when the source is newer.
     Update,
+    /// `--resume`: finish an interrupted copy; keep files that are provably complete.
+    Resume(Resume),
+}
+
+/// How `--resume` proves a destination file complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    /// Under -a/-p: the same size and ns mtime as the source. Otherwise: the same size and
+    /// the same content.
+    Quick,
+    /// The same content, always (and the metadata applied again).
+    Checksum,
 }
 
 /// Holes in sparse files (cp's `--sparse`).
@@ -344,6 +356,31 @@ impl CopyPlan {
         !self.atomic && self.reflink != Reflink::Always && self.sparse != Sparse::Always
     }
 
+    /// `--resume` of `cp -r SRC DST` where DST is now a directory: true when DST is the copy an
+    /// interrupted run made (so the copy goes on in DST), false when SRC was being copied into
+    /// it (DST/NAME). DST is taken as the copy unless DST/NAME exists or DST holds a name SRC
+    /// lacks. An empty DST is taken as the copy; `-T` or `-t` says it without guessing.
+    pub fn resume_target_is_copy(src: &Path, target: &Path) -> bool {
+        let (Ok(s), Ok(t)) = (fs::metadata(src), fs::metadata(target)) else {
+            return false;
+        };
+        if !s.is_dir() || !t.is_dir() {
+            return false;
+        }
+        if let Some(name) = last_component(src) {
+            if fs::symlink_metadata(target.join(name)).is_ok_and(|m| m.is_dir()) {
+                return false;
+            }
+        }
+        let Ok(entries) = fs::read_dir(target) else {
+            return false;
+        };
+        entries.flatten().all(|e| {
+            let name = e.file_name();
+            fs::symlink_metadata(src.join(&name)).is_ok() || is_temp_of_ours(&name)
+        })
+    }
+
     /// Resolves cp's three forms into source → destination pairs:
     /// `SRC DST`, `SRC... DIR` (also `-t DIR SRC...`) and `-T SRC DST`.
     pub fn resolve_roots(
@@ -420,6 +457,12 @@ fn last_component(path: &Path) -> Option<&std::ffi::OsStr> {
         b"." => None,
         _ => Some(std::ffi::OsStr::from_bytes(name)),
     }
+}
+
+/// An `--atomic` temporary (`.NAME.ringio-PID-N`).
+fn is_temp_of_ours(name: &std::ffi::OsStr) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    crate::resume::is_temp_name(name.as_bytes())
 }
 
 fn not_a_directory(target: &Path) -> CopyError {

@@ -17,8 +17,9 @@ use crate::engine::Mover;
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::node::{DirHold, DirNode};
-use crate::plan::Dereference;
+use crate::plan::{Dereference, Overwrite};
 use crate::queue::{Entry, Queue, Task, BATCH};
+use crate::resume;
 use crate::sys::{self, Kind, Stat};
 
 /// A worker: takes tasks until the tree is done, keeping its engine's pipeline full.
@@ -184,6 +185,11 @@ fn read_dir<'a>(
 ) {
     ctx.progress.dirs.fetch_add(1, Ordering::Relaxed);
     let Some(node) = hold(ctx, node) else { return };
+    if !node.fresh && matches!(ctx.plan.overwrite, Overwrite::Resume(_)) {
+        if let Err(e) = resume::remove_stale_temps(node.dst_fd(), dir_buf) {
+            ctx.fail(CopyError::io(Op::ReadDir, node.dst_path(None), e));
+        }
+    }
     let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
     let flush = |batch: &mut Vec<Entry>, mover: &mut dyn Mover<'a>, last: bool| {
         if batch.is_empty() {

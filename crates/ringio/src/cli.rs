@@ -128,6 +128,22 @@ pub struct CpArgs {
     )]
     pub update: Option<UpdateWhen>,
 
+    /// Finish an interrupted copy: run the same command again with --resume. A destination file
+    /// is kept only when it is provably complete: under -a/-p when its size and ns mtime match
+    /// the source's, otherwise when its size and content match (`checksum`: always compare
+    /// content). Every other file is copied again, the temporaries of an interrupted --atomic
+    /// run are removed, and directory metadata is applied. On a complete tree it only reads
+    /// metadata.
+    #[arg(
+        long,
+        value_name = "CHECK",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "quick",
+        conflicts_with_all = ["no_clobber", "update", "remove_destination", "backup", "backup_default"]
+    )]
+    pub resume: Option<ResumeCheck>,
+
     /// Remove each existing destination file before creating the copy, instead of writing
     /// over it.
     #[arg(long)]
@@ -291,6 +307,15 @@ pub enum ReflinkWhen {
     Always,
     /// Never share blocks.
     Never,
+}
+
+/// `--resume=CHECK`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ResumeCheck {
+    /// Size and mtime under -a/-p, size and content otherwise.
+    Quick,
+    /// Size and content, always.
+    Checksum,
 }
 
 /// `--update=WHEN`.

@@ -11,10 +11,10 @@ use indicatif::{HumanBytes, ProgressBar};
 use ringio_copy::verify::VerifyOptions;
 use ringio_copy::{
     Backup, BackupMode, CopyError, CopyPlan, Dereference, Overwrite, Preserve, Progress, Reflink,
-    Sparse, Tuning,
+    Resume, Sparse, Tuning,
 };
 
-use crate::cli::{BackupControl, CpArgs, ReflinkWhen, SparseWhen, UpdateWhen};
+use crate::cli::{BackupControl, CpArgs, ReflinkWhen, ResumeCheck, SparseWhen, UpdateWhen};
 
 /// Resolves the arguments into a plan, with cp's precedence rules.
 pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
@@ -37,6 +37,17 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
                 if no_target { Some(false) } else { None },
             )
         }
+    };
+    // Re-running `cp -r SRC DST` finds the DST the interrupted run made: it is the copy, not a
+    // directory to copy into.
+    let into = match into {
+        None if args.resume.is_some()
+            && sources.len() == 1
+            && CopyPlan::resume_target_is_copy(&sources[0], &target) =>
+        {
+            Some(false)
+        }
+        other => other,
     };
     let roots = CopyPlan::resolve_roots(&sources, &target, into)?;
 
@@ -76,7 +87,12 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
     if args.direct && args.engine.0 != ringio_copy::Engine::Aio {
         anyhow::bail!("--direct is for --engine aio");
     }
-    let overwrite = if args.no_clobber {
+    let overwrite = if let Some(check) = args.resume {
+        Overwrite::Resume(match check {
+            ResumeCheck::Quick => Resume::Quick,
+            ResumeCheck::Checksum => Resume::Checksum,
+        })
+    } else if args.no_clobber {
         Overwrite::NoClobber
     } else {
         match args.update {

@@ -16,8 +16,9 @@ use crate::finalize;
 use crate::links::Linked;
 use crate::node::{DirHold, DirNode};
 use crate::opened::{count_done, finish_file, OpenedPair};
-use crate::plan::{Dereference, Overwrite};
+use crate::plan::{Dereference, Overwrite, Resume};
 use crate::queue::{Queue, Task};
+use crate::resume::{self, QuickCheck};
 use crate::sys::{self, Kind, Stat};
 
 /// Copies one entry of `dir` found by the walk (same name on both sides).
@@ -113,6 +114,9 @@ pub(crate) enum Existing {
         /// The entry itself is a symlink.
         through_link: bool,
     },
+    /// `--resume`: a regular file of the source's size, kept if its content is the source's,
+    /// opened as [`Existing::Open`] otherwise.
+    Compare { target: Stat, through_link: bool },
 }
 
 /// True when the source's bytes are written into the destination (a regular file, or a
@@ -202,6 +206,24 @@ pub(crate) fn check_existing(
             dst_path().display()
         )));
     }
+    if let Overwrite::Resume(how) = plan.overwrite {
+        // Judged before the rules that replace the entry: a complete file of a hard-link
+        // group is kept like any other.
+        let replaced_anyway = plan.remove_destination || plan.backup.is_some();
+        if let Some(t) = target.filter(|_| as_data && !replaced_anyway) {
+            let checksum = how == Resume::Checksum;
+            match resume::quick_check(checksum, plan.preserve.timestamps, stat, &t) {
+                QuickCheck::Complete => return Ok(None),
+                QuickCheck::CompareContent => {
+                    return Ok(Some(Existing::Compare {
+                        target: t,
+                        through_link: is_link,
+                    }))
+                }
+                QuickCheck::Recopy => {}
+            }
+        }
+    }
     match plan.overwrite {
         Overwrite::NoClobber => return Ok(None),
         Overwrite::Update if seen.is_some_and(|s| s.mtime >= stat.mtime) => return Ok(None),
@@ -283,6 +305,21 @@ pub(crate) fn open_pair(
     let src_fd = sys::openat(dir.src_fd(), src, libc::O_RDONLY | nofollow, 0)
         .map_err(|e| CopyError::io(Op::Open, dir.src_path(Some(src)), e))?;
     let source_stream = stat.kind() != Kind::File;
+    let existing = match existing {
+        Existing::Compare {
+            target,
+            through_link,
+        } => {
+            if complete_already(ctx, dir, dst, src_fd.as_fd(), stat)? {
+                return Ok(None);
+            }
+            Existing::Open {
+                target: Some(target),
+                through_link,
+            }
+        }
+        other => other,
+    };
     let create = |at: BorrowedFd<'_>, name: &CStr| {
         sys::openat(
             at,
@@ -320,6 +357,7 @@ pub(crate) fn open_pair(
     // (descriptor, created, removable, stream)
     let (opened, created, removable, stream) = match existing {
         Existing::Nothing => (create(dir.dst_fd(), dst), true, true, source_stream),
+        Existing::Compare { .. } => unreachable!("settled above"),
         Existing::Open {
             target,
             through_link,
@@ -367,6 +405,31 @@ pub(crate) fn open_pair(
     }))
 }
 
+/// `--resume`: true when the existing destination `dst` already holds the source's bytes; its
+/// metadata is then applied again (it may be what the interrupted run never reached).
+fn complete_already(
+    ctx: &Ctx<'_>,
+    dir: &DirNode<'_>,
+    dst: &CStr,
+    src: BorrowedFd<'_>,
+    stat: &Stat,
+) -> Result<bool, CopyError> {
+    let path = || dir.dst_path(Some(dst));
+    let dst_fd = sys::openat(dir.dst_fd(), dst, libc::O_RDONLY, 0)
+        .map_err(|e| CopyError::io(Op::Open, path(), e))?;
+    let same = resume::same_content(src, dst_fd.as_fd(), stat.size)
+        .map_err(|e| CopyError::io(Op::Read, path(), e))?;
+    if same && ctx.plan.preserve.any() {
+        finalize::file(ctx, dir.dst_setgid, src, dst_fd.as_fd(), stat, false, &path)?;
+    }
+    Ok(same)
+}
+
+/// True under `--resume`.
+fn resuming(ctx: &Ctx<'_>) -> bool {
+    matches!(ctx.plan.overwrite, Overwrite::Resume(_))
+}
+
 fn remove_then<T>(
     dir: &DirNode<'_>,
     name: &CStr,
@@ -400,6 +463,7 @@ fn copy_file<'a>(
                 dst,
                 || dir.anchored_path(dst),
                 stat,
+                resuming(ctx),
                 || match open_pair(ctx, dir, src, dst, stat, follow)? {
                     Some(pair) => copy_opened(ctx, mover, dir, src, dst, stat, pair, None),
                     None => Ok(()),
@@ -415,6 +479,7 @@ fn copy_file<'a>(
             dst,
             || dir.anchored_path(dst),
             stat,
+            resuming(ctx),
             || open_pair(ctx, dir, src, dst, stat, follow),
         )? {
             Linked::Linked => {
@@ -559,6 +624,7 @@ fn copy_other(
             dst,
             || dir.anchored_path(dst),
             stat,
+            resuming(ctx),
             || create_other(ctx, dir, src, dst, stat),
         )? {
             Linked::Linked => Ok(true),

@@ -154,8 +154,12 @@ pub(crate) fn check_existing(
         Err(e) => return Err(CopyError::io(Op::Stat, dst_path(), e)),
     };
     let is_link = entry.kind() == Kind::Symlink;
-    // What the entry points to; None for a dangling symlink.
-    let target = if is_link {
+    let as_data = copied_as_data(ctx, stat);
+    // What the entry points to (None for a dangling symlink); only data is written through it,
+    // a recreated entry replaces the link itself.
+    let target = if is_link && !as_data {
+        None
+    } else if is_link {
         match sys::statx_at(dir.dst_fd(), dst, true) {
             Ok(s) => Some(s),
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => None,
@@ -164,7 +168,6 @@ pub(crate) fn check_existing(
     } else {
         Some(entry)
     };
-    let as_data = copied_as_data(ctx, stat);
     if ctx.just_created(&entry) {
         return Err(CopyError::Refused(if is_link && as_data {
             format!(

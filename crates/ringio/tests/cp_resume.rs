@@ -1,0 +1,227 @@
+//! `ringio cp --resume`: a copy killed with SIGKILL at any point, run again with `--resume`,
+//! gives exactly the tree an uninterrupted copy gives; complete files are kept as they are. And
+//! the race that must never redirect a write: destination directories swapped for symlinks
+//! while the copy runs.
+
+#[macro_use]
+mod common;
+
+use std::fs;
+use std::os::unix::fs::{symlink, MetadataExt};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+engine_tests!(
+    killed_copies_resume_to_the_same_tree,
+    resume_keeps_complete_files_and_recopies_the_rest,
+);
+
+/// The source: every kind of entry and metadata (small tree) plus a file big enough to be split
+/// into chunks, so a kill can land in the middle of it.
+fn source(scratch: &Scratch) -> std::path::PathBuf {
+    let src = scratch.join("src");
+    TreeSpec::small(7).build(&src);
+    let big: Vec<u8> = (0..24u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    fs::write(src.join("big.bin"), big).unwrap();
+    src
+}
+
+/// Everything `cp -a` keeps but atimes, which reading the source moves (the interrupted run read
+/// it too).
+const NO_ATIME: Check = Check {
+    atime: false,
+    ..Check::ARCHIVE
+};
+
+fn cp(engine: &str, args: &[&str], dir: &Path) -> Cp {
+    Cp::new()
+        .engine(engine)
+        .args(["--chunk-size", "1M"])
+        .args(args)
+        .current_dir(dir)
+}
+
+/// Kills `ringio cp` with SIGKILL `after` it starts (or lets it finish if it is faster).
+fn killed_copy(cp: Cp, after: Duration) {
+    let mut running = cp.spawn();
+    let started = Instant::now();
+    while started.elapsed() < after {
+        if running.try_status().is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    // SAFETY: signalling our own child, which has not been reaped (try_wait saw it running).
+    unsafe { libc::kill(running.pid(), libc::SIGKILL) };
+    let _ = running.wait();
+}
+
+/// SIGKILL before the first file, early in the tree, in the big file and near the end (when
+/// directory metadata is applied); then `--resume`, and the tree must equal the source.
+fn killed_copies_resume_to_the_same_tree(engine: &str) {
+    let scratch = Scratch::new();
+    let src = source(&scratch);
+    let mut round = 0;
+    for extra in [&["-a"][..], &["-a", "--atomic"]] {
+        for after_ms in [0u64, 3, 15, 40, 90] {
+            round += 1;
+            let dst = format!("dst{round}");
+            let mut args = extra.to_vec();
+            args.extend(["src", &dst]);
+            killed_copy(
+                cp(engine, &args, scratch.path()),
+                Duration::from_millis(after_ms),
+            );
+            let mut again = extra.to_vec();
+            again.extend(["--resume", "src", &dst]);
+            let out = cp(engine, &again, scratch.path()).run();
+            assert_success(&out);
+            assert_trees_equal(&src, &scratch.join(&dst), NO_ATIME);
+            let out = ringio([
+                "verify".as_ref(),
+                src.as_os_str(),
+                scratch.join(&dst).as_os_str(),
+            ]);
+            assert!(
+                out.status.success(),
+                "{extra:?} killed after {after_ms} ms: {}",
+                describe(&out)
+            );
+        }
+    }
+    // Without -p the content decides, and directories still get their modes.
+    killed_copy(
+        cp(engine, &["-r", "src", "plain"], scratch.path()),
+        Duration::from_millis(15),
+    );
+    assert_success(&cp(engine, &["-r", "--resume", "src", "plain"], scratch.path()).run());
+    assert_trees_equal(&src, &scratch.join("plain"), Check::CONTENT);
+}
+
+/// On a complete copy `--resume` rewrites nothing: files keep their inodes and ctimes. A file of
+/// the right size but the wrong bytes is recopied when content decides (no -p, or
+/// `--resume=checksum`); under -a a wrong mtime marks it unfinished.
+fn resume_keeps_complete_files_and_recopies_the_rest(engine: &str) {
+    let scratch = Scratch::new();
+    let src = scratch.join("src");
+    fs::create_dir_all(src.join("sub")).unwrap();
+    write_file(src.join("a"), "alpha\n");
+    write_file(src.join("sub/b"), "bravo\n");
+    fs::hard_link(src.join("a"), src.join("sub/a-link")).unwrap();
+    assert_success(&cp(engine, &["-a", "src", "dst"], scratch.path()).run());
+    let before = fs::metadata(scratch.join("dst/sub/b")).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert_success(&cp(engine, &["-a", "--resume", "src", "dst"], scratch.path()).run());
+    let after = fs::metadata(scratch.join("dst/sub/b")).unwrap();
+    assert_eq!(
+        (before.ino(), before.ctime(), before.ctime_nsec()),
+        (after.ino(), after.ctime(), after.ctime_nsec()),
+        "a complete file was touched"
+    );
+    assert_trees_equal(&src, &scratch.join("dst"), NO_ATIME);
+
+    // Same size, other bytes, same mtime: -a trusts size and mtime; checksum does not.
+    let b = scratch.join("dst/sub/b");
+    let mtime = lstat_times(&b).1;
+    fs::write(&b, "BRAVO\n").unwrap();
+    set_times(&b, None, Some(mtime)).unwrap();
+    assert_success(&cp(engine, &["-a", "--resume", "src", "dst"], scratch.path()).run());
+    assert_eq!(fs::read(&b).unwrap(), b"BRAVO\n");
+    assert_success(
+        &cp(
+            engine,
+            &["-a", "--resume=checksum", "src", "dst"],
+            scratch.path(),
+        )
+        .run(),
+    );
+    assert_eq!(fs::read(&b).unwrap(), b"bravo\n");
+
+    // Under -a a different mtime means unfinished.
+    fs::write(&b, "BRAVO\n").unwrap();
+    assert_success(&cp(engine, &["-a", "--resume", "src", "dst"], scratch.path()).run());
+    assert_eq!(fs::read(&b).unwrap(), b"bravo\n");
+
+    // Without -p the content decides.
+    assert_success(&cp(engine, &["-r", "src", "plain"], scratch.path()).run());
+    fs::write(scratch.join("plain/a"), "ALPHA\n").unwrap();
+    assert_success(&cp(engine, &["-r", "--resume", "src", "plain"], scratch.path()).run());
+    assert_eq!(fs::read(scratch.join("plain/a")).unwrap(), b"alpha\n");
+
+    // A hard-link name the interrupted run copied on its own is linked again.
+    fs::remove_file(scratch.join("dst/sub/a-link")).unwrap();
+    write_file(scratch.join("dst/sub/a-link"), "alpha\n");
+    assert_success(&cp(engine, &["-a", "--resume", "src", "dst"], scratch.path()).run());
+    assert_eq!(
+        fs::metadata(scratch.join("dst/a")).unwrap().ino(),
+        fs::metadata(scratch.join("dst/sub/a-link")).unwrap().ino()
+    );
+
+    // Stale temporaries of an interrupted --atomic run go.
+    write_file(scratch.join("dst/sub/.b.ringio-1-2"), "partial");
+    assert_success(&cp(engine, &["-a", "--resume", "src", "dst"], scratch.path()).run());
+    assert!(!scratch.join("dst/sub/.b.ringio-1-2").exists());
+}
+
+/// While a copy runs, another thread keeps replacing the destination's fresh subdirectories with
+/// symlinks to a directory outside it. ringio opens every destination directory below DST with
+/// O_NOFOLLOW relative to its parent, so nothing may ever land outside; the copy reports the
+/// swapped entries as errors.
+#[test]
+fn swapped_destination_directories_never_redirect_writes() {
+    let scratch = Scratch::new();
+    let src = scratch.join("src");
+    for d in 0..150 {
+        for f in 0..4 {
+            write_file(src.join(format!("d{d:03}/sub/f{f}")), format!("{d}-{f}\n"));
+        }
+    }
+    let outside = scratch.join("outside");
+    fs::create_dir(&outside).unwrap();
+    let mut total_swaps = 0;
+    for round in 0..4 {
+        let dst = scratch.join(format!("dst{round}"));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let swapper = {
+            let (dst, outside, stop) = (dst.clone(), outside.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut swapped = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for d in 0..150 {
+                        let dir = dst.join(format!("d{d:03}"));
+                        let aside = dst.join(format!(".aside{d:03}"));
+                        if fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir())
+                            && fs::rename(&dir, &aside).is_ok()
+                        {
+                            let _ = symlink(&outside, &dir);
+                            swapped += 1;
+                        }
+                    }
+                }
+                swapped
+            })
+        };
+        let out = Cp::new()
+            .args(["-r", "src", dst.to_str().unwrap()])
+            .current_dir(scratch.path())
+            .run();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let swapped = swapper.join().unwrap();
+        total_swaps += swapped;
+        let landed: Vec<_> = fs::read_dir(&outside).unwrap().collect();
+        assert!(
+            landed.is_empty(),
+            "round {round}: {} entries written outside the destination ({swapped} swaps): {}",
+            landed.len(),
+            describe(&out)
+        );
+    }
+    assert!(
+        total_swaps > 0,
+        "the swapper never won a race: the test proved nothing"
+    );
+}

@@ -3,6 +3,7 @@
 //! model ([`Model`]).
 #![deny(missing_docs)]
 
+pub mod affinity;
 pub mod bench;
 mod blocking;
 mod bufring;
@@ -10,6 +11,7 @@ mod conn;
 #[cfg(feature = "libuv")]
 mod libuv;
 pub mod load;
+pub mod loopback;
 mod model;
 pub mod protocol;
 mod reactor;

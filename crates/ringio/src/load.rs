@@ -34,6 +34,9 @@ pub struct Args {
     /// Write the report as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also report the CPU time this process (the server) used in the measured phase.
+    #[arg(long, value_name = "PID")]
+    pub watch_pid: Option<u32>,
 }
 
 /// Parses `5s`, `500ms`, `2m` or plain seconds.
@@ -67,6 +70,7 @@ pub fn run(args: &Args) -> Result<i32> {
         pipeline: args.pipeline,
         rate: args.rate,
         connect_concurrency: 256,
+        watch_pid: args.watch_pid,
     };
     let report = load::run(&opts)?;
     print_report(&report);

@@ -2,9 +2,9 @@
 //! loaded by a separate load-generator process (`ringio load`), each pinned to its own CPU, so
 //! the figures measure the server and not the load generator sharing its CPU.
 //!
-//! The server's CPU time over the measured phase is read from /proc/PID/stat by the load
-//! generator at both ends of that phase; the load generator's own CPU time likewise from its
-//! rusage. A point where the load generator kept its CPU busy most of the time is flagged as
+//! The server's CPU time over the measured phase is read from /proc/PID/task/*/schedstat (run
+//! time in ns) by the load generator at both ends of that phase; the load generator's own CPU
+//! time likewise from its rusage. A point where the load generator kept its CPU busy most of the time is flagged as
 //! load-bound: its round trips/s say more about the load generator than about the server.
 
 use std::io::{self, BufRead, BufReader};
@@ -37,6 +37,10 @@ pub struct BenchOptions {
     pub duration: Duration,
     /// Actions per write.
     pub pipeline: usize,
+    /// Open loop at this many requests per second in all (see [`crate::load`]): every model
+    /// then does the same work, and CPU per round trip compares without the noise of a closed
+    /// loop. Closed loop when `None`.
+    pub rate: Option<f64>,
     /// Rounds: every model and client count once per round, round-robin.
     pub rounds: usize,
     /// The CPU the server runs on, or anywhere.
@@ -189,6 +193,11 @@ fn one_point(
         .arg(format!("{}ms", opts.duration.as_millis().max(1)))
         .arg("--pipeline")
         .arg(opts.pipeline.max(1).to_string())
+        .args(
+            opts.rate
+                .map(|r| vec!["--rate".to_string(), r.to_string()])
+                .unwrap_or_default(),
+        )
         .arg("--watch-pid")
         .arg(server.id().to_string())
         .arg("--json")

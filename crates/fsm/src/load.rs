@@ -243,9 +243,26 @@ fn own_cpu_s() -> f64 {
     secs(ru.ru_utime) + secs(ru.ru_stime)
 }
 
-/// Another process's CPU time (user + system, all its threads), seconds, from
-/// /proc/PID/stat; `None` if it cannot be read.
+/// Another process's CPU time (all its live threads), seconds: the nanosecond run times of
+/// /proc/PID/task/*/schedstat, or, where those are missing, the clock ticks of /proc/PID/stat
+/// (10 ms each: too coarse to tell 4.0 from 4.1 µs per round trip in a few seconds).
 pub fn process_cpu_s(pid: u32) -> Option<f64> {
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        let mut ns = 0u64;
+        let mut any = false;
+        for task in tasks.flatten() {
+            let Ok(text) = std::fs::read_to_string(task.path().join("schedstat")) else {
+                continue;
+            };
+            if let Some(run) = text.split(' ').next().and_then(|f| f.parse::<u64>().ok()) {
+                ns += run;
+                any = true;
+            }
+        }
+        if any {
+            return Some(ns as f64 / 1e9);
+        }
+    }
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name, which is in parentheses and may hold spaces.
     let rest = &stat[stat.rfind(')')? + 2..];

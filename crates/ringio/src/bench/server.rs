@@ -19,8 +19,8 @@ use crate::load::parse_duration;
 for --duration by a fresh `ringio load` process (the verifying load generator), then stopped \
 with SIGTERM. With two CPUs or more, server and load generator are pinned to CPUs of their own \
 (the first two this process may use, unless --server-cpu/--load-cpu/--no-pin say otherwise). \
-The server's CPU time over the measured phase comes from /proc/PID/stat, the load generator's \
-from its rusage; a point where the load generator's CPU was busy >= 90% of the time is flagged \
+The server's CPU time over the measured phase comes from /proc/PID/task/*/schedstat, the load \
+generator's from its rusage; a point where the load generator's CPU was busy >= 90% of the time is flagged \
 load-bound (its round trips/s measure the load generator, not the server). With --rounds, the \
 rounds run round-robin and the table gives the median of each. sequential serves one client at \
 a time and runs only up to 10 clients."
@@ -49,6 +49,10 @@ pub struct Args {
     /// Write every point as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Open loop: this many requests per second in all, the same for every model (compare CPU
+    /// per round trip at equal work); closed loop without it.
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
     /// Rounds of every point (the table shows medians).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub rounds: usize,
@@ -96,6 +100,7 @@ pub fn run(args: &Args) -> Result<i32> {
         clients: args.clients.clone(),
         duration: args.duration,
         pipeline: args.pipeline,
+        rate: args.rate,
         rounds: args.rounds,
         server_cpu: args.server_cpu.or(default_server),
         load_cpu: args.load_cpu.or(default_load),
@@ -195,6 +200,7 @@ pub fn run(args: &Args) -> Result<i32> {
             "command": std::iter::once("ringio".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>(),
             "duration_s": args.duration.as_secs_f64(),
             "pipeline": args.pipeline,
+            "rate": args.rate,
             "rounds": opts.rounds,
             "server_cpu": opts.server_cpu,
             "load_cpu": opts.load_cpu,

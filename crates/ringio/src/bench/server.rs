@@ -112,7 +112,11 @@ pub fn run(args: &Args) -> Result<i32> {
         cpu(opts.load_cpu)
     );
     let all = bench::run(&opts, &mut |round, m, n| {
-        eprint!("\r\x1b[Kround {} of {}: {m} with {n} clients...", round + 1, opts.rounds);
+        eprint!(
+            "\r\x1b[Kround {} of {}: {m} with {n} clients...",
+            round + 1,
+            opts.rounds
+        );
     })?;
     eprint!("\r\x1b[K");
     let points = bench::medians(&all);

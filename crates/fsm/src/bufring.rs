@@ -1,9 +1,11 @@
-//! The io_uring model with multishot operations: one multishot accept, one multishot recv per
-//! client drawing from a ring of provided buffers, and sends. SINGLE_ISSUER|DEFER_TASKRUN where
-//! the kernel has them.
+//! The io_uring model with multishot operations: one multishot accept straight into the ring's
+//! file table (direct descriptors), one multishot recv per client drawing from a ring of
+//! provided buffers, and sends. SINGLE_ISSUER|DEFER_TASKRUN where the kernel has them.
 //!
-//! A received buffer is run through the state machine at once and handed back to the ring, so
-//! buffers stay plentiful. Should they run out anyway, the recv ends with ENOBUFS, the bytes
+//! Received bytes are run through the state machine at once, and a buffer the kernel is done
+//! with goes straight back to the ring, so buffers stay plentiful. Where the kernel can, it fills
+//! each buffer a message at a time (incremental consumption), so a stream of one-byte messages
+//! stays within a few cache lines. Should they run out anyway, the recv ends with ENOBUFS, the bytes
 //! stay in the socket, and the recv is armed again: nothing is lost. A client whose replies
 //! pile up past the high-water mark has its recv cancelled until it reads them (backpressure).
 

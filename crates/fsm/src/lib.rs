@@ -11,6 +11,7 @@ mod conn;
 #[cfg(feature = "libuv")]
 mod libuv;
 pub mod load;
+pub mod load_epoll;
 pub mod loopback;
 mod model;
 pub mod protocol;

@@ -232,7 +232,7 @@ async fn run_async(opts: &LoadOptions) -> Result<LoadReport, LoadError> {
 }
 
 /// This process's CPU time (user + system), seconds.
-fn own_cpu_s() -> f64 {
+pub(crate) fn own_cpu_s() -> f64 {
     // SAFETY: getrusage fills the struct we pass.
     let ru = unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use ringio_fsm::bench::{self, BenchOptions};
+use ringio_fsm::bench::{self, BenchOptions, LoadEngine};
 use ringio_fsm::loopback::{self, LoopbackReport, Transport};
 use ringio_fsm::{affinity, Model};
 use ringio_lab::plot::{line_chart, LineChart, Series};
@@ -16,8 +16,8 @@ use crate::load::parse_duration;
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Each model and client count gets a fresh `ringio serve` process, loaded \
-for --duration by a fresh `ringio load` process (the verifying load generator), then stopped \
-with SIGTERM. With two CPUs or more, server and load generator are pinned to CPUs of their own \
+for --duration by a fresh `ringio load` process (the verifying load generator; --load-engine), \
+then stopped with SIGTERM. With two CPUs or more, server and load generator are pinned to CPUs of their own \
 (the first two this process may use, unless --server-cpu/--load-cpu/--no-pin say otherwise). \
 The server's CPU time over the measured phase comes from /proc/PID/task/*/schedstat, the load \
 generator's from its rusage; a point where the load generator's CPU was busy >= 90% of the time is flagged \
@@ -53,6 +53,10 @@ pub struct Args {
     /// per round trip at equal work); closed loop without it.
     #[arg(long, value_name = "R")]
     pub rate: Option<f64>,
+    /// The load generator: one bare epoll loop (closed loop; the cheaper one) or tokio tasks
+    /// (always used with --rate).
+    #[arg(long, value_name = "ENGINE", default_value = "epoll", value_parser = ["epoll", "tokio"])]
+    pub load_engine: String,
     /// Rounds of every point (the table shows medians).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub rounds: usize,
@@ -101,6 +105,11 @@ pub fn run(args: &Args) -> Result<i32> {
         duration: args.duration,
         pipeline: args.pipeline,
         rate: args.rate,
+        load_engine: if args.load_engine == "tokio" {
+            LoadEngine::Tokio
+        } else {
+            LoadEngine::Epoll
+        },
         rounds: args.rounds,
         server_cpu: args.server_cpu.or(default_server),
         load_cpu: args.load_cpu.or(default_load),
@@ -205,6 +214,7 @@ pub fn run(args: &Args) -> Result<i32> {
             "duration_s": args.duration.as_secs_f64(),
             "pipeline": args.pipeline,
             "rate": args.rate,
+            "load_engine": args.load_engine,
             "rounds": opts.rounds,
             "server_cpu": opts.server_cpu,
             "load_cpu": opts.load_cpu,

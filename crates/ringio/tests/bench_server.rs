@@ -105,3 +105,46 @@ fn bench_loopback_ping_pongs_over_both_transports() {
         "{text}"
     );
 }
+
+/// The epoll load generator verifies as the tokio one does: every reply, the final 'd' and the
+/// close; it refuses an open loop.
+#[test]
+fn the_epoll_load_engine_verifies_every_reply() {
+    use std::io::{BufRead, BufReader};
+    let mut server = ringio()
+        .args(["serve", "--model", "tokio", "--addr", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
+    let run = |extra: &[&str]| {
+        ringio()
+            .args(["load", "--engine", "epoll", "--addr", &addr])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--clients", "300", "--duration", "300ms", "--pipeline", "3"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("clients 300 connected, 0 refused"), "{text}");
+    assert!(text.contains("errors 0"), "{text}");
+    let out = run(&["--clients", "1", "--duration", "100ms", "--rate", "100"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("closed loop only"),
+        "{out:?}"
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+}

@@ -396,5 +396,5 @@ fn file_table_size() -> u32 {
     } else {
         1024
     };
-    soft.clamp(64, 1 << 18) as u32
+    soft.clamp(1, 1 << 18) as u32
 }

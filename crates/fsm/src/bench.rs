@@ -4,8 +4,9 @@
 //!
 //! The server's CPU time over the measured phase is read from /proc/PID/task/*/schedstat (run
 //! time in ns) by the load generator at both ends of that phase; the load generator's own CPU
-//! time likewise from its rusage. A point where the load generator kept its CPU busy most of the time is flagged as
-//! load-bound: its round trips/s say more about the load generator than about the server.
+//! time likewise from its rusage. A point where the load generator kept its CPU busy most of
+//! the time is flagged as load-bound: its round trips/s say more about the load generator than
+//! about the server.
 
 use std::io::{self, BufRead, BufReader};
 use std::net::SocketAddr;

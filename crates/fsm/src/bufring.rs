@@ -3,11 +3,12 @@
 //! provided buffers, and sends. SINGLE_ISSUER|DEFER_TASKRUN where the kernel has them.
 //!
 //! Received bytes are run through the state machine at once, and a buffer the kernel is done
-//! with goes straight back to the ring, so buffers stay plentiful. Where the kernel can, it fills
-//! each buffer a message at a time (incremental consumption), so a stream of one-byte messages
-//! stays within a few cache lines. Should they run out anyway, the recv ends with ENOBUFS, the bytes
-//! stay in the socket, and the recv is armed again: nothing is lost. A client whose replies
-//! pile up past the high-water mark has its recv cancelled until it reads them (backpressure).
+//! with goes straight back to the ring, so buffers stay plentiful. Where the kernel can, it
+//! fills each buffer a message at a time (incremental consumption), so a stream of one-byte
+//! messages stays within a few cache lines. Should buffers run out anyway, the recv ends with
+//! ENOBUFS, the bytes stay in the socket, and the recv is armed again: nothing is lost. A
+//! client whose replies pile up past the high-water mark has its recv cancelled until it reads
+//! them (backpressure).
 
 use std::io;
 use std::net::TcpListener;

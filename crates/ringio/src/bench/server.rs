@@ -17,13 +17,14 @@ use crate::load::parse_duration;
 #[command(
     after_help = "Each model and client count gets a fresh `ringio serve` process, loaded \
 for --duration by a fresh `ringio load` process (the verifying load generator; --load-engine), \
-then stopped with SIGTERM. With two CPUs or more, server and load generator are pinned to CPUs of their own \
-(the first two this process may use, unless --server-cpu/--load-cpu/--no-pin say otherwise). \
-The server's CPU time over the measured phase comes from /proc/PID/task/*/schedstat, the load \
-generator's from its rusage; a point where the load generator's CPU was busy >= 90% of the time is flagged \
-load-bound (its round trips/s measure the load generator, not the server). With --rounds, the \
-rounds run round-robin and the table gives the median of each. sequential serves one client at \
-a time and runs only up to 10 clients."
+then stopped with SIGTERM. With two CPUs or more, server and load generator are pinned to CPUs \
+of their own (the first two this process may use, unless --server-cpu/--load-cpu/--no-pin say \
+otherwise). The server's CPU time over the measured phase comes from \
+/proc/PID/task/*/schedstat, the load generator's from its rusage; a point where the load \
+generator's CPU was busy >= 90% of the time is flagged load-bound (its round trips/s measure \
+the load generator, not the server). With --rounds, the rounds run round-robin and the table \
+gives the median of each. sequential serves one client at a time and runs only up to 10 \
+clients."
 )]
 pub struct Args {
     /// Models, comma-separated [default: all].

@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 mod accept;
+pub mod affinity;
 pub mod bench;
 mod blocking;
 mod bufring;
@@ -11,6 +12,8 @@ mod conn;
 #[cfg(feature = "libuv")]
 mod libuv;
 pub mod load;
+pub mod load_epoll;
+pub mod loopback;
 mod model;
 pub mod protocol;
 mod reactor;

@@ -38,6 +38,13 @@ pub struct Args {
     /// Write the report as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// The load generator: tokio tasks (any loop), or one bare epoll loop (closed loop only;
+    /// cheaper per round trip, for loading a server to its own limit).
+    #[arg(long, value_name = "ENGINE", default_value = "tokio", value_parser = ["tokio", "epoll"])]
+    pub engine: String,
+    /// Also report the CPU time this process (the server) used in the measured phase.
+    #[arg(long, value_name = "PID")]
+    pub watch_pid: Option<u32>,
 }
 
 pub fn run(args: &Args) -> Result<i32> {
@@ -49,8 +56,13 @@ pub fn run(args: &Args) -> Result<i32> {
         pipeline: args.pipeline,
         rate: args.rate,
         connect_concurrency: 256,
+        watch_pid: args.watch_pid,
     };
-    let report = load::run(&opts)?;
+    let report = if args.engine == "epoll" {
+        ringio_fsm::load_epoll::run(&opts)?
+    } else {
+        load::run(&opts)?
+    };
     print_report(&report);
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)

@@ -19,6 +19,8 @@ pub enum Command {
     Copy(copy::Args),
     /// Load every FSM server model at several client counts.
     Server(server::Args),
+    /// The bare cost of a one-byte round trip (socketpair, loopback TCP): the servers' floor.
+    Loopback(server::LoopbackArgs),
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
@@ -26,5 +28,6 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         Command::Gen(a) => gen::run(a),
         Command::Copy(a) => copy::run(a),
         Command::Server(a) => server::run(a),
+        Command::Loopback(a) => server::run_loopback(a),
     }
 }

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use ringio_fsm::Model;
+use ringio_fsm::bench::{self, BenchOptions, LoadEngine};
+use ringio_fsm::loopback::{self, LoopbackReport, Transport};
+use ringio_fsm::{affinity, Model};
 use ringio_lab::plot::{line_chart, LineChart, Series};
 
 use crate::units::parse_duration;
@@ -14,9 +16,15 @@ use crate::units::parse_duration;
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Each model and client count gets a fresh `ringio serve` process, loaded \
-from this process by the verifying load generator for --duration, then stopped with SIGTERM; \
-its CPU time comes from wait4. The load generator shares the machine with the server. \
-sequential serves one client at a time and runs only up to 10 clients."
+for --duration by a fresh `ringio load` process (the verifying load generator; --load-engine), \
+then stopped with SIGTERM. With two CPUs or more, server and load generator are pinned to CPUs \
+of their own (the first two this process may use, unless --server-cpu/--load-cpu/--no-pin say \
+otherwise). The server's CPU time over the measured phase comes from \
+/proc/PID/task/*/schedstat, the load generator's from its rusage; a point where the load \
+generator's CPU was busy >= 90% of the time is flagged load-bound (its round trips/s measure \
+the load generator, not the server). With --rounds, the rounds run round-robin and the table \
+gives the median of each. sequential serves one client at a time and runs only up to 10 \
+clients."
 )]
 pub struct Args {
     /// Models, comma-separated [default: all].
@@ -42,6 +50,26 @@ pub struct Args {
     /// Write every point as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Open loop: this many requests per second in all, the same for every model (compare CPU
+    /// per round trip at equal work); closed loop without it.
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
+    /// The load generator: one bare epoll loop (closed loop; the cheaper one) or tokio tasks
+    /// (always used with --rate).
+    #[arg(long, value_name = "ENGINE", default_value = "epoll", value_parser = ["epoll", "tokio"])]
+    pub load_engine: String,
+    /// Rounds of every point (the table shows medians).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub rounds: usize,
+    /// Pin the server to this CPU [default: the first allowed CPU].
+    #[arg(long, value_name = "CPU")]
+    pub server_cpu: Option<usize>,
+    /// Pin the load generator to this CPU [default: the second allowed CPU].
+    #[arg(long, value_name = "CPU")]
+    pub load_cpu: Option<usize>,
+    /// Pin nothing: server and load generator share whatever CPUs there are.
+    #[arg(long, conflicts_with_all = ["server_cpu", "load_cpu"])]
+    pub no_pin: bool,
 }
 
 pub fn run(args: &Args) -> Result<i32> {
@@ -66,45 +94,73 @@ pub fn run(args: &Args) -> Result<i32> {
         eprintln!("ringio bench server: {why}");
         return Ok(2);
     }
-    let exe = std::env::current_exe()?;
+    let (default_server, default_load) = if args.no_pin {
+        (None, None)
+    } else {
+        affinity::default_cpus()
+    };
+    let opts = BenchOptions {
+        exe: std::env::current_exe()?,
+        models,
+        clients: args.clients.clone(),
+        duration: args.duration,
+        pipeline: args.pipeline,
+        rate: args.rate,
+        load_engine: if args.load_engine == "tokio" {
+            LoadEngine::Tokio
+        } else {
+            LoadEngine::Epoll
+        },
+        rounds: args.rounds,
+        server_cpu: args.server_cpu.or(default_server),
+        load_cpu: args.load_cpu.or(default_load),
+    };
+    let cpu = |c: Option<usize>| c.map_or("any CPU".to_string(), |c| format!("CPU {c}"));
+    eprintln!(
+        "server on {}, load generator on {}",
+        cpu(opts.server_cpu),
+        cpu(opts.load_cpu)
+    );
+    let all = bench::run(&opts, &mut |round, m, n| {
+        eprint!(
+            "\r\x1b[Kround {} of {}: {m} with {n} clients...",
+            round + 1,
+            opts.rounds
+        );
+    })?;
+    eprint!("\r\x1b[K");
+    let points = bench::medians(&all);
+    if opts.rounds > 1 {
+        println!("medians of {} rounds", opts.rounds);
+    }
     println!(
-        "{:<14} {:>7} {:>10} {:>9} {:>9} {:>9} {:>10} {:>7} {:>8} {:>9}",
+        "{:<14} {:>7} {:>9} {:>8} {:>8} {:>9} {:>6} {:>7} {:>10} {:>8}",
         "model",
         "clients",
-        "req/s",
+        "rt/s",
         "p50 us",
         "p99 us",
         "p99.9 us",
-        "max us",
         "errors",
         "refused",
-        "cpu us/req"
+        "cpu us/rt",
+        "load cpu"
     );
-    let points = ringio_fsm::bench::run(
-        &exe,
-        &models,
-        &args.clients,
-        args.duration,
-        args.pipeline,
-        &mut |m, n| {
-            eprint!("\r\x1b[K{m} with {n} clients...");
-        },
-    )?;
-    eprint!("\r\x1b[K");
     for p in &points {
         let l = &p.load;
         println!(
-            "{:<14} {:>7} {:>10.0} {:>9.1} {:>9.1} {:>9.1} {:>10.1} {:>7} {:>8} {:>9.2}",
+            "{:<14} {:>7} {:>9.0} {:>8.1} {:>8.1} {:>9.1} {:>6} {:>7} {:>10.2} {:>7.0}%{}",
             p.model,
             p.clients,
-            l.resp_per_s,
+            p.rt_per_s,
             l.latency_us.p50,
             l.latency_us.p99,
             l.latency_us.p999,
-            l.latency_us.max,
             l.errors,
             l.refused,
-            p.cpu_us_per_request
+            p.server_cpu_us_per_rt,
+            p.load_cpu_share * 100.0,
+            if p.load_bound { " load-bound" } else { "" }
         );
     }
     if let Some(dir) = &args.plot {
@@ -115,7 +171,7 @@ pub fn run(args: &Args) -> Result<i32> {
         for p in &points {
             rate.entry(&p.model)
                 .or_default()
-                .push((p.clients as f64, p.load.resp_per_s));
+                .push((p.clients as f64, p.rt_per_s));
             p99.entry(&p.model)
                 .or_default()
                 .push((p.clients as f64, p.load.latency_us.p99.max(0.1)));
@@ -158,14 +214,97 @@ pub fn run(args: &Args) -> Result<i32> {
             "command": std::iter::once("ringio".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>(),
             "duration_s": args.duration.as_secs_f64(),
             "pipeline": args.pipeline,
-            "points": points,
+            "rate": args.rate,
+            "load_engine": args.load_engine,
+            "rounds": opts.rounds,
+            "server_cpu": opts.server_cpu,
+            "load_cpu": opts.load_cpu,
+            "medians": points,
+            "points": all,
         });
         std::fs::write(path, serde_json::to_string_pretty(&doc)?)
             .with_context(|| format!("cannot write '{}'", path.display()))?;
     }
-    Ok(if points.iter().any(|p| p.load.errors > 0) {
+    Ok(if all.iter().any(|p| p.load.errors > 0) {
         1
     } else {
         0
     })
+}
+
+/// `ringio bench loopback`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Two threads ping-pong one byte with blocking send and recv, over a Unix \
+socketpair and over TCP on 127.0.0.1 (TCP_NODELAY), each thread pinned like `bench server` \
+pins server and load generator. The echoing thread's CPU per round trip is what a server that \
+does nothing but answer would spend: the floor for every FSM model."
+)]
+pub struct LoopbackArgs {
+    /// Round trips per transport and round.
+    #[arg(long, value_name = "N", default_value_t = 200_000)]
+    pub round_trips: u64,
+    /// Rounds (the table shows medians).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub rounds: usize,
+    /// Pin nothing.
+    #[arg(long)]
+    pub no_pin: bool,
+    /// Write every run as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+pub fn run_loopback(args: &LoopbackArgs) -> Result<i32> {
+    let (echo_cpu, client_cpu) = if args.no_pin {
+        (None, None)
+    } else {
+        affinity::default_cpus()
+    };
+    // Apart: the wakeups cross CPUs, as between a pinned server and load generator. On one
+    // CPU: a wakeup is a local context switch.
+    let mut placements = vec![("apart", client_cpu, echo_cpu)];
+    if let Some(cpu) = echo_cpu {
+        placements.push(("one CPU", Some(cpu), Some(cpu)));
+    }
+    let mut runs = Vec::new();
+    println!(
+        "{:<13} {:<8} {:>9} {:>9} {:>15} {:>17}",
+        "transport", "threads", "rt/s", "us/rt", "echo cpu us/rt", "client cpu us/rt"
+    );
+    for &t in Transport::ALL {
+        for &(place, client_cpu, echo_cpu) in &placements {
+            let mut these = Vec::new();
+            for _ in 0..args.rounds.max(1) {
+                let r = loopback::run(t, args.round_trips, client_cpu, echo_cpu)
+                    .with_context(|| format!("cannot ping-pong over {}", t.name()))?;
+                these.push(r);
+            }
+            let median = |f: fn(&LoopbackReport) -> f64| {
+                let mut v: Vec<f64> = these.iter().map(f).collect();
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            };
+            let us = median(|r| r.us_per_rt);
+            println!(
+                "{:<13} {:<8} {:>9.0} {:>9.2} {:>15.2} {:>17.2}",
+                t.name(),
+                place,
+                1e6 / us,
+                us,
+                median(|r| r.echo_cpu_us_per_rt),
+                median(|r| r.client_cpu_us_per_rt)
+            );
+            runs.extend(these.into_iter().map(|r| (place, r)));
+        }
+    }
+    if let Some(path) = &args.json {
+        let runs: Vec<_> = runs
+            .iter()
+            .map(|(place, r)| serde_json::json!({ "threads": place, "run": r }))
+            .collect();
+        std::fs::write(path, serde_json::to_string_pretty(&runs)?)
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+    }
+    Ok(0)
 }

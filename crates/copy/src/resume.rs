@@ -51,8 +51,8 @@ pub(crate) fn same_content(
     let mut bufs = (vec![0u8; block], vec![0u8; block]);
     let mut at = 0u64;
     loop {
-        let n = read_full(a, &mut bufs.0, at)?;
-        let m = read_full(b, &mut bufs.1, at)?;
+        let n = sys::pread_full(a, &mut bufs.0, at)?;
+        let m = sys::pread_full(b, &mut bufs.1, at)?;
         if n != m || bufs.0[..n] != bufs.1[..m] {
             return Ok(false);
         }
@@ -61,18 +61,6 @@ pub(crate) fn same_content(
         }
         at += n as u64;
     }
-}
-
-fn read_full(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    let mut done = 0;
-    while done < buf.len() {
-        let n = sys::pread(fd, &mut buf[done..], offset + done as u64)?;
-        if n == 0 {
-            break;
-        }
-        done += n;
-    }
-    Ok(done)
 }
 
 /// True for a name `--atomic` writes under: `.NAME.ringio-PID-N`.

@@ -298,6 +298,19 @@ pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usiz
 }
 
 /// preadv2 from offset 0 with RWF_NOWAIT: returns what the page cache holds, or EAGAIN when the
+/// Fills `buf` from `offset` with pread, unless end of file comes first; returns the bytes read.
+pub fn pread_full(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        let n = pread(fd, &mut buf[got..], offset + got as u64)?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    Ok(got)
+}
+
 /// read would have to wait for the disk.
 pub fn pread_nowait(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
     let iov = libc::iovec {

@@ -113,10 +113,10 @@ pub(crate) enum Existing {
         target: Option<Stat>,
         /// The entry itself is a symlink.
         through_link: bool,
+        /// `--resume`: a regular file of the source's size, kept if its content is already
+        /// the source's.
+        compare_first: bool,
     },
-    /// `--resume`: a regular file of the source's size, kept if its content is the source's,
-    /// opened as [`Existing::Open`] otherwise.
-    Compare { target: Stat, through_link: bool },
 }
 
 /// True when the source's bytes are written into the destination (a regular file, or a
@@ -218,9 +218,10 @@ pub(crate) fn check_existing(
             match resume::quick_check(checksum, plan.preserve.timestamps, stat, &t) {
                 QuickCheck::Complete => return Ok(None),
                 QuickCheck::CompareContent => {
-                    return Ok(Some(Existing::Compare {
-                        target: t,
+                    return Ok(Some(Existing::Open {
+                        target: Some(t),
                         through_link: is_link,
+                        compare_first: true,
                     }))
                 }
                 QuickCheck::Recopy => {}
@@ -252,6 +253,7 @@ pub(crate) fn check_existing(
     Ok(Some(Existing::Open {
         target,
         through_link: is_link,
+        compare_first: false,
     }))
 }
 
@@ -308,21 +310,15 @@ pub(crate) fn open_pair(
     let src_fd = sys::openat(dir.src_fd(), src, libc::O_RDONLY | nofollow, 0)
         .map_err(|e| CopyError::io(Op::Open, dir.src_path(Some(src)), e))?;
     let source_stream = stat.kind() != Kind::File;
-    let existing = match existing {
-        Existing::Compare {
-            target,
-            through_link,
-        } => {
-            if complete_already(ctx, dir, dst, src_fd.as_fd(), stat)? {
-                return Ok(None);
-            }
-            Existing::Open {
-                target: Some(target),
-                through_link,
-            }
+    if let Existing::Open {
+        compare_first: true,
+        ..
+    } = existing
+    {
+        if complete_already(ctx, dir, dst, src_fd.as_fd(), stat)? {
+            return Ok(None);
         }
-        other => other,
-    };
+    }
     let create = |at: BorrowedFd<'_>, name: &CStr| {
         sys::openat(
             at,
@@ -360,10 +356,10 @@ pub(crate) fn open_pair(
     // (descriptor, created, removable, stream)
     let (opened, created, removable, stream) = match existing {
         Existing::Nothing => (create(dir.dst_fd(), dst), true, true, source_stream),
-        Existing::Compare { .. } => unreachable!("settled above"),
         Existing::Open {
             target,
             through_link,
+            ..
         } => {
             let regular = target.is_none_or(|t| t.kind() == Kind::File);
             // A FIFO or a device is written into as it is: no truncation, in order.

@@ -1,7 +1,7 @@
 //! Comparing the bytes of two open files, by the pool of threads that `verify` runs.
 
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 
 use crate::sys::{self};
@@ -32,11 +32,11 @@ pub(super) fn compare_content(job: &ContentJob, bufs: &mut (Vec<u8>, Vec<u8>)) -
     let mut offset = 0u64;
     loop {
         let (a, b) = (&mut bufs.0, &mut bufs.1);
-        let n = match read_full(job.src.as_fd(), a, offset) {
+        let n = match sys::pread_full(job.src.as_fd(), a, offset) {
             Ok(n) => n,
             Err(e) => return (Some(unreadable("source", e)), offset),
         };
-        let m = match read_full(job.dst.as_fd(), b, offset) {
+        let m = match sys::pread_full(job.dst.as_fd(), b, offset) {
             Ok(m) => m,
             Err(e) => return (Some(unreadable("destination", e)), offset),
         };
@@ -68,17 +68,4 @@ pub(super) fn compare_content(job: &ContentJob, bufs: &mut (Vec<u8>, Vec<u8>)) -
             return (None, offset);
         }
     }
-}
-
-/// Fills `buf` from `offset` unless end of file comes first.
-fn read_full(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        let n = sys::pread(fd, &mut buf[got..], offset + got as u64)?;
-        if n == 0 {
-            break;
-        }
-        got += n;
-    }
-    Ok(got)
 }

@@ -7,7 +7,11 @@ A module's own `mod x; use x::...` lines (parent to child) are how a parent expo
 children and are not edges. Test modules (`mod tests { use super::*; }`) are skipped: their
 `super` is the file itself. Prints each cycle and exits 1 if there is any.
 
-Usage: .ci/modcycles.py [REPO_ROOT]
+With --layers (and no cycle), prints each crate's modules by layer instead: layer 0 imports no
+other module of its crate, and a module sits one layer above the highest module it imports.
+docs/ARCHITECTURE.md's layer drawings are this output.
+
+Usage: .ci/modcycles.py [--layers] [REPO_ROOT]
 """
 import os
 import re
@@ -110,7 +114,32 @@ def cycles(graph):
     return found
 
 
-def main(root):
+def layers(graph):
+    """Module -> layer: 0 for a module that imports none, else 1 + the highest it imports."""
+    level = {}
+
+    def visit(v):
+        if v not in level:
+            level[v] = 0  # no cycles, so never read before it is set below
+            level[v] = 1 + max((visit(w) for w in graph[v]), default=-1)
+        return level[v]
+
+    for v in graph:
+        visit(v)
+    return level
+
+
+def print_layers(crate, graph):
+    level = layers(graph)
+    name = lambda m: "::".join(m) or "(crate root)"
+    print(f"{crate}:")
+    for n in range(max(level.values(), default=-1), -1, -1):
+        for m in sorted(v for v in level if level[v] == n):
+            uses = ", ".join(sorted(name(w) for w in graph[m]))
+            print(f"  {n}  {name(m):<18} {'<- ' + uses if uses else ''}".rstrip())
+
+
+def main(root, show_layers=False):
     bad = 0
     crates = os.path.join(root, "crates")
     for crate in sorted(os.listdir(crates)):
@@ -119,13 +148,17 @@ def main(root):
             continue
         mods = module_files(src)
         graph = {me: edges(open(f, errors="replace").read(), me, mods) for me, f in mods.items()}
-        for comp in cycles(graph):
+        found = cycles(graph)
+        for comp in found:
             bad += 1
             print(f"{crate}: modules import each other in a cycle: "
                   + ", ".join("::".join(m) for m in comp))
+        if show_layers and not found:
+            print_layers(crate, graph)
     print(f"{bad} module cycle(s)")
     return 1 if bad else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "."))
+    args = [a for a in sys.argv[1:] if a != "--layers"]
+    sys.exit(main(args[0] if args else ".", "--layers" in sys.argv[1:]))

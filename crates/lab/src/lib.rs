@@ -3,7 +3,6 @@
 //! plots.
 #![deny(missing_docs)]
 
-pub mod buf;
 pub mod cache;
 pub mod child;
 pub mod copybench;
@@ -13,9 +12,12 @@ pub mod gen;
 pub mod machine;
 mod names;
 pub mod plot;
+pub mod prng;
 pub mod read;
 pub mod syscost;
+pub mod table;
 pub mod write;
 pub mod xor;
 
 pub use error::LabError;
+pub use prng::Prng;

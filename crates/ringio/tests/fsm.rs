@@ -138,10 +138,9 @@ fn conformance(server: &Server) {
 
     // Thousands pipelined in one write, with whitespace and bad bytes mixed in.
     let mut input = Vec::new();
-    let mut x = 12345u32;
+    let mut rng = ringio_lab::Prng::new(12345);
     for i in 0..6000 {
-        x = x.wrapping_mul(1103515245).wrapping_add(12345);
-        input.push(match (x >> 16) % 7 {
+        input.push(match rng.below(7) {
             0 => b'0',
             1 => 1,
             2 => b'2',

@@ -33,7 +33,7 @@ const NEVER_READERS: usize = 4;
 /// (`HIGH_WATER`) plus a receive buffer (16 KiB at most), and for `threaded` a 64 KiB stack
 /// per client, of which a few KiB are touched. For the never-readers and the garbage client,
 /// that is under 1 MiB; for the idle ones, 200 × 80 KiB = 16 MiB in the worst case (most
-/// models hold far less). Measured: 0.5-2.3 MiB for every model but `threaded` (6.8 MiB, its
+/// models hold far less). Measured: 0.5-3.6 MiB for every model but `threaded` (6.8 MiB, its
 /// client threads); 32 MiB leaves room for a slower or busier machine. A server that keeps
 /// reading from a client that never reads holds a reply byte per byte received: `select` with
 /// its high-water mark removed grew by 65 MiB in one phase, and fails here.

@@ -1,5 +1,5 @@
 //! Plain-text result tables for the terminal: a header row, then a row per result; no borders,
-//! every column as wide as its widest cell (a long tool name such as `ringio-a:copy-range`
+//! columns two spaces apart, each as wide as its widest cell (a long tool name such as `ringio-a:copy-range`
 //! keeps the columns straight), the first column left-aligned and the others right-aligned.
 //! `bench copy`, `bench server` and `dup --compare` print theirs this way.
 
@@ -12,7 +12,7 @@ pub fn new(header: &[&str]) -> Table {
         .load_preset(presets::NOTHING)
         .set_header(header.to_vec());
     for (i, column) in table.column_iter_mut().enumerate() {
-        column.set_padding((0, 1));
+        column.set_padding((0, 2));
         if i > 0 {
             column.set_cell_alignment(CellAlignment::Right);
         }
@@ -44,9 +44,9 @@ mod tests {
         t.add_row(vec!["ringio-a:copy-range", "12.500", "FAILED: x"]);
         assert_eq!(
             super::render(&t),
-            "tool                median s verified\n\
-             cp                     0.123 ok\n\
-             ringio-a:copy-range   12.500 FAILED: x\n"
+            "tool                 median s  verified\n\
+             cp                      0.123  ok\n\
+             ringio-a:copy-range    12.500  FAILED: x\n"
         );
     }
 }

@@ -1,6 +1,6 @@
 //! Shared helpers for the `ringio cp` integration tests: seeded random trees ([`TreeSpec`],
 //! [`TestTree`]), the tree comparer ([`assert_trees_equal`]), the binary runner ([`Cp`]) and small
-//! system helpers (times, owners, xattrs, tmpfs mounts).
+//! system helpers (times, owners, xattrs, tmpfs mounts), and a `ringio serve` process ([`Server`]).
 //!
 //! Every test crate includes this module with `#[macro_use] mod common;` and uses only part of it.
 #![allow(dead_code, unused_imports, unused_macros)]
@@ -9,6 +9,7 @@ mod compare;
 pub mod deep;
 mod loopfs;
 mod run;
+mod server;
 mod sys;
 mod tree;
 
@@ -21,6 +22,7 @@ pub use run::{
     assert_exit, assert_success, describe, gnu_cp, gnu_cp_available, ringio, run_cp, stderr_lines,
     Cp, Running,
 };
+pub use server::Server;
 pub use sys::{
     chown_tree, cstring, get_xattr, is_root, lstat_times, mkfifo, set_times, set_xattr, TmpfsMount,
     NOBODY,

@@ -1,6 +1,6 @@
 //! ringio-lab: the measurements behind `ringio read`, `write`, `dup`, `syscost` and
-//! `bench copy`, with what they share: running a child under `wait4` for its rusage, and SVG
-//! plots.
+//! `bench copy`, with what they and the server benchmark share: running a child under `wait4`
+//! for its rusage, the seeded pseudo-random generator, result tables and SVG plots.
 #![deny(missing_docs)]
 
 pub mod cache;

@@ -1,6 +1,6 @@
 //! Shared helpers for the `ringio cp` integration tests: seeded random trees ([`TreeSpec`],
 //! [`TestTree`]), the tree comparer ([`assert_trees_equal`]), the binary runner ([`Cp`]) and small
-//! system helpers (times, owners, xattrs, tmpfs mounts), and a `ringio serve` process ([`Server`]).
+//! system utilities (times, owners, xattrs, tmpfs mounts), and a `ringio serve` process ([`Server`]).
 //!
 //! Every test crate includes this module with `#[macro_use] mod common;` and uses only part of it.
 #![allow(dead_code, unused_imports, unused_macros)]

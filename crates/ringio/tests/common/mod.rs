@@ -1,4 +1,4 @@
-//! Shared helpers for the `ringio cp` integration tests: seeded random trees ([`TreeSpec`],
+//! What the integration tests share: seeded random trees ([`TreeSpec`],
 //! [`TestTree`]), the tree comparer ([`assert_trees_equal`]), the binary runner ([`Cp`]) and small
 //! system utilities (times, owners, xattrs, tmpfs mounts), and a `ringio serve` process ([`Server`]).
 //!

@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 mod backup;
+pub mod buf;
 pub mod count;
 mod ctx;
 mod engine;
@@ -43,3 +44,4 @@ pub use plan::{
 };
 pub use progress::{Progress, Reporter, Summary};
 pub use run::copy;
+pub use sys::{pread, raise_nofile_limit};

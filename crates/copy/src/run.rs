@@ -101,12 +101,9 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
         progress,
         reporter,
         umask: sys::umask(),
-        // SAFETY: geteuid cannot fail.
-        is_root: unsafe { libc::geteuid() } == 0,
-        // SAFETY: these cannot fail.
-        euid: unsafe { libc::geteuid() },
-        // SAFETY: as above.
-        egid: unsafe { libc::getegid() },
+        is_root: rustix::process::geteuid().is_root(),
+        euid: rustix::process::geteuid().as_raw(),
+        egid: rustix::process::getegid().as_raw(),
         errors: AtomicU64::new(0),
         fatal: AtomicBool::new(false),
         links: LinkMap::default(),

@@ -278,26 +278,13 @@ pub fn ficlone(dst: BorrowedFd<'_>, src: BorrowedFd<'_>) -> io::Result<()> {
 /// pread; retries EINTR.
 pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     loop {
-        // SAFETY: `buf` is writable for its whole length.
-        let n = unsafe {
-            libc::pread(
-                fd.as_raw_fd(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                offset as i64,
-            )
-        };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
+        match rustix::io::pread(fd, &mut *buf, offset) {
+            Err(rustix::io::Errno::INTR) => continue,
+            done => return done.map_err(io::Error::from),
         }
     }
 }
 
-/// preadv2 from offset 0 with RWF_NOWAIT: returns what the page cache holds, or EAGAIN when the
 /// Fills `buf` from `offset` with pread, unless end of file comes first; returns the bytes read.
 pub fn pread_full(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     let mut got = 0;
@@ -311,6 +298,7 @@ pub fn pread_full(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result
     Ok(got)
 }
 
+/// preadv2 from offset 0 with RWF_NOWAIT: returns what the page cache holds, or EAGAIN when the
 /// read would have to wait for the disk.
 pub fn pread_nowait(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
     let iov = libc::iovec {
@@ -401,27 +389,29 @@ pub fn umask() -> u32 {
     }
 }
 
-/// Raises the soft RLIMIT_NOFILE to the hard limit and returns the new soft limit.
+/// The most descriptors a process asks for. Hard limits go as high as 2^30 in some containers;
+/// what is sized from the limit (a run's descriptor budgets, the `uring-bufring` server's file
+/// table) stays sane under this cap, and a million descriptors is more than any run needs.
+const NOFILE_CAP: u64 = 1 << 20;
+
+/// Raises the soft RLIMIT_NOFILE to the hard limit (at most 2^20) and returns the new soft
+/// limit: copies hold descriptors for deep trees, servers and load generators a socket per
+/// client.
 pub fn raise_nofile_limit() -> u64 {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is a valid rlimit buffer.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return 1024;
-    }
-    if lim.rlim_cur < lim.rlim_max {
-        let raised = libc::rlimit {
-            rlim_cur: lim.rlim_max.min(1 << 20),
-            rlim_max: lim.rlim_max,
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let lim = getrlimit(Resource::Nofile);
+    let current = lim.current.unwrap_or(u64::MAX);
+    let want = lim.maximum.unwrap_or(u64::MAX).min(NOFILE_CAP);
+    if current < want {
+        let raised = Rlimit {
+            current: Some(want),
+            maximum: lim.maximum,
         };
-        // SAFETY: `raised` is a valid rlimit within the hard limit.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-            return raised.rlim_cur;
+        if setrlimit(Resource::Nofile, raised).is_ok() {
+            return want;
         }
     }
-    lim.rlim_cur
+    current
 }
 
 fn cvt(rc: libc::c_int) -> io::Result<()> {

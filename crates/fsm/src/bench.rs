@@ -129,18 +129,11 @@ fn pin_command(cmd: &mut Command, cpu: Option<usize>) {
     }
 }
 
-/// Waits for `child` and returns its exit status and CPU seconds (user + system).
-fn reap(child: &Child) -> (i32, f64) {
-    // SAFETY: reaping our own child once (std's Child never waits for it after this); the
-    // rusage is plain data filled by wait4.
-    let (status, ru) = unsafe {
-        let mut status = 0;
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::wait4(child.id() as i32, &mut status, 0, &mut ru);
-        (status, ru)
-    };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (status, secs(ru.ru_utime) + secs(ru.ru_stime))
+/// Waits for `child` and returns its raw exit status and CPU seconds (user + system).
+fn reap(child: &Child) -> io::Result<(i32, f64)> {
+    use std::os::unix::process::ExitStatusExt;
+    let reaped = ringio_lab::child::reap(child)?;
+    Ok((reaped.status.into_raw(), reaped.cpu().as_secs_f64()))
 }
 
 /// Runs each model at each client count in a fresh `exe serve`, loaded by a fresh
@@ -198,7 +191,7 @@ fn one_point(
         .strip_prefix("listening on ")
         .and_then(|a| a.parse().ok());
     let Some(addr) = addr.filter(|_| read.is_ok()) else {
-        stop_server(&server);
+        let _ = stop_server(&server);
         return Err(err("read the server's address")(io::Error::other(format!(
             "got {line:?}"
         ))));
@@ -240,12 +233,13 @@ fn one_point(
     let load = match cmd.spawn() {
         Ok(load) => load,
         Err(e) => {
-            stop_server(&server);
+            let _ = stop_server(&server);
             return Err(err("start the load generator")(e));
         }
     };
-    let (load_status, _) = reap(&load);
-    let (status, server_cpu_total_s) = stop_server(&server);
+    let load_status = reap(&load).map(|(status, _)| status);
+    let (status, server_cpu_total_s) = stop_server(&server).map_err(err("wait for the server"))?;
+    let load_status = load_status.map_err(err("wait for the load generator"))?;
     let report = read_report(&json);
     let _ = std::fs::remove_file(&json);
     let report = report.map_err(|e| {

@@ -16,6 +16,8 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use ringio_lab::Prng;
+
 use crate::protocol::Session;
 
 /// What the load is.
@@ -316,7 +318,7 @@ async fn client(
     let _ = stream.set_nodelay(true);
     let mut r = ClientResult::new();
     let mut model = Session::new();
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ (id.wrapping_mul(0xbf58_476d_1ce4_e5b9) | 1);
+    let mut rng = Prng::new(id);
     let deadline = start + duration;
     let mut actions = vec![0u8; pipeline];
     let mut expect = Vec::with_capacity(pipeline);
@@ -338,10 +340,7 @@ async fn client(
             }
         }
         for a in actions.iter_mut() {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            *a = b'0' + (rng % 3) as u8;
+            *a = b'0' + rng.below(3) as u8;
         }
         expect.clear();
         model.feed(&actions, &mut expect);

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use crate::load::{own_cpu_s, process_cpu_s, Latencies, LoadError, LoadOptions, LoadReport};
+use ringio_lab::Prng;
+
 use crate::protocol::Session;
 
 #[derive(PartialEq, Eq)]
@@ -32,7 +34,7 @@ enum Phase {
 struct Client {
     stream: TcpStream,
     session: Session,
-    rng: u64,
+    rng: Prng,
     expect: Vec<u8>,
     got: usize,
     sent_at: Instant,
@@ -99,7 +101,7 @@ pub fn run(opts: &LoadOptions) -> Result<LoadReport, LoadError> {
                 clients.push(Client {
                     stream,
                     session: Session::new(),
-                    rng: 0x9e37_79b9_7f4a_7c15u64 ^ (id.wrapping_mul(0xbf58_476d_1ce4_e5b9) | 1),
+                    rng: Prng::new(id),
                     expect: Vec::with_capacity(pipeline),
                     got: 0,
                     sent_at: Instant::now(),
@@ -271,10 +273,7 @@ pub fn run(opts: &LoadOptions) -> Result<LoadReport, LoadError> {
 /// Sends the next batch of random actions, remembering the replies due.
 fn send_batch(c: &mut Client, actions: &mut [u8], report: &mut LoadReport) -> io::Result<()> {
     for a in actions.iter_mut() {
-        c.rng ^= c.rng << 13;
-        c.rng ^= c.rng >> 7;
-        c.rng ^= c.rng << 17;
-        *a = b'0' + (c.rng % 3) as u8;
+        *a = b'0' + c.rng.below(3) as u8;
     }
     c.expect.clear();
     c.session.feed(actions, &mut c.expect);

@@ -15,9 +15,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use proptest::prelude::Rng;
-use proptest::test_runner::{RngAlgorithm, TestRng};
 use ringio_fsm::{Model, ServeError, Summary};
+use ringio_lab::Prng;
 
 /// How long the rude clients run against each model.
 const PHASE: Duration = Duration::from_secs(3);
@@ -34,7 +33,7 @@ const NEVER_READERS: usize = 4;
 /// (`HIGH_WATER`) plus a receive buffer (16 KiB at most), and for `threaded` a 64 KiB stack
 /// per client, of which a few KiB are touched. For the never-readers and the garbage client,
 /// that is under 1 MiB; for the idle ones, 200 × 80 KiB = 16 MiB in the worst case (most
-/// models hold far less). Measured: 0.5-2.3 MiB for every model but `threaded` (6.8 MiB, its
+/// models hold far less). Measured: 0.5-3.6 MiB for every model but `threaded` (6.8 MiB, its
 /// client threads); 32 MiB leaves room for a slower or busier machine. A server that keeps
 /// reading from a client that never reads holds a reply byte per byte received: `select` with
 /// its high-water mark removed grew by 65 MiB in one phase, and fails here.
@@ -129,18 +128,16 @@ fn replies(input: &[u8]) -> Vec<u8> {
 
 /// One well-behaved session: a random pipelined stream ending in the exit action, written in
 /// random pieces; every reply checked, then the close.
-fn good_session(addr: SocketAddr, rng: &mut TestRng) -> Result<(), String> {
+fn good_session(addr: SocketAddr, rng: &mut Prng) -> Result<(), String> {
     const ALPHABET: &[u8] = b"012\x00\x01\x02 \nx";
-    let len = 100 + rng.next_u32() as usize % 1900;
-    let mut input: Vec<u8> = (0..len)
-        .map(|_| ALPHABET[rng.next_u32() as usize % ALPHABET.len()])
-        .collect();
+    let len = rng.range(100, 2000) as usize;
+    let mut input: Vec<u8> = (0..len).map(|_| *rng.pick(ALPHABET)).collect();
     input.push(b'3');
     let want = replies(&input);
     let mut s = connect(addr).ok_or("cannot connect")?;
     let mut rest = &input[..];
     while !rest.is_empty() {
-        let n = (1 + rng.next_u32() as usize % 256).min(rest.len());
+        let n = (rng.range(1, 256) as usize).min(rest.len());
         s.write_all(&rest[..n]).map_err(|e| format!("write: {e}"))?;
         rest = &rest[n..];
     }
@@ -266,7 +263,7 @@ fn rude_clients(addr: SocketAddr, end: &Arc<AtomicBool>) -> Vec<JoinHandle<u64>>
 
 fn soak(model: Model) {
     let server = Server::start(model);
-    let mut rng = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
+    let mut rng = Prng::new(18);
     good_session(server.addr, &mut rng).unwrap_or_else(|e| panic!("{model}: {e}"));
     // SAFETY: malloc_trim only returns free memory to the kernel; a lower, steadier baseline.
     unsafe { libc::malloc_trim(0) };

@@ -2,7 +2,7 @@
 //! time, context switches and page faults are the child's own and nobody else's.
 
 use std::io::{self, Read};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -76,7 +76,6 @@ pub fn run(cmd: &mut Command) -> io::Result<ChildRun> {
     let rss_floor_kib = own_rss_kib();
     let start = Instant::now();
     let mut child = cmd.spawn()?;
-    let pid = child.id() as libc::pid_t;
     let mut out_pipe = child.stdout.take().expect("stdout is piped");
     let mut err_pipe = child.stderr.take().expect("stderr is piped");
     // Drain both pipes while the child runs, so a chatty child never blocks on a full pipe.
@@ -90,6 +89,57 @@ pub fn run(cmd: &mut Command) -> io::Result<ChildRun> {
         .join()
         .map_err(|_| io::Error::other("stderr reader panicked"))??;
 
+    let reaped = reap(&child)?;
+    Ok(ChildRun {
+        status: reaped.status,
+        stdout,
+        stderr,
+        usage: Usage {
+            wall: start.elapsed(),
+            user: reaped.user,
+            sys: reaped.sys,
+            max_rss_kib: reaped.max_rss_kib,
+            minor_faults: reaped.minor_faults,
+            major_faults: reaped.major_faults,
+            voluntary_switches: reaped.voluntary_switches,
+            involuntary_switches: reaped.involuntary_switches,
+            rss_floor_kib,
+        },
+    })
+}
+
+/// What `wait4` says about a child it reaped: how it ended, and its rusage.
+#[derive(Debug, Clone, Copy)]
+pub struct Reaped {
+    /// The exit status.
+    pub status: ExitStatus,
+    /// User CPU time.
+    pub user: Duration,
+    /// System CPU time.
+    pub sys: Duration,
+    /// Peak resident set size, in KiB.
+    pub max_rss_kib: u64,
+    /// Minor page faults.
+    pub minor_faults: u64,
+    /// Major page faults.
+    pub major_faults: u64,
+    /// Voluntary context switches.
+    pub voluntary_switches: u64,
+    /// Involuntary context switches.
+    pub involuntary_switches: u64,
+}
+
+impl Reaped {
+    /// User plus system CPU time.
+    pub fn cpu(&self) -> Duration {
+        self.user + self.sys
+    }
+}
+
+/// Waits for `child` with `wait4` (retrying EINTR) and returns its status and rusage. The
+/// child must not have been waited for: std's `Child` is then never waited on again.
+pub fn reap(child: &Child) -> io::Result<Reaped> {
+    let pid = child.id() as libc::pid_t;
     let mut status = 0;
     // SAFETY: rusage is plain old data; all-zero is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -105,24 +155,17 @@ pub fn run(cmd: &mut Command) -> io::Result<ChildRun> {
             return Err(err);
         }
     }
-    let wall = start.elapsed();
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     use std::os::unix::process::ExitStatusExt;
-    Ok(ChildRun {
+    Ok(Reaped {
         status: ExitStatus::from_raw(status),
-        stdout,
-        stderr,
-        usage: Usage {
-            wall,
-            user: tv(ru.ru_utime),
-            sys: tv(ru.ru_stime),
-            max_rss_kib: ru.ru_maxrss as u64,
-            minor_faults: ru.ru_minflt as u64,
-            major_faults: ru.ru_majflt as u64,
-            voluntary_switches: ru.ru_nvcsw as u64,
-            involuntary_switches: ru.ru_nivcsw as u64,
-            rss_floor_kib,
-        },
+        user: tv(ru.ru_utime),
+        sys: tv(ru.ru_stime),
+        max_rss_kib: ru.ru_maxrss as u64,
+        minor_faults: ru.ru_minflt as u64,
+        major_faults: ru.ru_majflt as u64,
+        voluntary_switches: ru.ru_nvcsw as u64,
+        involuntary_switches: ru.ru_nivcsw as u64,
     })
 }
 

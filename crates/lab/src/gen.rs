@@ -6,7 +6,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::LabError;
-use crate::write::Prng;
+use crate::Prng;
 
 /// The shape of a generated tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,7 +98,7 @@ pub fn generate(root: &Path, shape: &Shape, seed: u64) -> Result<Generated, LabE
             let extensions = [".rs", ".c", ".h", ".txt", ".json", ".md", ".py", ""];
             let mut made: Vec<PathBuf> = Vec::new();
             for i in 0..files {
-                let mut pick = unit(&mut rng) * total;
+                let mut pick = rng.unit() * total;
                 let mut d = 0;
                 while d + 1 < dirs.len() && pick >= weights[d] {
                     pick -= weights[d];
@@ -149,20 +149,16 @@ pub fn generate(root: &Path, shape: &Shape, seed: u64) -> Result<Generated, LabE
 /// 1 MiB), and one file in a thousand large (log-uniform 1–8 MiB).
 fn long_tailed(rng: &mut Prng) -> u64 {
     if rng.next_u64() % 1000 == 0 {
-        return (f64::from(1u32 << 20) * 8f64.powf(unit(rng))) as u64;
+        return (f64::from(1u32 << 20) * 8f64.powf(rng.unit())) as u64;
     }
     // Box–Muller: a standard normal from two uniforms.
-    let (u1, u2) = (unit(rng).max(1e-12), unit(rng));
+    let (u1, u2) = (rng.unit().max(1e-12), rng.unit());
     let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
     (2048.0 * (1.6 * z).exp()).clamp(1.0, f64::from(1u32 << 20)) as u64
 }
 
-fn unit(rng: &mut Prng) -> f64 {
-    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-}
-
 fn pareto(rng: &mut Prng, alpha: f64) -> f64 {
-    (1.0 - unit(rng)).powf(-1.0 / alpha)
+    (1.0 - rng.unit()).powf(-1.0 / alpha)
 }
 
 /// `target` as seen from the directory holding `link` (both relative to the root).

@@ -1,9 +1,8 @@
 //! ringio-lab: the measurements behind `ringio read`, `write`, `dup`, `syscost` and
-//! `bench copy`, with what they share: running a child under `wait4` for its rusage, and SVG
-//! plots.
+//! `bench copy`, with what they and the server benchmark share: running a child under `wait4`
+//! for its rusage, the seeded pseudo-random generator, result tables and SVG plots.
 #![deny(missing_docs)]
 
-pub mod buf;
 pub mod cache;
 pub mod child;
 pub mod copybench;
@@ -13,9 +12,12 @@ pub mod gen;
 pub mod machine;
 mod names;
 pub mod plot;
+pub mod prng;
 pub mod read;
 pub mod syscost;
+pub mod table;
 pub mod write;
 pub mod xor;
 
 pub use error::LabError;
+pub use prng::Prng;

@@ -1,7 +1,8 @@
 //! The machine a benchmark ran on: CPU, kernel, memory, and the filesystem and device under a
 //! path. Recorded with every result.
 
-use std::path::Path;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -54,25 +55,56 @@ pub fn describe(dir: &Path) -> Machine {
     }
 }
 
-/// (fs type, options, source device) of the mount holding `dir`, from /proc/self/mountinfo:
-/// the longest mount point that prefixes the canonical path.
+/// (fs type, options, source device) of the mount holding `dir`, from /proc/self/mountinfo.
 fn mount_of(dir: &Path) -> Option<(String, String, String)> {
     let real = std::fs::canonicalize(dir).ok()?;
     let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    mount_in(&info, &real)
+}
+
+/// The mount in `mountinfo` text that holds `path` (canonical): the longest mount point that
+/// prefixes it, the later one on a tie (it is mounted over the earlier).
+fn mount_in(mountinfo: &str, path: &Path) -> Option<(String, String, String)> {
     let mut best: Option<(usize, (String, String, String))> = None;
-    for line in info.lines() {
+    for line in mountinfo.lines() {
         let (left, right) = line.split_once(" - ")?;
         let fields: Vec<&str> = left.split_whitespace().collect();
-        let (point, options) = (fields.get(4)?, fields.get(5)?);
+        let (point, options) = (unescape(fields.get(4)?), fields.get(5)?);
         let rest: Vec<&str> = right.split_whitespace().collect();
-        if real.starts_with(point) && best.as_ref().is_none_or(|(len, _)| point.len() >= *len) {
+        let depth = point.components().count();
+        if path.starts_with(&point) && best.as_ref().is_none_or(|(d, _)| depth >= *d) {
             let fs = rest.first().unwrap_or(&"").to_string();
-            let dev = rest.get(1).unwrap_or(&"").to_string();
+            let dev = unescape(rest.get(1).unwrap_or(&""));
             let super_opts = rest.get(2).unwrap_or(&"");
-            best = Some((point.len(), (fs, format!("{options},{super_opts}"), dev)));
+            let dev = dev.to_string_lossy().into_owned();
+            best = Some((depth, (fs, format!("{options},{super_opts}"), dev)));
         }
     }
     best.map(|(_, m)| m)
+}
+
+/// Undoes mountinfo's escapes: the kernel writes space, tab, newline and backslash in paths as
+/// `\040`, `\011`, `\012` and `\134`.
+fn unescape(field: &str) -> PathBuf {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match octal {
+            Some(d) if bytes[i] == b'\\' => {
+                out.push(d.iter().fold(0u8, |n, b| n.wrapping_mul(8) + (b - b'0')));
+                i += 4;
+            }
+            _ => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(std::ffi::OsString::from_vec(out))
 }
 
 fn device_info(device: &str) -> String {
@@ -95,4 +127,33 @@ fn device_info(device: &str) -> String {
         }
     }
     String::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTINFO: &str = "\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro
+40 22 0:35 / /mnt/my\\040disk rw,nosuid shared:20 - xfs /dev/sdb1 rw,attr2
+41 22 0:36 / /mnt/my rw shared:21 - tmpfs tmpfs rw,size=1024k
+42 40 0:37 / /mnt/my\\040disk/back\\134slash rw - btrfs /dev/my\\040dev rw
+";
+
+    #[test]
+    fn escaped_mount_points_match() {
+        let m = |p: &str| mount_in(MOUNTINFO, Path::new(p)).unwrap();
+        assert_eq!(m("/mnt/my disk/a").0, "xfs");
+        assert_eq!(m("/mnt/my disk/a").1, "rw,nosuid,rw,attr2");
+        assert_eq!(m("/mnt/my/a").0, "tmpfs");
+        assert_eq!(m("/mnt/mydisk").0, "ext4");
+        assert_eq!(m("/mnt/my disk/back\\slash/x").0, "btrfs");
+        assert_eq!(m("/mnt/my disk/back\\slash/x").2, "/dev/my dev");
+        assert_eq!(m("/home").2, "/dev/sda1");
+    }
+
+    #[test]
+    fn unescape_leaves_other_backslashes() {
+        assert_eq!(unescape("a\\040b\\x\\04"), Path::new("a b\\x\\04"));
+    }
 }

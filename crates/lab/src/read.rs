@@ -3,16 +3,16 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use io_uring::{opcode, types, IoUring};
 
-use crate::buf::AlignedBuf;
 use crate::error::LabError;
 use crate::xor::xor_at;
+use ringio_copy::buf::AlignedBuf;
 
 /// How the bytes are read. The command-line names are the lower-case variant names.
 #[derive(
@@ -249,7 +249,8 @@ impl Reader<'_> {
             } else {
                 (b - at).min(bs as u64) as usize
             };
-            let n = pread(fd, &mut buf[..want], at).map_err(|e| self.err("read", e))?;
+            let n =
+                ringio_copy::pread(fd, &mut buf[..want], at).map_err(|e| self.err("read", e))?;
             if n == 0 {
                 break;
             }
@@ -339,16 +340,6 @@ impl Reader<'_> {
         match failure {
             Some(e) => Err(self.err("read", e)),
             None => Ok((xor, total)),
-        }
-    }
-}
-
-fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], at: u64) -> io::Result<usize> {
-    loop {
-        match rustix::io::pread(fd, &mut *buf, at) {
-            Ok(n) => return Ok(n),
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(e.into()),
         }
     }
 }

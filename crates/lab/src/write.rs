@@ -7,6 +7,7 @@ use std::str::FromStr;
 use std::time::Instant;
 
 use crate::error::LabError;
+use crate::Prng;
 
 /// What the blocks hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,36 +53,6 @@ impl WriteResult {
     /// Throughput including the fsync, MiB/s.
     pub fn mib_per_s(&self) -> f64 {
         self.bytes as f64 / (1 << 20) as f64 / (self.seconds + self.fsync_seconds).max(1e-9)
-    }
-}
-
-/// A fast generator (xorshift64*): bytes need only be incompressible, not secret.
-#[derive(Debug, Clone)]
-pub struct Prng(u64);
-
-impl Prng {
-    /// Seeded; the same seed gives the same bytes.
-    pub fn new(seed: u64) -> Self {
-        Prng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    /// The next 64 bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Fills `buf`.
-    pub fn fill(&mut self, buf: &mut [u8]) {
-        let mut chunks = buf.chunks_exact_mut(8);
-        for c in &mut chunks {
-            c.copy_from_slice(&self.next_u64().to_le_bytes());
-        }
-        let tail = chunks.into_remainder();
-        let last = self.next_u64().to_le_bytes();
-        tail.copy_from_slice(&last[..tail.len()]);
     }
 }
 

@@ -286,8 +286,7 @@ fn verify_copy(plan: &CopyPlan) -> Result<i32> {
     let keep = plan.preserve;
     opts.mode = keep.mode;
     // Without root only the group is kept; an owner that differs is then expected.
-    // SAFETY: geteuid cannot fail.
-    opts.ownership = keep.ownership && unsafe { libc::geteuid() } == 0;
+    opts.ownership = keep.ownership && rustix::process::geteuid().is_root();
     opts.mtime = keep.timestamps;
     opts.xattrs = keep.xattr;
     opts.hard_links = keep.links;

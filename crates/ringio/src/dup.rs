@@ -1,6 +1,5 @@
 //! `ringio dup SRC DST`: duplicate one file by a chosen method, or compare them all.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -45,50 +44,45 @@ pub fn run(args: &Args) -> Result<i32> {
     let bs = args.bs.map(usize::try_from).transpose()?;
     if args.compare {
         let exe = std::env::current_exe()?;
-        let tty = std::io::stderr().is_terminal();
+        let status = crate::progress::status_line();
         let rows = dup::compare(
             &exe,
             &args.src,
             DupMethod::ALL,
             args.runs,
             bs,
-            &mut |m, run| {
-                if tty {
-                    eprint!("\r{m} run {}   ", run + 1);
-                }
-            },
+            &mut |m, run| status.set_message(format!("{m} run {}", run + 1)),
         )?;
-        if tty {
-            eprint!("\r{:30}\r", "");
-        }
-        println!(
-            "{:<11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            "method",
-            "wall s",
-            "user s",
-            "sys s",
-            "vol cs",
-            "invol cs",
-            "minflt",
-            "majflt",
-            "rss KiB"
-        );
+        status.finish_and_clear();
+        let mut table = ringio_lab::table::new(&[
+            "method", "wall s", "user s", "sys s", "vol cs", "invol cs", "minflt", "majflt",
+            "rss KiB",
+        ]);
+        let mut failed = Vec::new();
         for row in &rows {
             match &row.outcome {
-                Ok(u) => println!(
-                    "{:<11} {:>9.4} {:>9.4} {:>9.4} {:>9} {:>9} {:>9} {:>9} {:>9}",
-                    row.method.name(),
-                    u.wall.as_secs_f64(),
-                    u.user.as_secs_f64(),
-                    u.sys.as_secs_f64(),
-                    u.voluntary_switches,
-                    u.involuntary_switches,
-                    u.minor_faults,
-                    u.major_faults,
-                    u.max_rss_kib
-                ),
-                Err(why) => println!("{:<11} unsupported or failed: {why}", row.method.name()),
+                Ok(u) => {
+                    table.add_row(vec![
+                        row.method.name().to_string(),
+                        format!("{:.4}", u.wall.as_secs_f64()),
+                        format!("{:.4}", u.user.as_secs_f64()),
+                        format!("{:.4}", u.sys.as_secs_f64()),
+                        u.voluntary_switches.to_string(),
+                        u.involuntary_switches.to_string(),
+                        u.minor_faults.to_string(),
+                        u.major_faults.to_string(),
+                        u.max_rss_kib.to_string(),
+                    ]);
+                }
+                Err(why) => failed.push(format!(
+                    "{} unsupported or failed: {why}",
+                    row.method.name()
+                )),
             }
+        }
+        print!("{}", ringio_lab::table::render(&table));
+        for line in failed {
+            println!("{line}");
         }
         let Some(dst) = &args.dst else {
             return Ok(0);

@@ -20,22 +20,6 @@ use clap::{CommandFactory, Parser};
 
 use cli::{Cli, Command};
 
-/// Raises the soft RLIMIT_NOFILE to the hard limit: servers and load generators hold a socket
-/// per client.
-pub(crate) fn raise_nofile_limit() {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit with a valid struct.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        }
-    }
-}
-
 fn main() {
     let cli = Cli::parse();
     let code = match &cli.command {

@@ -84,3 +84,12 @@ fn bar_style() -> ProgressStyle {
     .expect("template")
     .progress_chars("=> ")
 }
+
+/// The one-line status of a long measurement (`dup --compare`, `bench copy`, `bench server`):
+/// which run is going on, redrawn in place on stderr when it is a terminal, nothing otherwise.
+/// Set it with `set_message`; clear it with `finish_and_clear` before printing the results.
+pub fn status_line() -> ProgressBar {
+    let line = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    line.set_style(ProgressStyle::with_template("{msg} {elapsed}").expect("template"));
+    line
+}

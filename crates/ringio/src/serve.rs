@@ -61,7 +61,8 @@ pub fn run(args: &Args) -> Result<i32> {
     }
     let stop = Arc::new(AtomicBool::new(false));
     crate::signals::stop_on_signals(&stop)?;
-    crate::raise_nofile_limit();
+    // Servers and load generators hold a socket per client.
+    ringio_copy::raise_nofile_limit();
     let listener =
         ringio_fsm::listen(args.addr).with_context(|| format!("cannot listen on {}", args.addr))?;
     let local = listener.local_addr()?;

@@ -1,17 +1,16 @@
 //! `ringio bench server` with the load generator as its own process, and `ringio bench
 //! loopback`, on tiny loads (127.0.0.1 only, a few clients, a fraction of a second).
 
-use std::process::Command;
+#[macro_use]
+mod common;
 
-fn ringio() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ringio"))
-}
+use common::{Cp, Scratch, Server};
 
 #[test]
 fn bench_server_measures_the_server_from_a_separate_load_process() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("server.json");
-    let out = ringio()
+    let dir = Scratch::new();
+    let json = dir.join("server.json");
+    let out = Cp::bare()
         .args([
             "bench",
             "server",
@@ -26,8 +25,7 @@ fn bench_server_measures_the_server_from_a_separate_load_process() {
             "--json",
         ])
         .arg(&json)
-        .output()
-        .unwrap();
+        .run();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -61,9 +59,9 @@ fn bench_server_measures_the_server_from_a_separate_load_process() {
 
 #[test]
 fn bench_server_no_pin_leaves_the_cpus_open() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("server.json");
-    let out = ringio()
+    let dir = Scratch::new();
+    let json = dir.join("server.json");
+    let out = Cp::bare()
         .args([
             "bench",
             "server",
@@ -79,8 +77,7 @@ fn bench_server_no_pin_leaves_the_cpus_open() {
             "--json",
         ])
         .arg(&json)
-        .output()
-        .unwrap();
+        .run();
     assert!(out.status.success(), "{out:?}");
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -94,10 +91,9 @@ fn bench_server_no_pin_leaves_the_cpus_open() {
 
 #[test]
 fn bench_loopback_ping_pongs_over_both_transports() {
-    let out = ringio()
+    let out = Cp::bare()
         .args(["bench", "loopback", "--round-trips", "300", "--rounds", "1"])
-        .output()
-        .unwrap();
+        .run();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(
@@ -110,29 +106,13 @@ fn bench_loopback_ping_pongs_over_both_transports() {
 /// close; it refuses an open loop.
 #[test]
 fn the_epoll_load_engine_verifies_every_reply() {
-    use std::io::{BufRead, BufReader};
-    let mut server = ringio()
-        .args(["serve", "--model", "tokio", "--addr", "127.0.0.1:0"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_string();
+    let server = Server::start("tokio");
+    let addr = server.addr.to_string();
     let run = |extra: &[&str]| {
-        ringio()
+        Cp::bare()
             .args(["load", "--engine", "epoll", "--addr", &addr])
             .args(extra)
-            .output()
-            .unwrap()
+            .run()
     };
     let out = run(&["--clients", "300", "--duration", "300ms", "--pipeline", "3"]);
     let text = String::from_utf8_lossy(&out.stdout);
@@ -145,6 +125,5 @@ fn the_epoll_load_engine_verifies_every_reply() {
         String::from_utf8_lossy(&out.stderr).contains("closed loop only"),
         "{out:?}"
     );
-    let _ = server.kill();
-    let _ = server.wait();
+    server.stop();
 }

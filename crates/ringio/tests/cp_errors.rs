@@ -347,7 +347,7 @@ fn dangling_symlink_dereferenced(engine: &str) {
 
 /// Writes `files` random files of `lo..=hi` bytes into `dir`, spread over `dirs` directories.
 fn random_files(dir: &Path, seed: u64, dirs: usize, files: usize, lo: u64, hi: u64) {
-    let mut rng = Rng::new(seed);
+    let mut rng = Prng::new(seed);
     let mut buf = vec![0u8; hi as usize];
     for i in 0..files {
         let len = rng.range(lo, hi) as usize;
@@ -407,7 +407,7 @@ fn no_space_left(engine: &str) {
     write_file(mount.path().join("filler"), vec![0u8; 1 << 20]);
     // Big enough for the copier to split it into parallel chunks.
     let mut big = vec![0u8; (40 << 20) + 1];
-    Rng::new(52).fill(&mut big);
+    Prng::new(52).fill(&mut big);
     write_file(scratch.join("big"), &big);
     let out = cp_in(&scratch, engine, &["big", "mnt/big"]);
     assert_exit(&out, 1);
@@ -441,7 +441,7 @@ fn count_files(dir: &Path) -> usize {
 fn interrupted_by_sigint(engine: &str) {
     let scratch = Scratch::new();
     let src = scratch.join("src");
-    let mut rng = Rng::new(61);
+    let mut rng = Prng::new(61);
     for i in 0..103u64 {
         let len = if i < 3 { (40 << 20) + 1 } else { 1 << 20 };
         let mut content = vec![0u8; len];
@@ -558,7 +558,7 @@ fn low_open_file_limit(engine: &str) {
 fn low_open_file_limit_deep_chain(engine: &str) {
     let scratch = Scratch::new();
     let src = scratch.join("src");
-    let mut rng = Rng::new(72);
+    let mut rng = Prng::new(72);
     let mut dir = src.clone();
     for level in 1..=80 {
         dir = dir.join(format!("l{level}"));

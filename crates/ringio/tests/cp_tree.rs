@@ -255,7 +255,7 @@ fn copies_paths_longer_than_path_max(engine: &str) {
     fs::create_dir(scratch.join("src")).unwrap();
     let levels = 30;
     let name = |level: usize| format!("level{level:02}-{}", "x".repeat(192));
-    let mut rng = Rng::new(31);
+    let mut rng = Prng::new(31);
     let mut mid = vec![0u8; 70_001];
     let mut bottom = vec![0u8; 300_007];
     rng.fill(&mut mid);
@@ -411,7 +411,7 @@ fn chunk_boundaries_with_tuning_options(engine: &str) {
 fn single_big_file(engine: &str) {
     let scratch = Scratch::new();
     let mut content = vec![0u8; (32 << 20) + 4097];
-    Rng::new(10).fill(&mut content);
+    Prng::new(10).fill(&mut content);
     let src = scratch.join("big.bin");
     write_file(&src, &content);
     chmod(&src, 0o640);
@@ -453,7 +453,7 @@ fn sparse_files_copy_exactly(engine: &str) {
     let scratch = Scratch::new();
     let src = scratch.join("src");
     fs::create_dir(&src).unwrap();
-    let mut rng = Rng::new(15);
+    let mut rng = Prng::new(15);
     let mut data = |len: usize| {
         let mut buf = vec![0u8; len];
         rng.fill(&mut buf);

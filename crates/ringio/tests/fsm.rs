@@ -4,10 +4,12 @@
 #[macro_use]
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
 use std::time::Duration;
+
+use common::Server;
 
 /// Every model; `sequential` serves one client at a time and sits out the concurrency test.
 const MODELS: &[&str] = &[
@@ -21,60 +23,6 @@ const MODELS: &[&str] = &[
     "uring",
     "uring-bufring",
 ];
-
-/// A server process on a free port, stopped with SIGTERM on drop.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(model: &str) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ringio"))
-            .args(["serve", "--model", model, "--addr", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start ringio serve");
-        let mut line = String::new();
-        BufReader::new(child.stdout.as_mut().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .parse()
-            .unwrap();
-        Server { child, addr }
-    }
-
-    fn connect(&self) -> TcpStream {
-        let s = TcpStream::connect(self.addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s.set_nodelay(true).unwrap();
-        s
-    }
-
-    /// Stops it; returns its stderr (with the summary line).
-    fn stop(mut self) -> String {
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let out = std::mem::replace(&mut self.child, Command::new("true").spawn().unwrap())
-            .wait_with_output()
-            .unwrap();
-        assert!(out.status.success(), "server exit: {:?}", out.status);
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn read_n(s: &mut TcpStream, n: usize) -> Vec<u8> {
     let mut buf = vec![0u8; n];
@@ -138,10 +86,9 @@ fn conformance(server: &Server) {
 
     // Thousands pipelined in one write, with whitespace and bad bytes mixed in.
     let mut input = Vec::new();
-    let mut x = 12345u32;
+    let mut rng = common::Prng::new(12345);
     for i in 0..6000 {
-        x = x.wrapping_mul(1103515245).wrapping_add(12345);
-        input.push(match (x >> 16) % 7 {
+        input.push(match rng.below(7) {
             0 => b'0',
             1 => 1,
             2 => b'2',

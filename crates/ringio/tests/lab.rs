@@ -36,7 +36,7 @@ fn read_checksum_is_the_same_for_every_method_thread_count_and_block_size() {
     let s = Scratch::new();
     for size in [0usize, 1, 4099, (3 << 20) + 7] {
         let mut data = vec![0u8; size];
-        Rng::new(size as u64).fill(&mut data);
+        Prng::new(size as u64).fill(&mut data);
         let file = s.join(format!("f{size}"));
         fs::write(&file, &data).unwrap();
         let expect = format!("{:08x}", reference_xor(&data));
@@ -151,7 +151,7 @@ fn every_dup_method_makes_an_identical_file() {
     let s = Scratch::new();
     let src = s.join("src");
     let mut data = vec![0u8; (1 << 20) + 12345];
-    Rng::new(5).fill(&mut data);
+    Prng::new(5).fill(&mut data);
     fs::write(&src, &data).unwrap();
     for method in [
         "rw",

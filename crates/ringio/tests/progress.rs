@@ -1,9 +1,14 @@
 //! `ringio cp --progress` under a pseudo-terminal (util-linux `script` gives the command one),
 //! and with stderr not a terminal, where nothing is drawn.
 
+#[macro_use]
+mod common;
+
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+
+use common::{Cp, Prng, Scratch};
 
 const DIRS: usize = 20;
 const FILES_PER_DIR: usize = 100;
@@ -11,19 +16,13 @@ const FILE_SIZE: usize = 32 << 10;
 
 /// 2,000 files of 32 KiB in 20 directories: a copy that takes a few tenths of a second.
 fn make_tree(root: &Path) {
-    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut rng = Prng::new(1);
     for d in 0..DIRS {
         let dir = root.join(format!("d{d}"));
         fs::create_dir_all(&dir).unwrap();
         for f in 0..FILES_PER_DIR {
-            let content: Vec<u8> = (0..FILE_SIZE)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    seed as u8
-                })
-                .collect();
+            let mut content = vec![0u8; FILE_SIZE];
+            rng.fill(&mut content);
             fs::write(dir.join(format!("f{f}")), content).unwrap();
         }
     }
@@ -59,7 +58,7 @@ fn progress_on_a_terminal_shows_totals_and_an_eta() {
         eprintln!("skipped: util-linux `script` is not available");
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = Scratch::new();
     make_tree(&tmp.path().join("src"));
     let out = in_pty(
         tmp.path(),
@@ -84,15 +83,13 @@ fn progress_on_a_terminal_shows_totals_and_an_eta() {
 
 #[test]
 fn progress_draws_nothing_when_stderr_is_not_a_terminal() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = Scratch::new();
     make_tree(&tmp.path().join("src"));
     // stderr a pipe.
-    let out = Command::new(ringio())
-        .args(["cp", "-r", "--progress", "src", "dst"])
+    let out = Cp::new()
+        .args(["-r", "--progress", "src", "dst"])
         .current_dir(tmp.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+        .run();
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_no_drawing(&err);

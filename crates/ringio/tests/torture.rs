@@ -56,7 +56,7 @@ impl Notes {
 fn build(root: &Path) -> Vec<String> {
     let mut notes = Notes(Vec::new());
     let root_user = is_root();
-    let mut rng = Rng::new(0x7047);
+    let mut rng = Prng::new(0x7047);
     fs::create_dir(root).unwrap();
 
     // Sizes around pages and chunks, and one of tens of MiB (split into chunks).

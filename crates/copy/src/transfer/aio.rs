@@ -1,12 +1,12 @@
 //! Linux native AIO (io_setup/io_submit/io_getevents), with raw system calls: a window of
 //! reads and writes in flight through page-aligned buffers (aligned for O_DIRECT).
 
-use std::alloc::{self, Layout};
 use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 use super::method::TransferError;
+use crate::buf::AlignedBuf;
 
 /// The kernel's `struct iocb` (x86-64 and other little-endian 64-bit layouts).
 #[repr(C)]
@@ -43,12 +43,8 @@ const IOCB_CMD_PWRITE: u16 = 1;
 pub(super) struct Aio {
     ctx: libc::c_ulong,
     block: usize,
-    buffers: Vec<*mut u8>,
-    layout: Layout,
+    buffers: Vec<AlignedBuf>,
 }
-
-// SAFETY: the buffers are owned by this value alone and only touched through `&mut self`.
-unsafe impl Send for Aio {}
 
 impl fmt::Debug for Aio {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -83,22 +79,11 @@ impl Aio {
         if rc < 0 {
             return Err(io::Error::last_os_error());
         }
-        let layout = Layout::from_size_align(block, 4096).expect("valid layout");
-        let mut aio = Aio {
+        Ok(Aio {
             ctx,
             block,
-            buffers: Vec::with_capacity(depth),
-            layout,
-        };
-        for _ in 0..depth {
-            // SAFETY: the layout has a non-zero size.
-            let p = unsafe { alloc::alloc(layout) };
-            if p.is_null() {
-                return Err(io::ErrorKind::OutOfMemory.into());
-            }
-            aio.buffers.push(p);
-        }
-        Ok(aio)
+            buffers: (0..depth).map(|_| AlignedBuf::new(block)).collect(),
+        })
     }
 
     fn submit(&mut self, iocbs: &mut [Iocb]) -> io::Result<()> {
@@ -138,6 +123,9 @@ impl Aio {
         len: u64,
     ) -> Result<u64, TransferError> {
         let depth = self.buffers.len();
+        // The kernel reads into and writes from these between submit and completion; the
+        // buffers stay put (owned by `self`) until every request is reaped.
+        let buffers: Vec<*mut u8> = self.buffers.iter_mut().map(|b| b.as_mut_ptr()).collect();
         let mut stages = vec![Stage::Idle; depth];
         let mut next = offset; // first byte not yet claimed by a read
         let end = offset.saturating_add(len);
@@ -170,7 +158,7 @@ impl Aio {
             }
             let want = (end - next).min(self.block as u64) as usize;
             *stage = Stage::Reading { at: next, want };
-            batch.push(read(slot, next, want, self.buffers[slot]));
+            batch.push(read(slot, next, want, buffers[slot]));
             next += want as u64;
         }
         in_flight += batch.len();
@@ -201,7 +189,7 @@ impl Aio {
             for ev in &events[..n as usize] {
                 in_flight -= 1;
                 let slot = ev.data as usize;
-                let buf = self.buffers[slot];
+                let buf = buffers[slot];
                 match stages[slot] {
                     Stage::Reading { at, want } => {
                         if ev.res < 0 {
@@ -288,9 +276,5 @@ impl Drop for Aio {
     fn drop(&mut self) {
         // SAFETY: nothing is in flight once `copy` returns; the context is ours.
         unsafe { libc::syscall(libc::SYS_io_destroy, self.ctx) };
-        for &p in &self.buffers {
-            // SAFETY: allocated in `new` with this layout.
-            unsafe { alloc::dealloc(p, self.layout) };
-        }
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::difference::Difference;
 
-/// What [`verify`] compares beyond names, types, sizes, content and symlink targets, which it
+/// What [`verify`](super::verify) compares beyond names, types, sizes, content and symlink targets, which it
 /// always compares.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifyOptions {

@@ -2,7 +2,6 @@
 //! verified, with a table, JSON and SVG plots.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -133,11 +132,11 @@ pub fn run(args: &Args) -> Result<i32> {
         warmup: args.warmup,
         cold: args.cold,
     };
-    let tty = std::io::stderr().is_terminal();
     let mut records = Vec::new();
     let mut figure: BTreeMap<u64, Vec<(u64, Vec<ToolRuns>)>> = BTreeMap::new();
     for (name, description, src, shape) in &sources {
         let size = tree_size(src)?;
+        let status = crate::progress::status_line();
         println!(
             "\n== {name} ({description}): {} files, {} dirs, {:.1} MiB, {mode} cache, {} runs",
             size.files,
@@ -151,15 +150,11 @@ pub fn run(args: &Args) -> Result<i32> {
             &tools,
             &opts,
             &mut |tool, round, total| {
-                if tty {
-                    eprint!("\r\x1b[K[{name}] {tool}: run {}/{total}", round + 1);
-                }
+                status.set_message(format!("[{name}] {tool}: run {}/{total}", round + 1))
             },
-            &mut |note| eprintln!("note: {note}"),
+            &mut |note| status.suspend(|| eprintln!("note: {note}")),
         )?;
-        if tty {
-            eprint!("\r\x1b[K");
-        }
+        status.finish_and_clear();
         print!("{}", copybench::table(&results, &size));
         if let Some(dir) = &args.plot {
             plot_workload(dir, name, mode, &results)?;

@@ -73,7 +73,8 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<i32> {
-    crate::raise_nofile_limit();
+    // Servers and load generators hold a socket per client.
+    ringio_copy::raise_nofile_limit();
     let models: Vec<Model> = if args.models.is_empty() {
         let (built, missing): (Vec<Model>, Vec<Model>) =
             Model::ALL.iter().partition(|m| m.is_built());
@@ -121,20 +122,20 @@ pub fn run(args: &Args) -> Result<i32> {
         cpu(opts.server_cpu),
         cpu(opts.load_cpu)
     );
+    let status = crate::progress::status_line();
     let all = bench::run(&opts, &mut |round, m, n| {
-        eprint!(
-            "\r\x1b[Kround {} of {}: {m} with {n} clients...",
+        status.set_message(format!(
+            "round {} of {}: {m} with {n} clients...",
             round + 1,
             opts.rounds
-        );
+        ));
     })?;
-    eprint!("\r\x1b[K");
+    status.finish_and_clear();
     let points = bench::medians(&all);
     if opts.rounds > 1 {
         println!("medians of {} rounds", opts.rounds);
     }
-    println!(
-        "{:<14} {:>7} {:>9} {:>8} {:>8} {:>9} {:>6} {:>7} {:>10} {:>8}",
+    let mut table = ringio_lab::table::new(&[
         "model",
         "clients",
         "rt/s",
@@ -144,25 +145,27 @@ pub fn run(args: &Args) -> Result<i32> {
         "errors",
         "refused",
         "cpu us/rt",
-        "load cpu"
-    );
+        "load cpu",
+        "",
+    ]);
+    ringio_lab::table::align_left(&mut table, 10);
     for p in &points {
         let l = &p.load;
-        println!(
-            "{:<14} {:>7} {:>9.0} {:>8.1} {:>8.1} {:>9.1} {:>6} {:>7} {:>10.2} {:>7.0}%{}",
-            p.model,
-            p.clients,
-            p.rt_per_s,
-            l.latency_us.p50,
-            l.latency_us.p99,
-            l.latency_us.p999,
-            l.errors,
-            l.refused,
-            p.server_cpu_us_per_rt,
-            p.load_cpu_share * 100.0,
-            if p.load_bound { " load-bound" } else { "" }
-        );
+        table.add_row(vec![
+            p.model.clone(),
+            p.clients.to_string(),
+            format!("{:.0}", p.rt_per_s),
+            format!("{:.1}", l.latency_us.p50),
+            format!("{:.1}", l.latency_us.p99),
+            format!("{:.1}", l.latency_us.p999),
+            l.errors.to_string(),
+            l.refused.to_string(),
+            format!("{:.2}", p.server_cpu_us_per_rt),
+            format!("{:.0}%", p.load_cpu_share * 100.0),
+            if p.load_bound { "load-bound" } else { "" }.to_string(),
+        ]);
     }
+    print!("{}", ringio_lab::table::render(&table));
     if let Some(dir) = &args.plot {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create '{}'", dir.display()))?;

@@ -1,6 +1,6 @@
-//! Shared helpers for the `ringio cp` integration tests: seeded random trees ([`TreeSpec`],
+//! What the integration tests share: seeded random trees ([`TreeSpec`],
 //! [`TestTree`]), the tree comparer ([`assert_trees_equal`]), the binary runner ([`Cp`]) and small
-//! system helpers (times, owners, xattrs, tmpfs mounts).
+//! system utilities (times, owners, xattrs, tmpfs mounts), and a `ringio serve` process ([`Server`]).
 //!
 //! Every test crate includes this module with `#[macro_use] mod common;` and uses only part of it.
 #![allow(dead_code, unused_imports, unused_macros)]
@@ -8,8 +8,8 @@
 mod compare;
 pub mod deep;
 mod loopfs;
-mod rng;
 mod run;
+mod server;
 mod sys;
 mod tree;
 
@@ -17,11 +17,12 @@ use std::path::{Path, PathBuf};
 
 pub use compare::{assert_trees_equal, tree_diff, Check};
 pub use loopfs::{extents_shared, LoopFs};
-pub use rng::Rng;
+pub use ringio_lab::Prng;
 pub use run::{
     assert_exit, assert_success, describe, gnu_cp, gnu_cp_available, ringio, run_cp, stderr_lines,
     Cp, Running,
 };
+pub use server::Server;
 pub use sys::{
     chown_tree, cstring, get_xattr, is_root, lstat_times, mkfifo, set_times, set_xattr, TmpfsMount,
     NOBODY,

@@ -8,8 +8,8 @@ use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use super::rng::Rng;
 use super::sys::{is_root, set_times};
+use ringio_lab::Prng;
 
 /// A timestamp with nanoseconds, as stat reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -227,7 +227,7 @@ impl Atimes {
 
 struct Builder<'a> {
     spec: &'a TreeSpec,
-    rng: Rng,
+    rng: Prng,
     root: PathBuf,
     /// (relative path, depth); index 0 is the root.
     dirs: Vec<(PathBuf, usize)>,
@@ -243,7 +243,7 @@ impl<'a> Builder<'a> {
     fn new(spec: &'a TreeSpec, root: &Path) -> Builder<'a> {
         Builder {
             spec,
-            rng: Rng::new(spec.seed),
+            rng: Prng::new(spec.seed),
             root: root.to_path_buf(),
             dirs: Vec::new(),
             fillable: Vec::new(),
@@ -352,7 +352,7 @@ impl<'a> Builder<'a> {
         let path = self.root.join(&rel);
         let mut file =
             fs::File::create(&path).unwrap_or_else(|e| panic!("create {}: {e}", path.display()));
-        let mut content = Rng::new(self.rng.next_u64());
+        let mut content = Prng::new(self.rng.next_u64());
         let mut left = size;
         while left > 0 {
             let n = left.min(self.buf.len() as u64) as usize;

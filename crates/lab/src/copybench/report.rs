@@ -1,0 +1,75 @@
+//! The terminal table of one workload's results.
+
+use super::results::{Stats, ToolRuns};
+use super::suite::TreeSize;
+
+/// The terminal table for one workload: median/min/max/stddev, MiB/s, files/s, peak RSS,
+/// verification, and ratios against the fastest verified tool and against `cp`.
+pub fn table(results: &[ToolRuns], size: &TreeSize) -> String {
+    let ranked: Vec<(&ToolRuns, Stats)> = results
+        .iter()
+        .filter(|r| r.verified())
+        .filter_map(|r| r.stats().map(|s| (r, s)))
+        .collect();
+    let fastest = ranked
+        .iter()
+        .map(|(_, s)| s.median)
+        .fold(f64::INFINITY, f64::min);
+    let cp = ranked
+        .iter()
+        .find(|(r, _)| r.tool == "cp")
+        .map(|(_, s)| s.median);
+    let mut out = crate::table::new(&[
+        "tool", "median s", "min s", "max s", "stddev", "MiB/s", "files/s", "RSS MiB", "×best",
+        "×cp", "verified",
+    ]);
+    crate::table::align_left(&mut out, 10);
+    for r in results {
+        if let Some(why) = &r.skipped {
+            let mut row = vec![r.tool.clone()];
+            row.resize(10, String::new());
+            row.push(format!("skipped: {why}"));
+            out.add_row(row);
+            continue;
+        }
+        let Some(s) = r.stats() else { continue };
+        let ok = r.verified();
+        let ratio = |x: Option<f64>| match (ok, x) {
+            (true, Some(x)) if x.is_finite() => format!("{:.2}", s.median / x),
+            _ => "-".to_string(),
+        };
+        let verdict = if ok {
+            "ok".to_string()
+        } else {
+            let first = r
+                .runs
+                .iter()
+                .flat_map(|x| x.problems.first())
+                .next()
+                .cloned()
+                .unwrap_or_default();
+            format!("FAILED: {first}")
+        };
+        out.add_row(vec![
+            r.tool.clone(),
+            format!("{:.3}", s.median),
+            format!("{:.3}", s.min),
+            format!("{:.3}", s.max),
+            format!("{:.3}", s.stddev),
+            format!(
+                "{:.0}",
+                size.bytes as f64 / (1 << 20) as f64 / s.median.max(1e-9)
+            ),
+            format!("{:.0}", size.files as f64 / s.median.max(1e-9)),
+            if s.max_rss_kib <= s.rss_floor_kib + 512 {
+                format!("≤{:.1}", s.rss_floor_kib as f64 / 1024.0)
+            } else {
+                format!("{:.1}", s.max_rss_kib as f64 / 1024.0)
+            },
+            ratio(Some(fastest)),
+            ratio(cp),
+            verdict,
+        ]);
+    }
+    crate::table::render(&out)
+}

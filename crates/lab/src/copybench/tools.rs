@@ -1,0 +1,139 @@
+//! The copiers `bench copy` knows: ringio's engines and the peers, found in PATH, with what
+//! each one's copies are checked for.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use ringio_copy::verify::VerifyOptions;
+
+use crate::error::LabError;
+
+/// A copier under test.
+#[derive(Debug, Clone)]
+pub struct Tool {
+    /// The name in tables (`cp-a`, `ringio:aio`, ...).
+    pub name: String,
+    /// The program, or `None` when it is not installed.
+    pub program: Option<PathBuf>,
+    /// Arguments, with `{src}` and `{dst}` placeholders.
+    pub args: Vec<String>,
+    /// How to get it, said when it is missing.
+    pub install: String,
+    /// What its copies are checked for beyond content.
+    pub keeps: VerifyOptions,
+}
+
+/// Looks for `name` in PATH and in ~/.cargo/bin.
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    if let Some(home) = std::env::var_os("HOME") {
+        dirs.push(Path::new(&home).join(".cargo/bin"));
+    }
+    dirs.into_iter()
+        .map(|d| d.join(name))
+        .find(|p| fs::metadata(p).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0))
+}
+
+/// The tool names `--tools` knows, for help texts.
+pub const KNOWN_TOOLS: &str =
+    "ringio, ringio-a, ringio:ENGINE, cp, cp-a, rsync, xcp, fcp, cpz, wcp, cmd:NAME=PROGRAM";
+
+/// Resolves one `--tools` entry. `ringio` is this binary.
+pub fn resolve_tool(spec: &str, ringio: &Path) -> Result<Tool, LabError> {
+    let hint = "or run bench/install-peers.sh";
+    let archive = VerifyOptions::archive();
+    let content = VerifyOptions::content_only();
+    let peer = |name: &str, args: &[&str], install: String, keeps: VerifyOptions| Tool {
+        name: spec.to_string(),
+        program: find_program(name),
+        args: args.iter().map(|s| s.to_string()).collect(),
+        install,
+        keeps,
+    };
+    let tool = match spec {
+        "cp" => peer(
+            "cp",
+            &["-r", "{src}", "{dst}"],
+            "apt-get install coreutils".into(),
+            content,
+        ),
+        "cp-a" => peer(
+            "cp",
+            &["-a", "{src}", "{dst}"],
+            "apt-get install coreutils".into(),
+            archive,
+        ),
+        // rsync -a keeps modes, owners and times, but not hard links (-H), xattrs (-X) or
+        // holes (-S).
+        "rsync" => peer(
+            "rsync",
+            &["-a", "--inplace", "-W", "{src}/", "{dst}"],
+            format!("apt-get install rsync, {hint}"),
+            VerifyOptions {
+                hard_links: false,
+                xattrs: false,
+                sparseness: false,
+                ..archive
+            },
+        ),
+        "xcp" => peer(
+            "xcp",
+            &["-r", "{src}", "{dst}"],
+            format!("cargo install xcp, {hint}"),
+            content,
+        ),
+        "fcp" | "cpz" | "wcp" => peer(
+            spec,
+            &["{src}", "{dst}"],
+            format!("cargo install {spec}, {hint}"),
+            content,
+        ),
+        _ if spec == "ringio"
+            || spec == "ringio-a"
+            || spec.starts_with("ringio:")
+            || spec.starts_with("ringio-a:") =>
+        {
+            let (name, engine) = spec.split_once(':').unwrap_or((spec, ""));
+            let a = name == "ringio-a";
+            let mut args = vec!["cp".to_string(), if a { "-a" } else { "-r" }.to_string()];
+            if !engine.is_empty() {
+                engine.parse::<ringio_copy::Engine>().map_err(|_| {
+                    LabError::Invalid(crate::names::unknown(
+                        "engine",
+                        engine,
+                        ringio_copy::Engine::ALL.iter().map(|e| e.name()),
+                    ))
+                })?;
+                args.extend(["--engine".to_string(), engine.to_string()]);
+            }
+            args.extend(["{src}".to_string(), "{dst}".to_string()]);
+            Tool {
+                name: spec.to_string(),
+                program: Some(ringio.to_path_buf()),
+                args,
+                install: "cargo build --release".into(),
+                keeps: if a { archive } else { content },
+            }
+        }
+        _ => match spec.strip_prefix("cmd:").and_then(|s| s.split_once('=')) {
+            Some((name, program)) => Tool {
+                name: name.to_string(),
+                program: fs::metadata(program)
+                    .is_ok()
+                    .then(|| PathBuf::from(program)),
+                args: vec!["{src}".into(), "{dst}".into()],
+                install: format!("'{program}' does not exist"),
+                keeps: content,
+            },
+            None => {
+                return Err(LabError::Invalid(format!(
+                    "unknown tool '{spec}' (known: {KNOWN_TOOLS})"
+                )))
+            }
+        },
+    };
+    Ok(tool)
+}

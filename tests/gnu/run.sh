@@ -20,7 +20,8 @@ Options:
   --cache DIR      where the source, the build and the logs live
                    (default: ${XDG_CACHE_HOME:-$HOME/.cache}/ringio-gnu)
   --user NAME      the unprivileged user for the non-root passes and for the tests'
-                   NON_ROOT_USERNAME (default: nobody; created with useradd if absent)
+                   NON_ROOT_USERNAME (default: ringio-gnu, created with useradd if absent,
+                   in two groups since existing-perm-race needs that)
   --timeout SEC    per-test time limit; a test still running then is a HANG (default: 120)
   --tests GLOB     run only the tests whose name matches GLOB, e.g. 'sparse*' (default: *)
   --passes LIST    comma-separated subset of gnu-root,ringio-root,gnu-user,ringio-user
@@ -40,7 +41,7 @@ EOF
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 ringio=""
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/ringio-gnu"
-user=nobody
+user=ringio-gnu
 timeout_s=120
 tests_glob='*'
 passes=gnu-root,ringio-root,gnu-user,ringio-user
@@ -163,7 +164,7 @@ fi
 # ---- the unprivileged user --------------------------------------------------------------------
 if ! id "$user" >/dev/null 2>&1; then
     say "useradd $user"
-    useradd --system --no-create-home --shell /usr/sbin/nologin "$user"
+    useradd --system --no-create-home --shell /usr/sbin/nologin --user-group --groups users "$user"
 fi
 id -u "$user" | grep -qv '^0$' || die "--user '$user' is root"
 
@@ -175,6 +176,12 @@ say "test tree: $run (a copy of $src)"
 rm -rf "$run"
 mkdir -p "$run"
 cp -a "$src/." "$run/"
+# configure wrote the build's absolute path into the Makefile (PATH, abs_top_builddir, the
+# config header...); the tests must use the copy, which the non-root user can read.
+# The Makefile keeps its old time: a newer one would make `make` regenerate headers and
+# rebuild every program, src/cp included.
+sed -i "s|$src|$run|g" "$run/Makefile"
+touch -r "$src/Makefile" "$run/Makefile"
 mkdir -p "$run/ringio-bin"
 cp "$ringio" "$run/ringio-bin/ringio"
 chown -R "$user:" "$run"
@@ -214,7 +221,7 @@ run_test() {
     name=$(basename "$t" .sh)
     log=$logs/$pass/$name.log
     rm -f "$run/${t%.sh}.log" "$run/${t%.sh}.trs"
-    local make_cmd=(make -s check-TESTS SUBDIRS=. TESTS="$t" VERBOSE=no
+    local make_cmd=(make -s check-TESTS SUBDIRS=. TESTS="$t" VERBOSE=yes
         SH_LOG_COMPILER="timeout -k 10 $timeout_s /bin/bash"
         NON_ROOT_USERNAME="$user" RUN_EXPENSIVE_TESTS=$expensive)
     if [ "${pass#*-}" = user ]; then
@@ -232,6 +239,7 @@ run_test() {
     else
         res=FAIL
     fi
+    [ -L "$run/src/cp" ] || die "make rebuilt src/cp during $t (see $logs/$pass/$name.make)"
     if [ -f "$run/${t%.sh}.log" ]; then cp "$run/${t%.sh}.log" "$log"; else : >"$log"; fi
     echo "== make exit status $rc, result $res" >>"$log"
     result[$pass/$name]=$res
@@ -291,4 +299,4 @@ table() {
 }
 table | tee "$logs/table.txt"
 echo
-echo "logs: $logs/<pass>/<test>.log (make's own output: .make); table: $logs/table.txt"
+echo "logs (with the shell trace): $logs/<pass>/<test>.log (make's own output: .make); table: $logs/table.txt"

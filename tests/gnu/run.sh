@@ -30,6 +30,9 @@ Options:
                    as RUN_EXPENSIVE_TESTS=yes does; `make check` skips them by default
   -h, --help       show this help
 
+The tests run in a fresh copy of the build, ${TMPDIR:-/tmp}/ringio-gnu-run.XXXXXX, which the
+non-root user can reach; it is removed at the end.
+
 ringio is linked into the build's src/ as `cp` (a symlink: ringio acts as cp when run under
 that name). If the binary does not answer `cp --version` as ringio, a two-line wrapper script
 that runs `ringio cp "$@"` is used instead, and the output says so.
@@ -93,6 +96,9 @@ upstream=${version#*:}
 upstream=${upstream%-*}
 mkdir -p "$cache"
 cache=$(realpath "$cache")
+# One run at a time per cache: the build and the logs are shared.
+exec 9>"$cache/.lock"
+flock -n 9 || die "another run is using $cache"
 src=$cache/coreutils-$upstream
 
 apt_updated=""
@@ -170,11 +176,10 @@ id -u "$user" | grep -qv '^0$' || die "--user '$user' is root"
 
 # The tests run in a copy of the build outside the cache: every directory above it must be
 # searchable by the non-root user (the root tests run parts of themselves as that user too),
-# and the non-root passes must be able to write into it.
-run=${TMPDIR:-/tmp}/ringio-gnu-run
-say "test tree: $run (a copy of $src)"
-rm -rf "$run"
-mkdir -p "$run"
+# and the non-root passes must be able to write into it. One fresh copy per run.
+run=$(mktemp -d "${TMPDIR:-/tmp}/ringio-gnu-run.XXXXXX")
+trap 'rm -rf "$run"' EXIT
+say "test tree: $run (a copy of $src, removed at the end)"
 cp -a "$src/." "$run/"
 # configure wrote the build's absolute path into the Makefile (PATH, abs_top_builddir, the
 # config header...); the tests must use the copy, which the non-root user can read.

@@ -37,14 +37,15 @@ ringio is linked into the build's src/ as `cp` (a symlink: ringio acts as cp whe
 that name). If the binary does not answer `cp --version` as ringio, a two-line wrapper script
 that runs `ringio cp "$@"` is used instead, and the output says so.
 
-Logs: <cache>/logs/<pass>/<test>.log, and a summary table in <cache>/logs/table.txt.
+Logs, with the shell trace of each test: <cache>/logs/<UTC time>/<pass>/<test>.log, and the
+table in <cache>/logs/<UTC time>/table.txt; <cache>/logs/latest is the newest run.
 EOF
 }
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 ringio=""
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/ringio-gnu"
-user=ringio-gnu
+user='ringio-gnu'
 timeout_s=120
 tests_glob='*'
 passes=gnu-root,ringio-root,gnu-user,ringio-user
@@ -121,7 +122,9 @@ ensure_deb_src() {
         # shellcheck disable=SC2086
         read -r _ uri suite _ < <(grep -hE '^deb ' $files | grep -v '\[' | head -n1)
     fi
-    [ -n "$uri" ] && [ -n "$suite" ] || die "no deb entry in /etc/apt/sources.list* to derive a deb-src entry from"
+    if [ -z "$uri" ] || [ -z "$suite" ]; then
+        die "no deb entry in /etc/apt/sources.list* to derive a deb-src entry from"
+    fi
     say "adding a deb-src entry: $uri $suite main (/etc/apt/sources.list.d/ringio-gnu-src.sources)"
     printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
         "$uri" "$suite" >/etc/apt/sources.list.d/ringio-gnu-src.sources
@@ -213,8 +216,10 @@ say "ringio as cp: $ringio_as_cp"
 mapfile -t tests < <(cd "$run" && for t in tests/cp/$tests_glob.sh; do [ -f "$t" ] && echo "$t"; done)
 [ ${#tests[@]} -gt 0 ] || die "no test matches tests/cp/$tests_glob.sh"
 
-logs=$cache/logs
+# Each run keeps its own logs; logs/latest points at the newest.
+logs=$cache/logs/$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$logs"
+ln -sfn "$(basename "$logs")" "$cache/logs/latest"
 declare -A result
 
 # One test, one pass: automake's harness (make check-TESTS) runs it with the environment the
@@ -228,7 +233,7 @@ run_test() {
     rm -f "$run/${t%.sh}.log" "$run/${t%.sh}.trs"
     local make_cmd=(make -s check-TESTS SUBDIRS=. TESTS="$t" VERBOSE=yes
         SH_LOG_COMPILER="timeout -k 10 $timeout_s /bin/bash"
-        NON_ROOT_USERNAME="$user" RUN_EXPENSIVE_TESTS=$expensive)
+        NON_ROOT_USERNAME="$user" RUN_EXPENSIVE_TESTS="$expensive")
     if [ "${pass#*-}" = user ]; then
         make_cmd=(setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups
             env HOME="$run" "${make_cmd[@]}")

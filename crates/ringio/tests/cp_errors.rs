@@ -579,3 +579,43 @@ fn low_open_file_limit_deep_chain(engine: &str) {
     atimes.restore();
     assert_trees_equal(&src, &scratch.join("dst"), Check::ARCHIVE);
 }
+
+/// A copy blocked in the kernel (opening a FIFO that nothing writes to) cannot reach its next
+/// step to stop; one SIGTERM, as `timeout` sends, still ends it within the grace period, and it
+/// creates nothing.
+#[test]
+fn blocked_on_a_fifo_ends_on_one_sigterm() {
+    let scratch = Scratch::new();
+    let fifo = scratch.join("fifo");
+    let path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("no NUL");
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0, "mkfifo");
+    let dst = scratch.join("out");
+    let mut running = Cp::new().arg(&fifo).arg(&dst).spawn();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        running.try_status().is_none(),
+        "cp did not wait for a writer"
+    );
+    // SAFETY: kill has no memory-safety preconditions; the pid is our unreaped child.
+    unsafe { libc::kill(running.pid(), libc::SIGTERM) };
+    let signalled = Instant::now();
+    let status = running.wait_status(Duration::from_secs(10));
+    let took = signalled.elapsed();
+    if status.is_none() {
+        // SAFETY: as above; do not leave it behind.
+        unsafe { libc::kill(running.pid(), libc::SIGKILL) };
+    }
+    let status = status.expect("still running 10 s after SIGTERM");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGTERM),
+        "ended by SIGTERM: {status:?}"
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "took {took:?} to end after SIGTERM"
+    );
+    assert!(!dst.exists(), "created {}", dst.display());
+}

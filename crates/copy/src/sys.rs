@@ -300,14 +300,14 @@ pub fn pread_full(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result
 
 /// preadv2 from offset 0 with RWF_NOWAIT: returns what the page cache holds, or EAGAIN when the
 /// read would have to wait for the disk.
-pub fn pread_nowait(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+pub fn pread_nowait(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     let iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
     };
     loop {
         // SAFETY: one iovec describing `buf`, writable for its whole length.
-        let n = unsafe { libc::preadv2(fd.as_raw_fd(), &iov, 1, 0, libc::RWF_NOWAIT) };
+        let n = unsafe { libc::preadv2(fd.as_raw_fd(), &iov, 1, offset as i64, libc::RWF_NOWAIT) };
         if n >= 0 {
             return Ok(n as usize);
         }

@@ -8,7 +8,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -137,19 +137,30 @@ impl<'a> UringMover<'a> {
         self.buffers[slot * self.buffer_size..].as_mut_ptr()
     }
 
-    /// Queues one entry, waiting for a free slot if all are busy.
-    fn start(&mut self, dir: &Arc<DirNode<'a>>, name: CString, queue: &Queue<'a>) {
+    /// A free slot, waiting for one if all are busy, and a hold on `dir` for the file that
+    /// will occupy it.
+    fn take_slot(
+        &mut self,
+        dir: &Arc<DirNode<'a>>,
+        queue: &Queue<'a>,
+    ) -> Option<(usize, DirHold<'a>)> {
         while self.free.is_empty() {
             self.wait(1, queue);
         }
-        let slot = self.free.pop().expect("a free slot");
-        let held = match DirHold::new(dir.clone()) {
-            Ok(held) => held,
+        match DirHold::new(dir.clone()) {
+            Ok(held) => Some((self.free.pop().expect("a free slot"), held)),
             Err(e) => {
-                return dir
-                    .ctx
-                    .fail(CopyError::io(Op::OpenDir, dir.src_path(None), e))
+                let err = CopyError::io(Op::OpenDir, dir.src_path(None), e);
+                dir.ctx.fail(err);
+                None
             }
+        }
+    }
+
+    /// Queues one entry, from its statx on.
+    fn start(&mut self, dir: &Arc<DirNode<'a>>, name: CString, queue: &Queue<'a>) {
+        let Some((slot, held)) = self.take_slot(dir, queue) else {
+            return;
         };
         let mut op = FileOp {
             dir: held,
@@ -176,6 +187,41 @@ impl<'a> UringMover<'a> {
         .mask(sys::STATX_MASK)
         .build()
         .user_data(user_data(slot, TAG_STATX));
+        self.slots[slot] = Some(op);
+        self.in_flight += 1;
+        self.push(&[sqe], queue);
+    }
+
+    /// Queues a small file whose source the caller already stated and opened (a miss of the
+    /// in-place copy): the ring starts at creating the destination.
+    fn start_opened(
+        &mut self,
+        dir: &Arc<DirNode<'a>>,
+        name: CString,
+        stat: Stat,
+        src: OwnedFd,
+        queue: &Queue<'a>,
+    ) {
+        let Some((slot, held)) = self.take_slot(dir, queue) else {
+            return;
+        };
+        let op = FileOp {
+            dir: held,
+            name,
+            // SAFETY: statx is plain old data; all-zero is a valid value.
+            statx: Box::new(unsafe { std::mem::zeroed() }),
+            stat: Some(stat),
+            src: src.into_raw_fd(),
+            dst: -1,
+            offset: 0,
+            filled: 0,
+            written: 0,
+            asked: 0,
+            pending: 1,
+            closed: false,
+            error: None,
+        };
+        let sqe = open_dst(slot, &op, &stat);
         self.slots[slot] = Some(op);
         self.in_flight += 1;
         self.push(&[sqe], queue);
@@ -261,12 +307,7 @@ impl<'a> UringMover<'a> {
                         .user_data(user_data(slot, TAG_OPEN_SRC));
                 op.pending = 2;
                 // Linked: the destination is created only once the source opened.
-                let open_dst =
-                    opcode::OpenAt::new(types::Fd(dir.dst_fd().as_raw_fd()), op.name.as_ptr())
-                        .flags(libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC)
-                        .mode(finalize::create_mode(&stat))
-                        .build()
-                        .user_data(user_data(slot, TAG_OPEN_DST));
+                let open_dst = open_dst(slot, op, &stat);
                 self.push(&[open_src.flags(squeue::Flags::IO_LINK), open_dst], queue);
             }
             TAG_OPEN_SRC | TAG_OPEN_DST => {
@@ -453,6 +494,15 @@ impl<'a> UringMover<'a> {
     }
 }
 
+/// The OPENAT that creates `op`'s destination.
+fn open_dst(slot: usize, op: &FileOp<'_>, stat: &Stat) -> squeue::Entry {
+    opcode::OpenAt::new(types::Fd(op.dir.dst_fd().as_raw_fd()), op.name.as_ptr())
+        .flags(libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC)
+        .mode(finalize::create_mode(stat))
+        .build()
+        .user_data(user_data(slot, TAG_OPEN_DST))
+}
+
 fn user_data(slot: usize, tag: u64) -> u64 {
     ((slot as u64) << 8) | tag
 }
@@ -465,8 +515,9 @@ fn errno(res: i32) -> io::Error {
 enum InPlace {
     /// Copied (or failed and reported): nothing left to do.
     Done,
-    /// Its data is not in the page cache; nothing was created. Send it through the ring.
-    WouldBlock,
+    /// Its data is not in the page cache; nothing was created. Send it through the ring, which
+    /// takes over the source already stated and opened.
+    WouldBlock(Stat, OwnedFd),
 }
 
 /// Uncached files in one batch that make a worker take the cache for cold.
@@ -526,20 +577,34 @@ impl<'a> UringMover<'a> {
         if self.in_place_buf.len() < want {
             self.in_place_buf.resize(want, 0);
         }
-        let n = match sys::pread_nowait(src.as_fd(), &mut self.in_place_buf[..want]) {
-            Ok(n) if n >= stat.size as usize => n,
+        let mut n = 0;
+        // Two tries: a miss that is not a cold cache (a page locked for a moment, or one that
+        // carries readahead's mark) is usually gone on the second; data that is on disk only is
+        // not, and the first try has started reading it ahead for the ring.
+        for _ in 0..2 {
+            match sys::pread_nowait(src.as_fd(), &mut self.in_place_buf[n..want], n as u64) {
+                Ok(got) => {
+                    n += got;
+                    if got == 0 || n >= stat.size as usize {
+                        break;
+                    }
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {}
+                // EOPNOTSUPP: a filesystem without RWF_NOWAIT (tmpfs on older kernels); the
+                // ring copies it without the probe.
+                Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+                    return InPlace::WouldBlock(stat, src)
+                }
+                Err(e) => {
+                    ctx.fail(CopyError::io(Op::Read, dir.src_path(Some(name)), e));
+                    return InPlace::Done;
+                }
+            }
+        }
+        if n < stat.size as usize {
             // Not cached (or only in part): let the ring wait for the disk.
-            Ok(_) => return InPlace::WouldBlock,
-            // EOPNOTSUPP: a filesystem without RWF_NOWAIT (tmpfs on older kernels); the ring
-            // copies it without the probe.
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EOPNOTSUPP)) => {
-                return InPlace::WouldBlock
-            }
-            Err(e) => {
-                ctx.fail(CopyError::io(Op::Read, dir.src_path(Some(name)), e));
-                return InPlace::Done;
-            }
-        };
+            return InPlace::WouldBlock(stat, src);
+        }
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
         let dst = match sys::openat(dir.dst_fd(), name, flags, finalize::create_mode(&stat)) {
             Ok(fd) => fd,
@@ -612,13 +677,15 @@ impl<'a> Mover<'a> for UringMover<'a> {
                     if self.ring_batches == 0 {
                         match self.copy_in_place(dir, &name, queue) {
                             InPlace::Done => continue,
-                            InPlace::WouldBlock => {
+                            InPlace::WouldBlock(stat, src) => {
                                 // A stray uncached file goes to the ring alone; a run of them
                                 // means a cold cache, where the ring's concurrency pays.
                                 misses += 1;
                                 if misses >= MISSES_FOR_COLD {
                                     self.ring_batches = RING_BATCHES_AFTER_MISS;
                                 }
+                                self.start_opened(dir, name, stat, src, queue);
+                                continue;
                             }
                         }
                     }

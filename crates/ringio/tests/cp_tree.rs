@@ -6,6 +6,7 @@
 mod common;
 
 use std::fs;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{symlink, MetadataExt};
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -14,6 +15,7 @@ use common::*;
 
 engine_tests!(
     archive_copies_standard_tree,
+    archive_copies_uncached_tree,
     recursive_copies_content,
     matches_gnu_cp,
     copies_into_existing_directory,
@@ -57,6 +59,45 @@ fn archive_copies_standard_tree(engine: &str) {
     assert_success(&out);
     tree.restore_atimes();
     assert_trees_equal(&tree.root, &dst, Check::ARCHIVE);
+}
+
+/// As above with the source's data out of the page cache, so the io_uring engine's in-place
+/// copy misses and hands files to its ring: still everything, atimes as they were before the
+/// copy read the files.
+fn archive_copies_uncached_tree(engine: &str) {
+    let scratch = Scratch::new();
+    let tree = TreeSpec::standard(3).build(&scratch.join("src"));
+    evict(&tree.root);
+    tree.restore_atimes(); // evict read the directories
+    let dst = scratch.join("dst");
+    let out = Cp::new()
+        .engine(engine)
+        .arg("-a")
+        .arg(&tree.root)
+        .arg(&dst)
+        .run();
+    assert_success(&out);
+    tree.restore_atimes();
+    assert_trees_equal(&tree.root, &dst, Check::ARCHIVE);
+}
+
+/// Drops the regular files under `dir` from the page cache (written back first, so the pages
+/// are clean and can go).
+fn evict(dir: &Path) {
+    for entry in fs::read_dir(dir).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let kind = entry.file_type().expect("file type");
+        if kind.is_dir() {
+            evict(&entry.path());
+        } else if kind.is_file() {
+            let Ok(file) = fs::File::open(entry.path()) else {
+                continue; // unreadable on purpose
+            };
+            file.sync_all().expect("fsync");
+            // SAFETY: a valid descriptor; advice has no memory effects.
+            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        }
+    }
 }
 
 /// `-r` copies content, types and symlink targets (symlinks stay symlinks).

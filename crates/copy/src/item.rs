@@ -25,6 +25,36 @@ pub enum WorkItem {
         /// Names, each with its type from getdents ([`KIND_UNKNOWN`] when it did not say).
         names: Vec<(Vec<u8>, u8)>,
     },
+    /// Copy bytes `offset .. offset + len` (to end of file when the end passes `u64::MAX`) of
+    /// the big file `src` in `dir` into `dst` there, which rank `owner` created and sized.
+    Chunk {
+        /// Index of the root in `CopyPlan::roots`.
+        root: u32,
+        /// Relative path of the directory.
+        dir: Vec<u8>,
+        /// Source name.
+        src: Vec<u8>,
+        /// The destination name being written (a temporary name under `--atomic`).
+        dst: Vec<u8>,
+        /// First byte.
+        offset: u64,
+        /// Bytes; `u64::MAX - offset` for "to end of file".
+        len: u64,
+        /// The rank that finishes the file.
+        owner: u32,
+        /// The owner's name for the file.
+        id: u64,
+    },
+    /// A chunk of the owner's file `id` is done (`failed`: and it failed, so the copy of the
+    /// file must be given up); `bytes` were copied.
+    ChunkDone {
+        /// The owner's name for the file.
+        id: u64,
+        /// The chunk failed.
+        failed: bool,
+        /// Bytes copied.
+        bytes: u64,
+    },
 }
 
 /// Entry type codes of [`WorkItem::Entries`].
@@ -68,6 +98,34 @@ impl WorkItem {
                     out.push(*kind);
                 }
             }
+            WorkItem::Chunk {
+                root,
+                dir,
+                src,
+                dst,
+                offset,
+                len,
+                owner,
+                id,
+            } => {
+                out.push(b'C');
+                out.extend_from_slice(&root.to_le_bytes());
+                out.push(0);
+                put_bytes(out, dir);
+                put_bytes(out, src);
+                put_bytes(out, dst);
+                for n in [*offset, *len, u64::from(*owner), *id] {
+                    out.extend_from_slice(&n.to_le_bytes());
+                }
+            }
+            WorkItem::ChunkDone { id, failed, bytes } => {
+                out.push(b'K');
+                out.extend_from_slice(&0u32.to_le_bytes());
+                out.push(u8::from(*failed));
+                put_bytes(out, &[]);
+                out.extend_from_slice(&id.to_le_bytes());
+                out.extend_from_slice(&bytes.to_le_bytes());
+            }
         }
     }
 
@@ -97,6 +155,25 @@ impl WorkItem {
                     names,
                 })
             }
+            b'C' => {
+                let src = take_bytes(input)?;
+                let dst = take_bytes(input)?;
+                Some(WorkItem::Chunk {
+                    root,
+                    dir: path,
+                    src,
+                    dst,
+                    offset: take_u64(input)?,
+                    len: take_u64(input)?,
+                    owner: u32::try_from(take_u64(input)?).ok()?,
+                    id: take_u64(input)?,
+                })
+            }
+            b'K' => Some(WorkItem::ChunkDone {
+                id: take_u64(input)?,
+                failed: flag,
+                bytes: take_u64(input)?,
+            }),
             _ => None,
         }
     }
@@ -105,7 +182,8 @@ impl WorkItem {
     pub fn depth(&self) -> usize {
         let path = match self {
             WorkItem::Dir { path, .. } => path,
-            WorkItem::Entries { dir, .. } => dir,
+            WorkItem::Entries { dir, .. } | WorkItem::Chunk { dir, .. } => dir,
+            WorkItem::ChunkDone { .. } => return 0,
         };
         if path.is_empty() {
             0
@@ -132,6 +210,12 @@ fn take_u32(input: &mut &[u8]) -> Option<u32> {
     Some(u32::from_le_bytes(head.try_into().ok()?))
 }
 
+fn take_u64(input: &mut &[u8]) -> Option<u64> {
+    let (head, rest) = input.split_at_checked(8)?;
+    *input = rest;
+    Some(u64::from_le_bytes(head.try_into().ok()?))
+}
+
 fn take_bytes(input: &mut &[u8]) -> Option<Vec<u8>> {
     let len = take_u32(input)? as usize;
     let (head, rest) = input.split_at_checked(len)?;
@@ -156,6 +240,21 @@ mod tests {
                 dir: Vec::new(),
                 fresh: false,
                 names: vec![(b"x".to_vec(), KIND_FILE), (b"\n".to_vec(), KIND_UNKNOWN)],
+            },
+            WorkItem::Chunk {
+                root: 1,
+                dir: b"d".to_vec(),
+                src: b"big".to_vec(),
+                dst: b".big.tmp".to_vec(),
+                offset: 8 << 20,
+                len: u64::MAX - (8 << 20),
+                owner: 3,
+                id: 0xdead_beef,
+            },
+            WorkItem::ChunkDone {
+                id: 7,
+                failed: true,
+                bytes: 12,
             },
         ];
         let mut buf = Vec::new();

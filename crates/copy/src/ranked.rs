@@ -5,13 +5,15 @@
 //!
 //! The library knows nothing of MPI: the exchange could be any transport.
 
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::ctx::Ctx;
+use crate::engine::bigfile::BigFile;
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::item::WorkItem;
@@ -43,6 +45,9 @@ pub struct Port<'q, 'a> {
     queue: &'q Queue<'a>,
     /// This rank's node of each root of the plan (by index), where items from others hang.
     roots: &'q [Option<Arc<DirNode<'a>>>],
+    /// Big files with chunks out on other ranks, by id: the file, and how many chunk ranges
+    /// are still out. The last one back finishes the file here.
+    lent: Mutex<HashMap<u64, (Arc<BigFile<'a>>, u32)>>,
 }
 
 impl std::fmt::Debug for Port<'_, '_> {
@@ -59,19 +64,54 @@ impl Port<'_, '_> {
 
     /// Takes the older half of the work that can move (directories, batches of entries) for
     /// another rank. Oldest is shallowest: a thief gets big subtrees.
+    /// Adjacent chunks of one file travel as one range: large and contiguous per rank.
     pub fn give_half(&self) -> Vec<WorkItem> {
-        self.queue
-            .take_oldest_half(remote::movable)
-            .into_iter()
-            .filter_map(remote::to_item)
-            .collect()
+        let mut items: Vec<WorkItem> = Vec::new();
+        for task in self.queue.take_oldest_half(remote::movable) {
+            let Task::Chunk { file, offset, len } = task else {
+                items.extend(remote::to_item(task));
+                continue;
+            };
+            let id = Arc::as_ptr(&file) as u64;
+            if let Some(WorkItem::Chunk {
+                id: last_id,
+                offset: last_offset,
+                len: last_len,
+                ..
+            }) = items.last_mut()
+            {
+                if *last_id == id && last_offset.saturating_add(*last_len) == offset {
+                    *last_len = offset.saturating_add(len) - *last_offset;
+                    continue;
+                }
+            }
+            match remote::chunk_item(&file, self.share().rank, id, offset, len) {
+                Some(item) => {
+                    self.lent
+                        .lock()
+                        .expect("lent lock")
+                        .entry(id)
+                        .or_insert_with(|| (file.clone(), 0))
+                        .1 += 1;
+                    items.push(item);
+                }
+                None => self.queue.push(Task::Chunk { file, offset, len }),
+            }
+        }
+        items
     }
 
     /// Queues work from another rank.
     pub fn accept(&self, items: Vec<WorkItem>) {
         for item in items {
             let index = match &item {
-                WorkItem::Dir { root, .. } | WorkItem::Entries { root, .. } => *root as usize,
+                WorkItem::Dir { root, .. }
+                | WorkItem::Entries { root, .. }
+                | WorkItem::Chunk { root, .. } => *root as usize,
+                WorkItem::ChunkDone { id, failed, bytes } => {
+                    self.chunk_done(*id, *failed, *bytes);
+                    continue;
+                }
             };
             match self.roots.get(index).and_then(Option::as_ref) {
                 Some(root) => self.queue.push(Task::Remote {
@@ -83,6 +123,25 @@ impl Port<'_, '_> {
                     index + 1
                 ))),
             }
+        }
+    }
+
+    /// A range of chunks lent to another rank is back; the last one finishes the file.
+    fn chunk_done(&self, id: u64, failed: bool, bytes: u64) {
+        let mut lent = self.lent.lock().expect("lent lock");
+        let Some((file, out)) = lent.get_mut(&id) else {
+            drop(lent);
+            return self.ctx.fail(CopyError::Refused(format!(
+                "another rank reported a chunk of a file this rank did not lend (id {id:#x})"
+            )));
+        };
+        file.lent_chunk_done(failed, bytes);
+        *out -= 1;
+        if *out == 0 {
+            let done = lent.remove(&id);
+            drop(lent);
+            // Possibly the last holder: the file is finished (or given up) here.
+            drop(done);
         }
     }
 
@@ -160,6 +219,7 @@ fn run_wave<'a>(
         ctx,
         queue: &queue,
         roots: &roots,
+        lent: Mutex::default(),
     };
     std::thread::scope(|scope| {
         for _ in 0..setup.threads {
@@ -171,6 +231,7 @@ fn run_wave<'a>(
         exchange.run(&port);
         queue.hold_open(false);
     });
+    drop(port);
     drop(roots);
     finish_directories(ctx, exchange);
 }

@@ -7,24 +7,48 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 
 use crate::ctx::Ctx;
+use crate::engine::bigfile::BigFile;
 use crate::error::{CopyError, Op};
 use crate::item::{WorkItem, KIND_DIR, KIND_FILE, KIND_SPECIAL, KIND_SYMLINK, KIND_UNKNOWN};
 use crate::node::{DirHold, DirNode};
+use crate::opened::OpenedPair;
 use crate::plan::Dereference;
 use crate::queue::Task;
 use crate::sys::{self, Kind, Stat};
 
-/// True when `task` can be given to another rank: directories to copy and batches of entries
-/// inside a tree (not a command-line file operand, not a chunk of an open file).
+/// True when `task` can be given to another rank: directories to copy, batches of entries and
+/// chunks of big files inside a tree (not a command-line file operand).
 pub(crate) fn movable(task: &Task<'_>) -> bool {
     match task {
         Task::Subdir { .. } | Task::Remote { .. } => true,
         Task::Entries { dir, .. } => !dir.is_operand_dir(),
-        Task::Read(_) | Task::Root { .. } | Task::Chunk { .. } => false,
+        Task::Chunk { file, .. } => !file.dir.is_operand_dir() && file.written_name().is_some(),
+        Task::Read(_) | Task::Root { .. } => false,
     }
 }
 
-/// The item a [`movable`] task stands for.
+/// The item a chunk of `file` stands for; `id` is how this rank will know the file again.
+pub(crate) fn chunk_item(
+    file: &BigFile<'_>,
+    owner: u32,
+    id: u64,
+    offset: u64,
+    len: u64,
+) -> Option<WorkItem> {
+    let (root, dir, _) = file.dir.rel_path();
+    Some(WorkItem::Chunk {
+        root,
+        dir,
+        src: file.src_name.to_bytes().to_vec(),
+        dst: file.written_name()?.to_bytes().to_vec(),
+        offset,
+        len,
+        owner,
+        id,
+    })
+}
+
+/// The item a [`movable`] task other than a chunk stands for.
 pub(crate) fn to_item(task: Task<'_>) -> Option<WorkItem> {
     match task {
         Task::Subdir { parent, name, .. } => {
@@ -93,13 +117,117 @@ pub(crate) fn forward_linked(
     true
 }
 
-/// Turns an item from another rank into the task that does it here: the directories above it
+/// Turns an item from another rank into the tasks that do it here: the directories above it
 /// are opened (not created: whoever sent it created them), and carry no metadata of their own.
+/// A chunk range is cut into `--chunk-size` tasks again, for this rank's workers.
 pub(crate) fn resolve<'a>(
     ctx: &'a Ctx<'a>,
     root: Arc<DirNode<'a>>,
     item: WorkItem,
-) -> Option<Task<'a>> {
+) -> Vec<Task<'a>> {
+    match item {
+        WorkItem::Chunk {
+            dir,
+            src,
+            dst,
+            offset,
+            len,
+            owner,
+            id,
+            ..
+        } => {
+            let file = open_chain(ctx, root, &dir, false)
+                .and_then(|dir| open_lent(ctx, dir, &src, &dst, owner, id));
+            let Some(file) = file else {
+                // The owner must hear of it, or it waits for this chunk forever.
+                if let Some(share) = ctx.share.as_ref() {
+                    let failed = WorkItem::ChunkDone {
+                        id,
+                        failed: true,
+                        bytes: 0,
+                    };
+                    share.send(owner, failed);
+                }
+                return Vec::new();
+            };
+            let file = Arc::new(file);
+            let end = offset.saturating_add(len);
+            let step = ctx.plan.tuning.chunk_size.max(1 << 20);
+            let mut tasks = Vec::new();
+            let mut at = offset;
+            while at < end {
+                let piece = if end - at > step + step / 2 {
+                    step
+                } else {
+                    end - at
+                };
+                tasks.push(Task::Chunk {
+                    file: file.clone(),
+                    offset: at,
+                    len: piece,
+                });
+                at += piece;
+            }
+            tasks
+        }
+        WorkItem::ChunkDone { .. } => Vec::new(),
+        other => resolve_walk(ctx, root, other).into_iter().collect(),
+    }
+}
+
+/// Opens another rank's big file in `dir` to copy chunks of it.
+fn open_lent<'a>(
+    ctx: &'a Ctx<'a>,
+    dir: Arc<DirNode<'a>>,
+    src: &[u8],
+    dst: &[u8],
+    owner: u32,
+    id: u64,
+) -> Option<BigFile<'a>> {
+    let dir = match DirHold::new(dir.clone()) {
+        Ok(held) => held,
+        Err(e) => {
+            ctx.fail(CopyError::io(Op::OpenDir, dir.src_path(None), e));
+            return None;
+        }
+    };
+    let (src, dst) = (cstring(ctx, src)?, cstring(ctx, dst)?);
+    let flags = libc::O_CLOEXEC | libc::O_NOFOLLOW;
+    let src_fd = match sys::openat(dir.src_fd(), &src, libc::O_RDONLY | flags, 0) {
+        Ok(fd) => fd,
+        Err(e) => {
+            ctx.fail(CopyError::io(Op::Open, dir.src_path(Some(&src)), e));
+            return None;
+        }
+    };
+    let dst_fd = match sys::openat(dir.dst_fd(), &dst, libc::O_WRONLY | flags, 0) {
+        Ok(fd) => fd,
+        Err(e) => {
+            ctx.fail(CopyError::io(Op::Create, dir.dst_path(Some(&dst)), e));
+            return None;
+        }
+    };
+    let stat = match sys::fstatx(src_fd.as_fd()) {
+        Ok(stat) => stat,
+        Err(e) => {
+            ctx.fail(CopyError::io(Op::Stat, dir.src_path(Some(&src)), e));
+            return None;
+        }
+    };
+    let pair = OpenedPair {
+        src: src_fd,
+        dst: dst_fd,
+        created: false,
+        temp: None,
+        link_target: None,
+        removable: false,
+        stream: false,
+    };
+    Some(BigFile::new(dir, src.clone(), dst, pair, stat).lent(owner, id))
+}
+
+/// Directories and entries.
+fn resolve_walk<'a>(ctx: &'a Ctx<'a>, root: Arc<DirNode<'a>>, item: WorkItem) -> Option<Task<'a>> {
     match item {
         WorkItem::Dir {
             path, parent_fresh, ..
@@ -125,6 +253,7 @@ pub(crate) fn resolve<'a>(
             }
             Some(Task::Entries { dir, entries })
         }
+        WorkItem::Chunk { .. } | WorkItem::ChunkDone { .. } => None,
     }
 }
 

@@ -86,7 +86,12 @@ fn run_task<'a>(
         }
         Task::Chunk { file, offset, len } => mover.copy_chunk(&file, offset, len),
         Task::Remote { root, item } => {
-            if let Some(task) = remote::resolve(ctx, root, item) {
+            let mut tasks = remote::resolve(ctx, root, item);
+            let first = tasks.pop();
+            for task in tasks {
+                queue.push(task);
+            }
+            if let Some(task) = first {
                 run_task(ctx, queue, mover, task, dir_buf);
             }
         }

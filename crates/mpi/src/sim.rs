@@ -10,9 +10,11 @@
 //! * **Work units** as in ringio-copy: reading a directory queues its subdirectories and its
 //!   files in batches of 128; a rank runs one unit at a time, newest first (depth-first), and
 //!   gives the oldest half to thieves.
-//! * **Metadata.** A file costs `ops_per_file` metadata operations, a directory `ops_per_dir`.
-//!   One client rank issues at most `client_ops` per second; the metadata server serves at most
-//!   `mds_ops` per second for everyone, first come first served (a fluid queue).
+//! * **Metadata.** A file costs `ops_per_file` metadata operations, a directory `ops_per_dir`,
+//!   counted in creates: on Lustre a create costs the metadata target (and the object targets)
+//!   far more than a stat, so creates set the pace. One client rank issues at most
+//!   `client_ops` per second; the metadata servers serve at most `mds_ops` per second for
+//!   everyone, first come first served (a fluid queue). docs/SCALING.md gives the sources.
 //! * **Messages** take a uniformly random delay in `[latency_min, latency_max]`. The final
 //!   barrier completes `log2(N)` mean delays after the last rank enters it.
 
@@ -51,8 +53,9 @@ pub struct SimConfig {
 }
 
 impl SimConfig {
-    /// A Lustre-like default: one metadata server of 50,000 ops/s, ranks of 5,000 ops/s each,
-    /// 2–20 µs messages; a tree of about 4 million files.
+    /// A Lustre-like default: 8 metadata targets of 15,000 file creates/s each, ranks of
+    /// 2,000 creates/s each (4 workers of about 500), 2–20 µs messages; a tree of about 4
+    /// million files.
     pub fn lustre(ranks: u32, seed: u64) -> SimConfig {
         SimConfig {
             ranks,
@@ -63,10 +66,10 @@ impl SimConfig {
             linked: 0.01,
             latency_min_ns: 2_000,
             latency_max_ns: 20_000,
-            mds_ops: 50_000.0,
-            client_ops: 5_000.0,
-            ops_per_file: 5,
-            ops_per_dir: 6,
+            mds_ops: 120_000.0,
+            client_ops: 2_000.0,
+            ops_per_file: 1,
+            ops_per_dir: 2,
         }
     }
 }
@@ -417,8 +420,8 @@ mod tests {
         let many = simulate(&small(256, 3));
         assert!(many.files_per_sec > few.files_per_sec);
         assert!(many.files_per_sec <= many.mds_files_per_sec * 1.01);
-        // Two ranks are client-bound: 5,000 ops/s each at 5 ops per file.
-        assert!(few.files_per_sec <= 2.0 * 1000.0 * 1.01);
+        // Two ranks are client-bound: 2,000 creates/s each.
+        assert!(few.files_per_sec <= 2.0 * 2000.0 * 1.01);
     }
 
     #[test]

@@ -110,18 +110,28 @@ fn run_ranks(args: &CpArgs) -> Result<i32> {
     ]);
     let [files, dirs, bytes, errors, interrupted, messages, steals, stolen, pushes] =
         totals[..].try_into().expect("nine sums");
+    // Each rank's share of the bytes, in its own slot.
+    let mut mine = vec![0u64; size as usize];
+    mine[rank as usize] = summary.bytes;
+    let shares = mpi.sum(&mine);
     if args.verbose && rank == 0 {
         let secs = started.elapsed().as_secs_f64();
         eprintln!(
             "ringio: {files} entries, {dirs} dirs, {bytes} bytes in {secs:.3} s on {size} ranks \
              with the {} engine{}; {messages} messages ({steals} steal requests, {stolen} \
-             answered with work, {pushes} hard-link names sent to their owner)",
+             answered with work, {pushes} sent unasked: hard-link names to their owner, \
+             finished chunks); bytes per rank: {}",
             summary.engine,
             if errors > 0 {
                 format!(", {errors} errors")
             } else {
                 String::new()
-            }
+            },
+            shares
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     let mut code = if interrupted > 0 {

@@ -170,7 +170,15 @@ fn one_two_and_four_ranks_copy_the_tree() {
     for ranks in [1, 2, 4] {
         let dst = format!("dst{ranks}");
         let out = run(mpi_cp(ranks, &["-a", "-v", "src", &dst], scratch.path()));
-        assert_success(&out);
+        // -v: rank 0's summary is the only line on stderr.
+        let err = stderr_lines(&out);
+        assert!(
+            out.status.success()
+                && err.len() == 1
+                && err[0].contains(&format!(" on {ranks} ranks ")),
+            "{}",
+            describe(&out)
+        );
         let dst = scratch.join(&dst);
         verify(&src, &dst);
         assert_trees_equal(&src, &dst, NO_ATIME);

@@ -41,8 +41,11 @@ macro_rules! need_mpirun {
     };
 }
 
-/// `mpirun --oversubscribe -n ranks ringio cp --mpi ARGS` in `dir`.
+/// `mpirun --oversubscribe -n ranks ringio cp --mpi ARGS` in `dir`, with Open MPI's session
+/// directory inside `dir` (parallel tests' jobs race to create a shared one in /tmp).
 fn mpi_cp(ranks: u32, args: &[&str], dir: &Path) -> Command {
+    let session = dir.join(".mpi-session");
+    fs::create_dir_all(&session).unwrap();
     let mut cmd = Command::new("mpirun");
     cmd.args(["--oversubscribe", "-n", &ranks.to_string()])
         .arg(env!("CARGO_BIN_EXE_ringio"))
@@ -52,6 +55,8 @@ fn mpi_cp(ranks: u32, args: &[&str], dir: &Path) -> Command {
         // Tests run as root in CI; Open MPI refuses root without both.
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("TMPDIR", &session)
+        .env("OMPI_MCA_orte_tmpdir_base", &session)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -312,9 +317,13 @@ fn one_rank_world_beside_a_launcher_of_more_is_refused() {
     need_mpirun!();
     let scratch = Scratch::new();
     fs::create_dir(scratch.join("src")).unwrap();
+    let session = scratch.join(".mpi-session");
+    fs::create_dir(&session).unwrap();
     let out = Cp::new()
         .args(["--mpi", "-a", "src", "dst"])
         .env("PMI_SIZE", "4")
+        .env("TMPDIR", session.to_str().unwrap())
+        .env("OMPI_MCA_orte_tmpdir_base", session.to_str().unwrap())
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .current_dir(scratch.path())

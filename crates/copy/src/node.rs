@@ -52,6 +52,8 @@ pub(crate) struct DirNode<'a> {
     pub dst_setgid: bool,
     /// Apply metadata in Drop (false for the parent of a single-file root).
     pub finalize: bool,
+    /// The directory of a command-line file operand (`cp a b`), not a directory of a tree.
+    pub operand: bool,
     /// At a root, under `--preserve=links`: its own descriptor of the destination, which
     /// hard-link targets are named relative to.
     anchor: Option<Arc<OwnedFd>>,
@@ -117,6 +119,7 @@ impl<'a> DirNode<'a> {
             fresh,
             stat,
             finalize: true,
+            operand: false,
             anchor: None,
         }
     }
@@ -148,13 +151,14 @@ impl<'a> DirNode<'a> {
             dst_dev,
             dst_setgid,
             finalize,
+            operand: !finalize,
             anchor: None,
         }
     }
 
     /// True for the directory of a file operand (`cp a b`): its only entry is the operand.
     pub fn is_operand_dir(&self) -> bool {
-        self.parent.is_none() && !self.finalize
+        self.operand
     }
 
     /// Gives a root the descriptor hard links are made relative to.

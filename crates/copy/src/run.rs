@@ -426,7 +426,7 @@ pub(crate) fn open_root<'a>(ctx: &'a Ctx<'a>, root: &CopyRoot) -> Option<Arc<Dir
         index: root_index(plan, root),
     };
     let setgid = dst_stat.mode & libc::S_ISGID != 0;
-    let node = DirNode::root(
+    let mut node = DirNode::root(
         ctx,
         names,
         src,
@@ -437,6 +437,8 @@ pub(crate) fn open_root<'a>(ctx: &'a Ctx<'a>, root: &CopyRoot) -> Option<Arc<Dir
         false,
         false,
     );
+    // The top of a tree (whose metadata rank 0 applies), not a file operand's directory.
+    node.operand = false;
     Some(Arc::new(if plan.preserve.links {
         node.with_link_anchor()
     } else {

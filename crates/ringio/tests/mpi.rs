@@ -112,6 +112,10 @@ fn source(scratch: &Scratch, seed: u64, big: bool) -> PathBuf {
             fs::hard_link(&first, other).unwrap();
         }
     }
+    // Names at the top of the tree and of an operand, where other ranks hang work from their
+    // own node of the root.
+    fs::hard_link(links.join("d0/g0"), src.join("top-g0")).unwrap();
+    fs::hard_link(links.join("d1/g1"), links.join("top-g1")).unwrap();
     symlink("d0/g0", links.join("to-g0")).unwrap();
     // A hard-linked symlink: its names go to the owner rank too.
     fs::hard_link(links.join("to-g0"), links.join("d3/to-g0-again")).unwrap();
@@ -190,6 +194,23 @@ fn one_two_and_four_ranks_copy_the_tree() {
         // -v: one line per entry, from whichever rank copied it.
         let lines = String::from_utf8_lossy(&out.stdout).lines().count();
         assert!(lines > 100, "{ranks} ranks printed {lines} -v lines");
+    }
+}
+
+#[test]
+fn several_operands_share_one_link_map() {
+    need_mpirun!();
+    let scratch = Scratch::new();
+    let src = source(&scratch, 3, false);
+    fs::create_dir(scratch.join("multi")).unwrap();
+    let out = run(mpi_cp(
+        3,
+        &["-a", "src/links", "src/readonly1", "src/sparse", "multi/"],
+        scratch.path(),
+    ));
+    assert!(out.status.success(), "{}", describe(&out));
+    for name in ["links", "readonly1", "sparse"] {
+        verify(&src.join(name), &scratch.join("multi").join(name));
     }
 }
 

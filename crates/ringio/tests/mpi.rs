@@ -9,7 +9,7 @@
 mod common;
 
 use std::fs;
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{symlink, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -257,8 +257,9 @@ fn rank_pid(launcher: u32, rank: u32) -> Option<i32> {
     None
 }
 
-/// Starts a 4-rank copy and SIGKILLs rank 1 once the big file has data and a hard-link group
-/// has a second name (or when the copy is about to end). Returns whether the kill landed.
+/// Starts a 4-rank copy and SIGKILLs rank 1 once the big file has data blocks (a chunk was
+/// written: its length is set before any) and a hard-link group has a second name. Returns
+/// whether the kill landed before the copy ended.
 fn killed_mid_copy(scratch: &Scratch, dst: &str) -> bool {
     let mut child: Child = mpi_cp(4, &["-a", "--chunk-size", "1M", "src", dst], scratch.path())
         .spawn()
@@ -267,10 +268,14 @@ fn killed_mid_copy(scratch: &Scratch, dst: &str) -> bool {
     let started = Instant::now();
     let mut killed = false;
     while child.try_wait().expect("wait").is_none() && started.elapsed() < Duration::from_secs(60) {
-        let big_started = fs::metadata(dst.join("big.bin")).is_ok_and(|m| m.len() > 0);
-        let linked = fs::read_dir(dst.join("links/d1"))
-            .map(|d| d.count() >= 2)
-            .unwrap_or(false);
+        let big_started = fs::metadata(dst.join("big.bin")).is_ok_and(|m| m.blocks() > 0);
+        let linked = (0..6).any(|d| {
+            fs::read_dir(dst.join(format!("links/d{d}"))).is_ok_and(|entries| {
+                entries
+                    .flatten()
+                    .any(|e| e.metadata().is_ok_and(|m| m.nlink() >= 2))
+            })
+        });
         if big_started && linked {
             if let Some(pid) = rank_pid(child.id(), 1) {
                 // SAFETY: signalling a process of the job this test started.

@@ -16,6 +16,11 @@
 //!   stealing but keeps answering steal requests (with nothing) until its own request, if any,
 //!   is answered; only then does it enter the final (non-blocking) barrier, still answering. A
 //!   barrier posted while a request is unanswered could hang the rank that waits for the reply.
+//! * **Progress: a non-blocking tree reduction.** Rank 0 may start a tally ([`Rank::start_tally`])
+//!   while it works: [`Msg::Tally`] goes down the binary tree and each rank answers its parent
+//!   with the sum of its subtree's counters ([`WorkPool::counters`]) in [`Msg::TallyUp`]. One
+//!   tally is out at a time, none starts after termination, and a rank enters the final barrier
+//!   only once its part of a tally under way is answered.
 
 /// A rank's number in the world.
 pub type RankId = u32;
@@ -38,6 +43,10 @@ pub enum Msg<W> {
     },
     /// The job is done; stop stealing, answer what comes, then enter the barrier.
     Done,
+    /// Rank 0 asks its subtree for counters (progress).
+    Tally,
+    /// A subtree's counters, summed, for its parent.
+    TallyUp(Vec<u64>),
 }
 
 impl<W> Msg<W> {
@@ -59,6 +68,10 @@ pub trait WorkPool<W> {
     fn give_half(&mut self) -> Vec<W>;
     /// Work arrived (stolen or pushed).
     fn accept(&mut self, work: Vec<W>);
+    /// This rank's counters for a progress tally (summed over ranks, element by element).
+    fn counters(&self) -> Vec<u64> {
+        Vec::new()
+    }
 }
 
 /// Where a rank is in its life.
@@ -91,6 +104,8 @@ pub struct Stats {
     pub tokens_sent: u64,
     /// `Done` forwards sent.
     pub dones_sent: u64,
+    /// Tally messages sent (down and up).
+    pub tallies_sent: u64,
     /// Work units received by stealing.
     pub work_stolen: u64,
 }
@@ -98,7 +113,12 @@ pub struct Stats {
 impl Stats {
     /// All messages this rank sent.
     pub fn messages(&self) -> u64 {
-        self.steals_sent + self.gives_sent + self.pushes_sent + self.tokens_sent + self.dones_sent
+        self.steals_sent
+            + self.gives_sent
+            + self.pushes_sent
+            + self.tokens_sent
+            + self.dones_sent
+            + self.tallies_sent
     }
 }
 
@@ -127,6 +147,10 @@ pub struct Rank<W> {
     round_out: bool,
     outbox: Vec<(RankId, Msg<W>)>,
     barrier_entered: bool,
+    /// A tally under way here: children yet to answer, and the sum so far.
+    tally: Option<(u32, Vec<u64>)>,
+    /// Rank 0: the last completed tally.
+    tallied: Option<Vec<u64>>,
     /// What happened, for reports.
     pub stats: Stats,
 }
@@ -149,6 +173,8 @@ impl<W> Rank<W> {
             round_out: false,
             outbox: Vec::new(),
             barrier_entered: false,
+            tally: None,
+            tallied: None,
             stats: Stats::default(),
         }
     }
@@ -182,6 +208,67 @@ impl<W> Rank<W> {
     /// Messages to send, in order.
     pub fn take_outbox(&mut self) -> Vec<(RankId, Msg<W>)> {
         std::mem::take(&mut self.outbox)
+    }
+
+    /// Rank 0: starts a progress tally, unless one is under way or the work is over. Returns
+    /// whether it started.
+    pub fn start_tally(&mut self, pool: &mut dyn WorkPool<W>) -> bool {
+        if self.id != 0 || self.phase != Phase::Working || self.tally.is_some() {
+            return false;
+        }
+        self.begin_tally(pool);
+        true
+    }
+
+    /// Rank 0: the counters of the last completed tally, summed over all ranks, once.
+    pub fn take_tally(&mut self) -> Option<Vec<u64>> {
+        self.tallied.take()
+    }
+
+    fn children(&self) -> impl Iterator<Item = RankId> {
+        let size = self.size;
+        [2 * self.id + 1, 2 * self.id + 2]
+            .into_iter()
+            .filter(move |&c| c < size)
+    }
+
+    fn begin_tally(&mut self, pool: &mut dyn WorkPool<W>) {
+        let children: Vec<RankId> = self.children().collect();
+        for &child in &children {
+            self.stats.tallies_sent += 1;
+            self.outbox.push((child, Msg::Tally));
+        }
+        self.tally = Some((children.len() as u32, pool.counters()));
+        self.close_tally();
+    }
+
+    fn add_tally(&mut self, values: Vec<u64>) {
+        let Some((waiting, sum)) = self.tally.as_mut() else {
+            debug_assert!(false, "a tally answer nobody asked for");
+            return;
+        };
+        if sum.len() < values.len() {
+            sum.resize(values.len(), 0);
+        }
+        for (s, v) in sum.iter_mut().zip(values) {
+            *s += v;
+        }
+        *waiting -= 1;
+        self.close_tally();
+    }
+
+    /// Sends the subtree's sum up (or keeps it, at rank 0) once every child answered.
+    fn close_tally(&mut self) {
+        if !matches!(self.tally, Some((0, _))) {
+            return;
+        }
+        let (_, sum) = self.tally.take().expect("a tally");
+        if self.id == 0 {
+            self.tallied = Some(sum);
+        } else {
+            self.stats.tallies_sent += 1;
+            self.outbox.push(((self.id - 1) / 2, Msg::TallyUp(sum)));
+        }
     }
 
     /// Sends work unasked to `to` (a basic message).
@@ -230,6 +317,8 @@ impl<W> Rank<W> {
                 self.token = Some((black, count));
             }
             Msg::Done => self.finish(),
+            Msg::Tally => self.begin_tally(pool),
+            Msg::TallyUp(values) => self.add_tally(values),
         }
         self.poll(now, pool);
     }
@@ -240,7 +329,7 @@ impl<W> Rank<W> {
         match self.phase {
             Phase::Working => {}
             Phase::Draining => {
-                if self.asked.is_none() {
+                if self.asked.is_none() && self.tally.is_none() {
                     self.phase = Phase::Barrier;
                 }
                 return;
@@ -313,7 +402,7 @@ impl<W> Rank<W> {
                 self.outbox.push((child, Msg::Done));
             }
         }
-        self.phase = if self.asked.is_none() {
+        self.phase = if self.asked.is_none() && self.tally.is_none() {
             Phase::Barrier
         } else {
             Phase::Draining

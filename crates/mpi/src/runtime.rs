@@ -2,6 +2,7 @@
 //! ([`crate::protocol::Rank`]) over MPI point-to-point messages while ringio-copy's workers
 //! copy. All MPI calls are made from the thread that initialized MPI (`MPI_THREAD_FUNNELED`).
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use mpi::collective::SystemOperation;
@@ -10,12 +11,16 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use ringio_copy::item::WorkItem;
 use ringio_copy::ranked::{Exchange, Port};
+use ringio_copy::Progress;
 
 use crate::protocol::{Rank, Stats, WorkPool};
 use crate::wire;
 
 /// The tag of every protocol message.
 const TAG: i32 = 19;
+
+/// How often rank 0 tallies the job's counters under `--progress`.
+pub const TALLY_EVERY: Duration = Duration::from_millis(250);
 
 /// MPI, initialized, with the world communicator.
 pub struct Mpi {
@@ -63,11 +68,13 @@ impl Mpi {
         out
     }
 
-    /// The exchange for one copy.
-    pub fn exchange(&self, seed: u64) -> MpiExchange<'_> {
+    /// The exchange for one copy. `progress` (rank 0, `--progress`): where the job's totals
+    /// land, from a tally every [`TALLY_EVERY`].
+    pub fn exchange<'m>(&'m self, seed: u64, progress: Option<&'m Progress>) -> MpiExchange<'m> {
         MpiExchange {
             world: &self.world,
             seed,
+            progress,
             stats: Stats::default(),
         }
     }
@@ -77,6 +84,7 @@ impl Mpi {
 pub struct MpiExchange<'m> {
     world: &'m SimpleCommunicator,
     seed: u64,
+    progress: Option<&'m Progress>,
     /// Protocol counters, summed over the waves of the copy.
     pub stats: Stats,
 }
@@ -101,6 +109,13 @@ impl WorkPool<WorkItem> for PortPool<'_, '_, '_> {
     }
     fn accept(&mut self, work: Vec<WorkItem>) {
         self.0.accept(work)
+    }
+    fn counters(&self) -> Vec<u64> {
+        let p = self.0.progress();
+        [&p.files, &p.bytes, &p.dirs]
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .collect()
     }
 }
 
@@ -152,9 +167,21 @@ impl Exchange for MpiExchange<'_> {
         let mut sends: Vec<Sending> = Vec::new();
         let mut barrier: Option<Request<'static, ()>> = None;
         let mut nap = Duration::from_micros(20);
+        let mut next_tally = started;
         loop {
             let now = started.elapsed().as_nanos() as u64;
             let mut busy = false;
+            if let Some(total) = self.progress {
+                if Instant::now() >= next_tally && rank.start_tally(&mut pool) {
+                    next_tally = Instant::now() + TALLY_EVERY;
+                }
+                if let Some(sums) = rank.take_tally() {
+                    for (counter, sum) in [&total.files, &total.bytes, &total.dirs].iter().zip(sums)
+                    {
+                        counter.store(sum, Ordering::Relaxed);
+                    }
+                }
+            }
             for (to, item) in port.take_outbox() {
                 rank.push(to, item);
                 busy = true;
@@ -223,5 +250,6 @@ fn add_stats(total: &mut Stats, wave: &Stats) {
     total.pushes_sent += wave.pushes_sent;
     total.tokens_sent += wave.tokens_sent;
     total.dones_sent += wave.dones_sent;
+    total.tallies_sent += wave.tallies_sent;
     total.work_stolen += wave.work_stolen;
 }

@@ -26,6 +26,14 @@ pub fn encode(msg: &Msg<WorkItem>) -> Vec<u8> {
             out.extend_from_slice(&count.to_le_bytes());
         }
         Msg::Done => out.push(b'X'),
+        Msg::Tally => out.push(b'Y'),
+        Msg::TallyUp(values) => {
+            out.push(b'U');
+            out.extend_from_slice(&(values.len() as u32).to_le_bytes());
+            for v in values {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
     }
     out
 }
@@ -56,6 +64,19 @@ pub fn decode(bytes: &[u8]) -> Option<Msg<WorkItem>> {
             }
         }
         b'X' => Msg::Done,
+        b'Y' => Msg::Tally,
+        b'U' => {
+            let (count, tail) = rest.split_at_checked(4)?;
+            rest = tail;
+            let count = u32::from_le_bytes(count.try_into().ok()?) as usize;
+            let (body, tail) = rest.split_at_checked(count.checked_mul(8)?)?;
+            rest = tail;
+            Msg::TallyUp(
+                body.chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+                    .collect(),
+            )
+        }
         _ => return None,
     };
     rest.is_empty().then_some(msg)
@@ -82,6 +103,8 @@ mod tests {
                 count: -3,
             },
             Msg::Done,
+            Msg::Tally,
+            Msg::TallyUp(vec![1, u64::MAX, 0]),
         ] {
             assert_eq!(decode(&encode(&msg)), Some(msg));
         }

@@ -271,7 +271,7 @@ pub struct CpArgs {
 
     /// Spread the copy over the ranks of an MPI job: `mpirun -n N ringio cp --mpi SRC DST`.
     /// Needs a build with `--features mpi`. Refused with -L (symlink loops cannot be seen
-    /// across ranks) and --progress.
+    /// across ranks). --progress shows the whole job on rank 0.
     #[arg(long)]
     pub mpi: bool,
 }

@@ -10,8 +10,6 @@ use crate::cli::CpArgs;
 fn refused(args: &CpArgs) -> Option<&'static str> {
     if args.dereference {
         Some("cp --mpi: -L is not supported: symbolic-link loops cannot be detected across ranks")
-    } else if args.progress {
-        Some("cp --mpi: --progress is not supported: use -v for per-entry lines from every rank")
     } else {
         None
     }
@@ -93,11 +91,30 @@ fn run_ranks(args: &CpArgs) -> Result<i32> {
     };
     let progress = Progress::new();
     let seed = started.elapsed().as_nanos() as u64 ^ (u64::from(rank) << 32);
-    let mut exchange = mpi.exchange(seed);
-    let summary =
-        ringio_copy::ranked::copy_ranked(&plan, &progress, &Lines, rank, size, &mut exchange);
-    let stats = exchange.stats;
-    let totals = mpi.sum(&[
+    // --progress: rank 0 shows the whole job's counters, tallied over the ranks: a bar on a
+    // terminal, else (mpirun's stderr is usually a pipe to a log) a line every few seconds.
+    let shown = args.progress && rank == 0;
+    let bar = crate::progress::bar(shown);
+    let job = Progress::new();
+    let totals = ringio_copy::count::Totals::default();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (summary, stats) = std::thread::scope(|scope| {
+        if shown {
+            let (done, totals, plan, job) = (&done, &totals, &plan, &job);
+            scope.spawn(move || ringio_copy::count::count(plan, totals));
+            match &bar {
+                Some(bar) => scope.spawn(move || crate::progress::drive(bar, job, totals, done)),
+                None => scope.spawn(move || progress_lines(job, totals, done)),
+            };
+        }
+        let mut exchange = mpi.exchange(seed, shown.then_some(&job));
+        let summary =
+            ringio_copy::ranked::copy_ranked(&plan, &progress, &Lines, rank, size, &mut exchange);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        totals.stop();
+        (summary, exchange.stats)
+    });
+    let sums = mpi.sum(&[
         summary.files,
         summary.dirs,
         summary.bytes,
@@ -109,7 +126,12 @@ fn run_ranks(args: &CpArgs) -> Result<i32> {
         stats.pushes_sent,
     ]);
     let [files, dirs, bytes, errors, interrupted, messages, steals, stolen, pushes] =
-        totals[..].try_into().expect("nine sums");
+        sums[..].try_into().expect("nine sums");
+    if let Some(bar) = &bar {
+        job.files.store(files, std::sync::atomic::Ordering::Relaxed);
+        job.bytes.store(bytes, std::sync::atomic::Ordering::Relaxed);
+        crate::progress::finish(bar, &job, &totals);
+    }
     // Each rank's share of the bytes, in its own slot.
     let mut mine = vec![0u64; size as usize];
     mine[rank as usize] = summary.bytes;
@@ -150,4 +172,36 @@ fn run_ranks(args: &CpArgs) -> Result<i32> {
         code = mpi.sum(&[mine as u64])[0] as i32;
     }
     Ok(code)
+}
+
+/// `--progress` when stderr is not a terminal: the job's totals as a line every 5 seconds.
+#[cfg(feature = "mpi")]
+fn progress_lines(
+    job: &ringio_copy::Progress,
+    totals: &ringio_copy::count::Totals,
+    done: &std::sync::atomic::AtomicBool,
+) {
+    use std::sync::atomic::Ordering::Relaxed;
+    use std::time::{Duration, Instant};
+    let mut next = Instant::now() + Duration::from_secs(5);
+    while !done.load(Relaxed) {
+        std::thread::sleep(Duration::from_millis(100));
+        if Instant::now() < next {
+            continue;
+        }
+        next += Duration::from_secs(5);
+        let (files, bytes) = (job.files.load(Relaxed), job.bytes.load(Relaxed));
+        let of = if totals.done() {
+            let (all_files, all_bytes) = (totals.files.load(Relaxed), totals.bytes.load(Relaxed));
+            format!(
+                " of {} files, {} of {} bytes",
+                all_files.max(files),
+                bytes,
+                all_bytes.max(bytes)
+            )
+        } else {
+            format!(" files, {bytes} bytes (still counting the source)")
+        };
+        eprintln!("ringio: progress: {files}{of}");
+    }
 }

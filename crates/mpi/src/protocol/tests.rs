@@ -18,6 +18,7 @@ struct Unit {
 struct Pool {
     queue: VecDeque<Unit>,
     running: Option<Unit>,
+    ran: u64,
 }
 
 impl WorkPool<Unit> for Pool {
@@ -30,6 +31,9 @@ impl WorkPool<Unit> for Pool {
     }
     fn accept(&mut self, work: Vec<Unit>) {
         self.queue.extend(work);
+    }
+    fn counters(&self) -> Vec<u64> {
+        vec![self.ran, 1]
     }
 }
 
@@ -63,6 +67,7 @@ fn run_world(size: u32, seed: u64, fanout: u32, depth: u32, roots: u32) -> u64 {
             let pool = &mut pools[r];
             if let Some(unit) = pool.running.take() {
                 run += 1;
+                pool.ran += 1;
                 if unit.depth < depth {
                     for c in 0..fanout {
                         let child = Unit {
@@ -81,6 +86,14 @@ fn run_world(size: u32, seed: u64, fanout: u32, depth: u32, roots: u32) -> u64 {
                 pool.running = Some(unit);
             }
             ranks[r].poll(now, pool);
+            // Rank 0 asks for progress now and then, as `--progress` does.
+            if r == 0 && next(8) == 0 {
+                ranks[0].start_tally(&mut pools[0]);
+            }
+            if let Some(tally) = ranks[0].take_tally() {
+                assert!(tally[0] <= run, "a tally counted work not yet run");
+                assert_eq!(tally[1], u64::from(size), "a tally missed a rank");
+            }
         } else {
             let (from, to, msg) = in_flight.swap_remove(pick - size as usize);
             ranks[to as usize].on_message(now, from, msg, &mut pools[to as usize]);

@@ -10,6 +10,7 @@ use crate::error::CopyError;
 use crate::links::LinkMap;
 use crate::plan::CopyPlan;
 use crate::progress::{Progress, Reporter};
+use crate::rank::RankShare;
 use crate::sys::{self, Stat};
 
 /// State shared by every worker of one run.
@@ -34,6 +35,8 @@ pub(crate) struct Ctx<'a> {
     /// With several operands: the (dev, ino) of every destination an operand created, so a
     /// later operand of the same name is refused (cp's "will not overwrite just-created").
     pub created: Option<Mutex<HashSet<(u64, u64)>>>,
+    /// A run spread over MPI ranks (`cp --mpi`): this rank's part.
+    pub share: Option<RankShare>,
 }
 
 impl Ctx<'_> {

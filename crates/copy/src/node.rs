@@ -15,12 +15,15 @@ use std::sync::{Arc, Mutex};
 
 use crate::ctx::Ctx;
 use crate::finalize;
+use crate::rank::DeferredDir;
 use crate::sys::{self, Stat};
 
 /// Display names for the top of a tree.
 pub(crate) struct RootNames {
     pub src: PathBuf,
     pub dst: PathBuf,
+    /// Index of the root in `CopyPlan::roots`.
+    pub index: u32,
 }
 
 /// A source directory and its destination twin.
@@ -49,6 +52,8 @@ pub(crate) struct DirNode<'a> {
     pub dst_setgid: bool,
     /// Apply metadata in Drop (false for the parent of a single-file root).
     pub finalize: bool,
+    /// The directory of a command-line file operand (`cp a b`), not a directory of a tree.
+    pub operand: bool,
     /// At a root, under `--preserve=links`: its own descriptor of the destination, which
     /// hard-link targets are named relative to.
     anchor: Option<Arc<OwnedFd>>,
@@ -114,6 +119,7 @@ impl<'a> DirNode<'a> {
             fresh,
             stat,
             finalize: true,
+            operand: false,
             anchor: None,
         }
     }
@@ -145,13 +151,14 @@ impl<'a> DirNode<'a> {
             dst_dev,
             dst_setgid,
             finalize,
+            operand: !finalize,
             anchor: None,
         }
     }
 
     /// True for the directory of a file operand (`cp a b`): its only entry is the operand.
     pub fn is_operand_dir(&self) -> bool {
-        self.parent.is_none() && !self.finalize
+        self.operand
     }
 
     /// Gives a root the descriptor hard links are made relative to.
@@ -318,6 +325,19 @@ impl<'a> DirNode<'a> {
             .map(|path| (anchor, path))
     }
 
+    /// This directory as (root index, path relative to the root, depth), for another rank.
+    pub fn rel_path(&self) -> (u32, Vec<u8>, usize) {
+        let mut names: Vec<&[u8]> = Vec::new();
+        let mut node = self;
+        while let Some(parent) = &node.parent {
+            names.push(node.name.to_bytes());
+            node = parent;
+        }
+        names.reverse();
+        let index = node.root.as_ref().map_or(0, |r| r.index);
+        (index, names.join(&b'/'), names.len())
+    }
+
     /// True when `(dev, ino)` is this directory or one of its ancestors (a symlink loop
     /// under `-L`).
     pub fn has_ancestor(&self, dev: u64, ino: u64) -> bool {
@@ -335,7 +355,17 @@ impl<'a> DirNode<'a> {
 impl Drop for DirNode<'_> {
     fn drop(&mut self) {
         let open = self.fds.get_mut().expect("dir fds lock").src.is_some();
-        if self.finalize && (open || self.acquire().is_ok()) {
+        if let Some(share) = self.ctx.share.as_ref().filter(|_| self.finalize) {
+            // Other ranks may still be filling it: its metadata waits for the end of the job.
+            let (root, path, depth) = self.rel_path();
+            share.defer(DeferredDir {
+                root,
+                path,
+                depth,
+                stat: self.stat,
+                fresh: self.fresh,
+            });
+        } else if self.finalize && (open || self.acquire().is_ok()) {
             let path = || self.dst_path(None);
             let ctx = self.ctx;
             finalize::directory(

@@ -5,6 +5,7 @@ use std::ffi::CString;
 use std::sync::{Arc, Condvar, Mutex};
 
 use crate::engine::bigfile::BigFile;
+use crate::item::WorkItem;
 use crate::node::DirNode;
 use crate::sys::{Kind, Stat};
 
@@ -39,6 +40,11 @@ pub(crate) enum Task<'a> {
         offset: u64,
         len: u64,
     },
+    /// Work from another rank, below one of this rank's roots (`cp --mpi`).
+    Remote {
+        root: Arc<DirNode<'a>>,
+        item: WorkItem,
+    },
 }
 
 /// The shared task stack and the count of busy workers, for termination.
@@ -51,6 +57,8 @@ pub(crate) struct Queue<'a> {
 struct QueueState<'a> {
     tasks: Vec<Task<'a>>,
     busy: usize,
+    /// Idle workers wait instead of finishing: more work may come from other ranks.
+    held_open: bool,
 }
 
 /// Entries a batch task carries; also how many entries a reader collects before handing off.
@@ -62,6 +70,7 @@ impl<'a> Queue<'a> {
             state: Mutex::new(QueueState {
                 tasks: Vec::new(),
                 busy: 0,
+                held_open: false,
             }),
             wake: Condvar::new(),
             threads,
@@ -82,6 +91,38 @@ impl<'a> Queue<'a> {
         self.state.lock().expect("queue lock").tasks.pop()
     }
 
+    /// Keeps idle workers waiting for tasks pushed from outside (`true`), or lets them finish
+    /// once the queue is empty (`false`).
+    pub fn hold_open(&self, open: bool) {
+        self.state.lock().expect("queue lock").held_open = open;
+        self.wake.notify_all();
+    }
+
+    /// Nothing queued and no worker busy.
+    pub fn is_idle(&self) -> bool {
+        let st = self.state.lock().expect("queue lock");
+        st.tasks.is_empty() && st.busy == 0
+    }
+
+    /// Removes the older half (rounded up) of the tasks `movable` accepts, oldest first.
+    pub fn take_oldest_half(&self, movable: impl Fn(&Task<'a>) -> bool) -> Vec<Task<'a>> {
+        let mut st = self.state.lock().expect("queue lock");
+        let count = st.tasks.iter().filter(|t| movable(t)).count();
+        let mut want = count.div_ceil(2);
+        let mut taken = Vec::with_capacity(want);
+        let mut kept = Vec::with_capacity(st.tasks.len() - want);
+        for task in st.tasks.drain(..) {
+            if want > 0 && movable(&task) {
+                want -= 1;
+                taken.push(task);
+            } else {
+                kept.push(task);
+            }
+        }
+        st.tasks = kept;
+        taken
+    }
+
     /// Blocks until a task arrives, or returns None when no task is queued and no worker is busy
     /// (nothing can create more). The caller counts as busy while it holds a task.
     pub fn pop_or_finish(&self, was_busy: bool) -> Option<Task<'a>> {
@@ -94,7 +135,7 @@ impl<'a> Queue<'a> {
                 st.busy += 1;
                 return Some(task);
             }
-            if st.busy == 0 {
+            if st.busy == 0 && !st.held_open {
                 self.wake.notify_all();
                 return None;
             }

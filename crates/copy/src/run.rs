@@ -17,6 +17,7 @@ use crate::node::{DirNode, RootNames};
 use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference, Engine, Sparse, Tuning};
 use crate::progress::{Progress, Reporter, Summary};
 use crate::queue::{Queue, Task};
+use crate::rank::RankShare;
 use crate::sys::{self, Kind};
 use crate::walk;
 
@@ -64,81 +65,120 @@ impl FdBudget {
     }
 }
 
+/// What a run settles before it starts: the plan with its budgets filled in, and the engine.
+pub(crate) struct Setup {
+    pub plan: CopyPlan,
+    pub threads: usize,
+    pub use_uring: bool,
+    pub dir_budget: usize,
+}
+
+impl Setup {
+    /// Fits the plan's threads and queue depth to RLIMIT_NOFILE and the buffer budget, and
+    /// probes io_uring.
+    pub fn new(plan: &CopyPlan, reporter: &dyn Reporter) -> Self {
+        let nofile = sys::raise_nofile_limit();
+        let mut plan = plan.clone();
+        let dir_roots = plan.roots.len();
+        let budget = FdBudget::new(nofile as usize, dir_roots, &plan.tuning);
+        plan.tuning.threads = budget.threads;
+        let threads = budget.threads;
+        // Slot buffers count in RSS once used: keep all of them within a fixed budget whatever
+        // the thread count.
+        let buffer = plan
+            .tuning
+            .small_file_threshold
+            .next_multiple_of(4096)
+            .max(4096);
+        let memory_depth = (BUFFER_BUDGET / threads as u64 / buffer).max(1);
+        plan.tuning.queue_depth = budget
+            .queue_depth
+            .min(memory_depth.min(u32::MAX as u64) as u32);
+        let use_uring = match plan.engine {
+            Engine::Uring => match uring_available() {
+                Ok(()) => true,
+                Err(why) => {
+                    if plan.verbose {
+                        reporter.note(&format!("{why}; using the synchronous threaded engine"));
+                    }
+                    false
+                }
+            },
+            _ => false,
+        };
+        Setup {
+            plan,
+            threads,
+            use_uring,
+            dir_budget: budget.dir_pairs,
+        }
+    }
+
+    /// The shared state of a run of this setup (`share`: this rank's part of an MPI job).
+    pub fn ctx<'a>(
+        &'a self,
+        progress: &'a Progress,
+        reporter: &'a dyn Reporter,
+        share: Option<RankShare>,
+    ) -> Ctx<'a> {
+        let plan = &self.plan;
+        Ctx {
+            plan,
+            progress,
+            reporter,
+            umask: sys::umask(),
+            is_root: rustix::process::geteuid().is_root(),
+            euid: rustix::process::geteuid().as_raw(),
+            egid: rustix::process::getegid().as_raw(),
+            errors: AtomicU64::new(0),
+            fatal: AtomicBool::new(false),
+            links: LinkMap::default(),
+            open_dirs: AtomicUsize::new(0),
+            dir_budget: self.dir_budget,
+            xattr_warned: AtomicBool::new(false),
+            created: (plan.roots.len() > 1).then(Default::default),
+            share,
+        }
+    }
+
+    /// What the run reports when it is over.
+    pub fn summary(&self, ctx: &Ctx<'_>) -> Summary {
+        let progress = ctx.progress;
+        let engine = match (self.plan.engine, self.use_uring) {
+            (Engine::Uring, false) => "sync (io_uring unavailable)",
+            (engine, _) => engine.name(),
+        };
+        Summary {
+            files: progress.files.load(Ordering::Relaxed),
+            dirs: progress.dirs.load(Ordering::Relaxed),
+            bytes: progress.bytes.load(Ordering::Relaxed),
+            errors: ctx.errors.load(Ordering::Relaxed),
+            interrupted: progress.cancelled(),
+            engine: engine.to_string(),
+        }
+    }
+}
+
 /// Runs the plan. Per-entry errors go to `reporter` and are counted in the summary.
 pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Summary {
-    let nofile = sys::raise_nofile_limit();
-    let mut plan = plan.clone();
-    let dir_roots = plan.roots.len();
-    let budget = FdBudget::new(nofile as usize, dir_roots, &plan.tuning);
-    plan.tuning.threads = budget.threads;
-    let threads = budget.threads;
-    // Slot buffers count in RSS once used: keep all of them within a fixed budget whatever
-    // the thread count.
-    let buffer = plan
-        .tuning
-        .small_file_threshold
-        .next_multiple_of(4096)
-        .max(4096);
-    let memory_depth = (BUFFER_BUDGET / threads as u64 / buffer).max(1);
-    plan.tuning.queue_depth = budget
-        .queue_depth
-        .min(memory_depth.min(u32::MAX as u64) as u32);
-    let dir_budget = budget.dir_pairs;
-    let use_uring = match plan.engine {
-        Engine::Uring => match uring_available() {
-            Ok(()) => true,
-            Err(why) => {
-                if plan.verbose {
-                    reporter.note(&format!("{why}; using the synchronous threaded engine"));
-                }
-                false
-            }
-        },
-        _ => false,
-    };
-    let ctx = Ctx {
-        plan: &plan,
-        progress,
-        reporter,
-        umask: sys::umask(),
-        is_root: rustix::process::geteuid().is_root(),
-        euid: rustix::process::geteuid().as_raw(),
-        egid: rustix::process::getegid().as_raw(),
-        errors: AtomicU64::new(0),
-        fatal: AtomicBool::new(false),
-        links: LinkMap::default(),
-        open_dirs: AtomicUsize::new(0),
-        dir_budget,
-        xattr_warned: AtomicBool::new(false),
-        created: (plan.roots.len() > 1).then(Default::default),
-    };
-    let engine_name = match (plan.engine, use_uring) {
-        (Engine::Uring, false) => "sync (io_uring unavailable)",
-        (engine, _) => engine.name(),
-    };
-    for wave in waves(&plan.roots) {
+    let setup = Setup::new(plan, reporter);
+    let ctx = setup.ctx(progress, reporter, None);
+    for wave in waves(&setup.plan.roots) {
         if ctx.stopped() {
             break;
         }
-        run_wave(&ctx, &wave, threads, use_uring);
+        run_wave(&ctx, &wave, setup.threads, setup.use_uring);
     }
-    if plan.fsync && !progress.cancelled() {
+    if setup.plan.fsync && !progress.cancelled() {
         sync_destinations(&ctx);
     }
-    Summary {
-        files: progress.files.load(Ordering::Relaxed),
-        dirs: progress.dirs.load(Ordering::Relaxed),
-        bytes: progress.bytes.load(Ordering::Relaxed),
-        errors: ctx.errors.load(Ordering::Relaxed),
-        interrupted: progress.cancelled(),
-        engine: engine_name.to_string(),
-    }
+    setup.summary(&ctx)
 }
 
 /// Operands in the order cp settles them: an operand whose destination path an earlier
 /// operand already names waits for a later wave, so `cp a/f b/f dst/` copies a/f first and
 /// then meets it as "just created". Usually there is one wave.
-fn waves(roots: &[CopyRoot]) -> Vec<Vec<&CopyRoot>> {
+pub(crate) fn waves(roots: &[CopyRoot]) -> Vec<Vec<&CopyRoot>> {
     let mut waves: Vec<Vec<&CopyRoot>> = Vec::new();
     let mut seen: std::collections::HashMap<&Path, usize> = std::collections::HashMap::new();
     for root in roots {
@@ -176,46 +216,59 @@ fn run_wave<'a>(ctx: &'a Ctx<'a>, roots: &[&CopyRoot], threads: usize, use_uring
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
-                let tuning = &plan.tuning;
-                let mut mover: Box<dyn Mover<'_>> = match plan.engine {
-                    Engine::ReadWrite => Box::new(SyncMover::new(DataPath::new(plan, false))),
-                    Engine::Aio | Engine::CopyRange | Engine::Sendfile | Engine::Splice => {
-                        let method = plan.engine.method().expect("an alternative engine");
-                        let plain_below = match plan.engine {
-                            Engine::Aio => tuning.small_file_threshold,
-                            _ => 0,
-                        };
-                        Box::new(SyncMover::new(DataPath::with_method(plan, method, plain_below)))
-                    }
-                    Engine::Uring if use_uring => {
-                        match UringMover::new(
-                            tuning.queue_depth,
-                            tuning.small_file_threshold,
-                            tuning.ring_only,
-                            DataPath::new(plan, true),
-                        ) {
-                            Ok(m) => Box::new(m),
-                            Err(e) => {
-                                if plan.verbose {
-                                    reporter.note(&format!(
-                                        "io_uring setup failed ({e}); this worker copies synchronously"
-                                    ));
-                                }
-                                Box::new(SyncMover::new(DataPath::new(plan, true)))
-                            }
-                        }
-                    }
-                    Engine::Uring => Box::new(SyncMover::new(DataPath::new(plan, true))),
-                };
+                let mut mover = new_mover(plan, use_uring, reporter);
                 walk::worker(ctx, &queue, mover.as_mut());
             });
         }
     });
 }
 
+/// A worker's engine.
+pub(crate) fn new_mover<'a>(
+    plan: &'a CopyPlan,
+    use_uring: bool,
+    reporter: &dyn Reporter,
+) -> Box<dyn Mover<'a> + 'a> {
+    let tuning = &plan.tuning;
+    match plan.engine {
+        Engine::ReadWrite => Box::new(SyncMover::new(DataPath::new(plan, false))),
+        Engine::Aio | Engine::CopyRange | Engine::Sendfile | Engine::Splice => {
+            let method = plan.engine.method().expect("an alternative engine");
+            let plain_below = match plan.engine {
+                Engine::Aio => tuning.small_file_threshold,
+                _ => 0,
+            };
+            Box::new(SyncMover::new(DataPath::with_method(
+                plan,
+                method,
+                plain_below,
+            )))
+        }
+        Engine::Uring if use_uring => {
+            match UringMover::new(
+                tuning.queue_depth,
+                tuning.small_file_threshold,
+                tuning.ring_only,
+                DataPath::new(plan, true),
+            ) {
+                Ok(m) => Box::new(m),
+                Err(e) => {
+                    if plan.verbose {
+                        reporter.note(&format!(
+                            "io_uring setup failed ({e}); this worker copies synchronously"
+                        ));
+                    }
+                    Box::new(SyncMover::new(DataPath::new(plan, true)))
+                }
+            }
+        }
+        Engine::Uring => Box::new(SyncMover::new(DataPath::new(plan, true))),
+    }
+}
+
 /// `--fsync`: flushes every filesystem the copy wrote to. One syncfs per destination root
 /// costs far less than an fsync per file, and leaves the whole copy durable before exit.
-fn sync_destinations(ctx: &Ctx<'_>) {
+pub(crate) fn sync_destinations(ctx: &Ctx<'_>) {
     let mut synced = Vec::new();
     for root in &ctx.plan.roots {
         let target = if root.dst.is_dir() {
@@ -249,7 +302,7 @@ fn path_cstring(path: &Path) -> Result<CString, CopyError> {
 }
 
 /// True when copying `root` can use every worker: a directory, or a file split into chunks.
-fn needs_pool(plan: &CopyPlan, root: &CopyRoot) -> bool {
+pub(crate) fn needs_pool(plan: &CopyPlan, root: &CopyRoot) -> bool {
     let follow = plan.dereference != Dereference::Never;
     let Ok(src) = path_cstring(&root.src) else {
         return false;
@@ -269,8 +322,21 @@ fn needs_pool(plan: &CopyPlan, root: &CopyRoot) -> bool {
     }
 }
 
-/// Turns one command-line operand into its first task.
-fn start_root<'a>(ctx: &'a Ctx<'a>, queue: &Queue<'a>, root: &CopyRoot) -> Result<(), CopyError> {
+/// The index of `root` in the plan's roots.
+fn root_index(plan: &CopyPlan, root: &CopyRoot) -> u32 {
+    plan.roots
+        .iter()
+        .position(|r| std::ptr::eq(r, root))
+        .unwrap_or(0) as u32
+}
+
+/// Turns one command-line operand into its first task. Returns the node of a directory
+/// operand.
+pub(crate) fn start_root<'a>(
+    ctx: &'a Ctx<'a>,
+    queue: &Queue<'a>,
+    root: &CopyRoot,
+) -> Result<Option<Arc<DirNode<'a>>>, CopyError> {
     let plan = ctx.plan;
     let follow = plan.dereference != Dereference::Never;
     let src_c = path_cstring(&root.src)?;
@@ -278,7 +344,7 @@ fn start_root<'a>(ctx: &'a Ctx<'a>, queue: &Queue<'a>, root: &CopyRoot) -> Resul
     let stat =
         sys::statx_at(cwd, &src_c, follow).map_err(|e| CopyError::io(Op::Stat, &root.src, e))?;
     if stat.kind() != Kind::Dir {
-        return start_root_entry(ctx, queue, root, follow);
+        return start_root_entry(ctx, queue, root, follow).map(|()| None);
     }
     if !plan.recursive {
         return Err(CopyError::Refused(format!(
@@ -312,6 +378,7 @@ fn start_root<'a>(ctx: &'a Ctx<'a>, queue: &Queue<'a>, root: &CopyRoot) -> Resul
     let names = RootNames {
         src: root.src.clone(),
         dst: root.dst.clone(),
+        index: root_index(plan, root),
     };
     let node = DirNode::root(
         ctx,
@@ -329,8 +396,51 @@ fn start_root<'a>(ctx: &'a Ctx<'a>, queue: &Queue<'a>, root: &CopyRoot) -> Resul
     } else {
         node
     };
-    queue.push(Task::Read(Arc::new(node)));
-    Ok(())
+    let node = Arc::new(node);
+    queue.push(Task::Read(node.clone()));
+    Ok(Some(node))
+}
+
+/// A directory operand that another rank has started: its node, to hang work items from.
+/// It applies no metadata (the starting rank does) and is not fresh here. `None` when it is
+/// not a directory or cannot be opened (the starting rank reported why).
+pub(crate) fn open_root<'a>(ctx: &'a Ctx<'a>, root: &CopyRoot) -> Option<Arc<DirNode<'a>>> {
+    let plan = ctx.plan;
+    let follow = plan.dereference != Dereference::Never;
+    let src_c = path_cstring(&root.src).ok()?;
+    let dst_c = path_cstring(&root.dst).ok()?;
+    let cwd = rustix::fs::CWD;
+    let stat = sys::statx_at(cwd, &src_c, follow).ok()?;
+    if stat.kind() != Kind::Dir || !plan.recursive {
+        return None;
+    }
+    let src = sys::open_dir(cwd, &src_c, follow).ok()?;
+    let dst = sys::open_dir(cwd, &dst_c, false).ok()?;
+    let dst_stat = sys::fstatx(dst.as_fd()).ok()?;
+    let names = RootNames {
+        src: root.src.clone(),
+        dst: root.dst.clone(),
+        index: root_index(plan, root),
+    };
+    let setgid = dst_stat.mode & libc::S_ISGID != 0;
+    let mut node = DirNode::root(
+        ctx,
+        names,
+        src,
+        dst,
+        stat,
+        dst_stat.dev,
+        setgid,
+        false,
+        false,
+    );
+    // The top of a tree (whose metadata rank 0 applies), not a file operand's directory.
+    node.operand = false;
+    Some(Arc::new(if plan.preserve.links {
+        node.with_link_anchor()
+    } else {
+        node
+    }))
 }
 
 /// A file, symlink or special file operand: copied by a worker as an entry of its parent.
@@ -358,6 +468,7 @@ fn start_root_entry<'a>(
     let names = RootNames {
         src: display_dir(&root.src),
         dst: display_dir(&root.dst),
+        index: root_index(ctx.plan, root),
     };
     let node = DirNode::root(
         ctx,

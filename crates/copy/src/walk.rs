@@ -19,6 +19,7 @@ use crate::finalize;
 use crate::node::{DirHold, DirNode};
 use crate::plan::{Dereference, Overwrite};
 use crate::queue::{Entry, Queue, Task, BATCH};
+use crate::remote;
 use crate::resume;
 use crate::sys::{self, Kind, Stat};
 
@@ -84,6 +85,16 @@ fn run_task<'a>(
             }
         }
         Task::Chunk { file, offset, len } => mover.copy_chunk(&file, offset, len),
+        Task::Remote { root, item } => {
+            let mut tasks = remote::resolve(ctx, root, item);
+            let first = tasks.pop();
+            for task in tasks {
+                queue.push(task);
+            }
+            if let Some(task) = first {
+                run_task(ctx, queue, mover, task, dir_buf);
+            }
+        }
     }
 }
 

@@ -268,6 +268,12 @@ pub struct CpArgs {
     /// warm cache) and the ring takes over as soon as one would wait for the disk.
     #[arg(long)]
     pub ring_only: bool,
+
+    /// Spread the copy over the ranks of an MPI job: `mpirun -n N ringio cp --mpi SRC DST`.
+    /// Needs a build with `--features mpi`. Refused with -L (symlink loops cannot be seen
+    /// across ranks). --progress shows the whole job on rank 0.
+    #[arg(long)]
+    pub mpi: bool,
 }
 
 /// `--backup=CONTROL`, with cp's synonyms.

@@ -280,7 +280,7 @@ pub fn run(args: &CpArgs) -> Result<i32> {
 }
 
 /// `--verify`: compares each root with its copy, on what the plan promised to carry over.
-fn verify_copy(plan: &CopyPlan) -> Result<i32> {
+pub(crate) fn verify_copy(plan: &CopyPlan) -> Result<i32> {
     let started = Instant::now();
     let mut opts = VerifyOptions::content_only();
     let keep = plan.preserve;

@@ -4,6 +4,7 @@
 mod bench;
 mod cli;
 mod cp;
+mod cp_mpi;
 mod dup;
 mod load;
 mod man;
@@ -23,6 +24,7 @@ use cli::{Cli, Command};
 fn main() {
     let cli = Cli::parse();
     let code = match &cli.command {
+        Command::Cp(args) if args.mpi => cp_mpi::run(args),
         Command::Cp(args) => cp::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Dup(args) => dup::run(args),

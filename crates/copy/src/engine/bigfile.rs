@@ -1,10 +1,11 @@
 //! A file big enough to be split into chunks that several workers copy at once.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::data::DataPath;
+use crate::item::WorkItem;
 use crate::node::DirHold;
 use crate::opened::{finish_file, OpenedPair};
 use crate::sys::Stat;
@@ -21,6 +22,9 @@ pub(crate) struct BigFile<'a> {
     pub stat: Stat,
     failed: AtomicBool,
     copied: AtomicU64,
+    /// `cp --mpi`: chunks of another rank's file, as (owner rank, the owner's id of the file).
+    /// Dropping it reports to the owner instead of finishing the file.
+    lent_by: Option<(u32, u64)>,
 }
 
 impl<'a> BigFile<'a> {
@@ -39,7 +43,32 @@ impl<'a> BigFile<'a> {
             stat,
             failed: AtomicBool::new(false),
             copied: AtomicU64::new(0),
+            lent_by: None,
         }
+    }
+
+    /// Chunks of file `id` of rank `owner`, opened here to copy some of its bytes.
+    pub fn lent(mut self, owner: u32, id: u64) -> Self {
+        self.lent_by = Some((owner, id));
+        self
+    }
+
+    /// The name the data goes to (a temporary name under `--atomic`), when another rank can
+    /// open it in the same directory.
+    pub fn written_name(&self) -> Option<&CStr> {
+        let pair = self.pair.as_ref()?;
+        if pair.link_target.is_some() || pair.stream {
+            return None;
+        }
+        Some(pair.temp.as_deref().unwrap_or(&self.dst_name))
+    }
+
+    /// Another rank copied a chunk of this file: `bytes`, or it failed.
+    pub fn lent_chunk_done(&self, failed: bool, bytes: u64) {
+        if failed {
+            self.failed.store(true, Ordering::Relaxed);
+        }
+        self.copied.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Copies one chunk with `data`; the last chunk runs to end of file.
@@ -71,6 +100,16 @@ impl Drop for BigFile<'_> {
     fn drop(&mut self) {
         let ctx = self.dir.ctx;
         let Some(pair) = self.pair.take() else { return };
+        if let Some((owner, id)) = self.lent_by {
+            // The owner finishes the file (or gives it up) once every chunk is back.
+            drop(pair);
+            let failed = self.failed.load(Ordering::Relaxed) || ctx.stopped();
+            let bytes = self.copied.load(Ordering::Relaxed);
+            if let Some(share) = ctx.share.as_ref() {
+                share.send(owner, WorkItem::ChunkDone { id, failed, bytes });
+            }
+            return;
+        }
         if self.failed.load(Ordering::Relaxed) || ctx.stopped() {
             pair.abandon(&self.dir, &self.dst_name);
             return;

@@ -73,6 +73,9 @@ pub(crate) fn copy_stated<'a>(
     follow: bool,
     queue: &Queue<'a>,
 ) {
+    if crate::remote::forward_linked(ctx, dir, &src, &dst, &stat) {
+        return;
+    }
     match stat.kind() {
         Kind::Dir => {
             if ctx.plan.recursive {

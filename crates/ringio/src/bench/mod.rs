@@ -2,6 +2,7 @@
 
 pub mod copy;
 pub mod gen;
+pub mod mpi_sim;
 pub mod server;
 
 /// `ringio bench`.
@@ -21,6 +22,9 @@ pub enum Command {
     Server(server::Args),
     /// The bare cost of a one-byte round trip (socketpair, loopback TCP): the servers' floor.
     Loopback(server::LoopbackArgs),
+    /// `cp --mpi` at 16 to 4,096 virtual ranks, simulated: termination latency, steal
+    /// success, messages per rank, idle time, files/s against the metadata server's limit.
+    MpiSim(mpi_sim::Args),
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
@@ -29,5 +33,6 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         Command::Copy(a) => copy::run(a),
         Command::Server(a) => server::run(a),
         Command::Loopback(a) => server::run_loopback(a),
+        Command::MpiSim(a) => mpi_sim::run(a),
     }
 }

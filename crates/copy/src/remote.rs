@@ -1,0 +1,341 @@
+//! Tasks that cross ranks (`cp --mpi`): queued tasks become [`WorkItem`]s for a thief, items
+//! from other ranks become tasks again below this rank's roots, and the names of multiply
+//! linked inodes go to the rank that owns the inode.
+
+use std::ffi::{CStr, CString};
+use std::os::fd::AsFd;
+use std::sync::Arc;
+
+use crate::ctx::Ctx;
+use crate::engine::bigfile::BigFile;
+use crate::error::{CopyError, Op};
+use crate::item::{WorkItem, KIND_DIR, KIND_FILE, KIND_SPECIAL, KIND_SYMLINK, KIND_UNKNOWN};
+use crate::node::{DirHold, DirNode};
+use crate::opened::OpenedPair;
+use crate::plan::Dereference;
+use crate::queue::Task;
+use crate::sys::{self, Kind, Stat};
+
+/// True when `task` can be given to another rank: directories to copy, batches of entries and
+/// chunks of big files inside a tree (not a command-line file operand).
+pub(crate) fn movable(task: &Task<'_>) -> bool {
+    match task {
+        Task::Subdir { .. } | Task::Remote { .. } => true,
+        Task::Entries { dir, .. } => !dir.is_operand_dir(),
+        Task::Chunk { file, .. } => !file.dir.is_operand_dir() && file.written_name().is_some(),
+        Task::Read(_) | Task::Root { .. } => false,
+    }
+}
+
+/// The item a chunk of `file` stands for; `id` is how this rank will know the file again.
+pub(crate) fn chunk_item(
+    file: &BigFile<'_>,
+    owner: u32,
+    id: u64,
+    offset: u64,
+    len: u64,
+) -> Option<WorkItem> {
+    let (root, dir, _) = file.dir.rel_path();
+    Some(WorkItem::Chunk {
+        root,
+        dir,
+        src: file.src_name.to_bytes().to_vec(),
+        dst: file.written_name()?.to_bytes().to_vec(),
+        offset,
+        len,
+        owner,
+        id,
+    })
+}
+
+/// The item a [`movable`] task other than a chunk stands for.
+pub(crate) fn to_item(task: Task<'_>) -> Option<WorkItem> {
+    match task {
+        Task::Subdir { parent, name, .. } => {
+            let (root, mut path, _) = parent.rel_path();
+            if !path.is_empty() {
+                path.push(b'/');
+            }
+            path.extend_from_slice(name.to_bytes());
+            Some(WorkItem::Dir {
+                root,
+                path,
+                parent_fresh: parent.fresh,
+            })
+        }
+        Task::Entries { dir, entries } => {
+            let (root, path, _) = dir.rel_path();
+            Some(WorkItem::Entries {
+                root,
+                dir: path,
+                fresh: dir.fresh,
+                names: entries
+                    .into_iter()
+                    .map(|(name, kind)| (name.into_bytes(), kind_code(kind)))
+                    .collect(),
+            })
+        }
+        Task::Remote { item, .. } => Some(item),
+        Task::Read(_) | Task::Root { .. } | Task::Chunk { .. } => None,
+    }
+}
+
+/// Sends a name of a multiply linked inode to the rank that owns the inode, so one rank
+/// copies the inode once and links every other name to it. True when the name went away.
+pub(crate) fn forward_linked(
+    ctx: &Ctx<'_>,
+    dir: &DirNode<'_>,
+    src: &CStr,
+    dst: &CStr,
+    stat: &Stat,
+) -> bool {
+    let Some(share) = ctx.share.as_ref() else {
+        return false;
+    };
+    if !ctx.plan.preserve.links
+        || stat.nlink < 2
+        || stat.kind() == Kind::Dir
+        || src != dst
+        || dir.is_operand_dir()
+    {
+        return false;
+    }
+    let owner = share.owner(stat.dev, stat.ino);
+    if owner == share.rank {
+        return false;
+    }
+    let (root, path, _) = dir.rel_path();
+    share.send(
+        owner,
+        WorkItem::Entries {
+            root,
+            dir: path,
+            fresh: dir.fresh,
+            names: vec![(src.to_bytes().to_vec(), kind_code(Some(stat.kind())))],
+        },
+    );
+    true
+}
+
+/// Turns an item from another rank into the tasks that do it here: the directories above it
+/// are opened (not created: whoever sent it created them), and carry no metadata of their own.
+/// A chunk range is cut into `--chunk-size` tasks again, for this rank's workers.
+pub(crate) fn resolve<'a>(
+    ctx: &'a Ctx<'a>,
+    root: Arc<DirNode<'a>>,
+    item: WorkItem,
+) -> Vec<Task<'a>> {
+    match item {
+        WorkItem::Chunk {
+            dir,
+            src,
+            dst,
+            offset,
+            len,
+            owner,
+            id,
+            ..
+        } => {
+            let file = open_chain(ctx, root, &dir, false)
+                .and_then(|dir| open_lent(ctx, dir, &src, &dst, owner, id));
+            let Some(file) = file else {
+                // The owner must hear of it, or it waits for this chunk forever.
+                if let Some(share) = ctx.share.as_ref() {
+                    let failed = WorkItem::ChunkDone {
+                        id,
+                        failed: true,
+                        bytes: 0,
+                    };
+                    share.send(owner, failed);
+                }
+                return Vec::new();
+            };
+            let file = Arc::new(file);
+            let end = offset.saturating_add(len);
+            let step = ctx.plan.tuning.chunk_size.max(1 << 20);
+            let mut tasks = Vec::new();
+            let mut at = offset;
+            while at < end {
+                let piece = if end - at > step + step / 2 {
+                    step
+                } else {
+                    end - at
+                };
+                tasks.push(Task::Chunk {
+                    file: file.clone(),
+                    offset: at,
+                    len: piece,
+                });
+                at += piece;
+            }
+            tasks
+        }
+        WorkItem::ChunkDone { .. } => Vec::new(),
+        other => resolve_walk(ctx, root, other).into_iter().collect(),
+    }
+}
+
+/// Opens another rank's big file in `dir` to copy chunks of it.
+fn open_lent<'a>(
+    ctx: &'a Ctx<'a>,
+    dir: Arc<DirNode<'a>>,
+    src: &[u8],
+    dst: &[u8],
+    owner: u32,
+    id: u64,
+) -> Option<BigFile<'a>> {
+    let dir = match DirHold::new(dir.clone()) {
+        Ok(held) => held,
+        Err(e) => {
+            ctx.fail(CopyError::io(Op::OpenDir, dir.src_path(None), e));
+            return None;
+        }
+    };
+    let (src, dst) = (cstring(ctx, src)?, cstring(ctx, dst)?);
+    let flags = libc::O_CLOEXEC | libc::O_NOFOLLOW;
+    let src_fd = match sys::openat(dir.src_fd(), &src, libc::O_RDONLY | flags, 0) {
+        Ok(fd) => fd,
+        Err(e) => {
+            ctx.fail(CopyError::io(Op::Open, dir.src_path(Some(&src)), e));
+            return None;
+        }
+    };
+    let dst_fd = match sys::openat(dir.dst_fd(), &dst, libc::O_WRONLY | flags, 0) {
+        Ok(fd) => fd,
+        Err(e) => {
+            ctx.fail(CopyError::io(Op::Create, dir.dst_path(Some(&dst)), e));
+            return None;
+        }
+    };
+    let stat = match sys::fstatx(src_fd.as_fd()) {
+        Ok(stat) => stat,
+        Err(e) => {
+            ctx.fail(CopyError::io(Op::Stat, dir.src_path(Some(&src)), e));
+            return None;
+        }
+    };
+    let pair = OpenedPair {
+        src: src_fd,
+        dst: dst_fd,
+        created: false,
+        temp: None,
+        link_target: None,
+        removable: false,
+        stream: false,
+    };
+    Some(BigFile::new(dir, src.clone(), dst, pair, stat).lent(owner, id))
+}
+
+/// Directories and entries.
+fn resolve_walk<'a>(ctx: &'a Ctx<'a>, root: Arc<DirNode<'a>>, item: WorkItem) -> Option<Task<'a>> {
+    match item {
+        WorkItem::Dir {
+            path, parent_fresh, ..
+        } => {
+            let (parent, name) = match path.iter().rposition(|&b| b == b'/') {
+                Some(i) => (&path[..i], &path[i + 1..]),
+                None => (&path[..0], &path[..]),
+            };
+            let parent = open_chain(ctx, root, parent, parent_fresh)?;
+            Some(Task::Subdir {
+                parent,
+                name: cstring(ctx, name)?,
+                stat: None,
+            })
+        }
+        WorkItem::Entries {
+            dir, fresh, names, ..
+        } => {
+            let dir = open_chain(ctx, root, &dir, fresh)?;
+            let mut entries = Vec::with_capacity(names.len());
+            for (name, kind) in names {
+                entries.push((cstring(ctx, &name)?, kind_of(kind)));
+            }
+            Some(Task::Entries { dir, entries })
+        }
+        WorkItem::Chunk { .. } | WorkItem::ChunkDone { .. } => None,
+    }
+}
+
+/// Opens the directories of `path` below `root`, one component at a time, as nodes that apply
+/// no metadata. The last one is `fresh` as its creator saw it.
+fn open_chain<'a>(
+    ctx: &'a Ctx<'a>,
+    root: Arc<DirNode<'a>>,
+    path: &[u8],
+    fresh: bool,
+) -> Option<Arc<DirNode<'a>>> {
+    let follow = ctx.plan.dereference == Dereference::Always;
+    let mut node = root;
+    if path.is_empty() {
+        return Some(node);
+    }
+    let parts: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let name = cstring(ctx, part)?;
+        let held = match DirHold::new(node.clone()) {
+            Ok(held) => held,
+            Err(e) => {
+                ctx.fail(CopyError::io(Op::OpenDir, node.src_path(None), e));
+                return None;
+            }
+        };
+        let opened = sys::open_dir(held.src_fd(), &name, follow).and_then(|src| {
+            let stat = sys::fstatx(src.as_fd())?;
+            Ok((src, stat))
+        });
+        let (src, stat) = match opened {
+            Ok(pair) => pair,
+            Err(e) => {
+                ctx.fail(CopyError::io(Op::OpenDir, held.src_path(Some(&name)), e));
+                return None;
+            }
+        };
+        let dst = match sys::open_dir(held.dst_fd(), &name, false) {
+            Ok(fd) => fd,
+            Err(e) => {
+                ctx.fail(CopyError::io(Op::OpenDir, held.dst_path(Some(&name)), e));
+                return None;
+            }
+        };
+        let last = i + 1 == parts.len();
+        let mut child = DirNode::child(node.clone(), name, src, dst, stat, last && fresh);
+        child.finalize = false;
+        drop(held);
+        node = Arc::new(child);
+    }
+    Some(node)
+}
+
+fn cstring(ctx: &Ctx<'_>, bytes: &[u8]) -> Option<CString> {
+    match CString::new(bytes) {
+        Ok(c) => Some(c),
+        Err(_) => {
+            ctx.fail(CopyError::Refused(format!(
+                "a work item from another rank names '{}', which holds a NUL byte",
+                String::from_utf8_lossy(bytes)
+            )));
+            None
+        }
+    }
+}
+
+fn kind_code(kind: Option<Kind>) -> u8 {
+    match kind {
+        None => KIND_UNKNOWN,
+        Some(Kind::File) => KIND_FILE,
+        Some(Kind::Dir) => KIND_DIR,
+        Some(Kind::Symlink) => KIND_SYMLINK,
+        Some(Kind::Special) => KIND_SPECIAL,
+    }
+}
+
+fn kind_of(code: u8) -> Option<Kind> {
+    match code {
+        KIND_FILE => Some(Kind::File),
+        KIND_DIR => Some(Kind::Dir),
+        KIND_SYMLINK => Some(Kind::Symlink),
+        KIND_SPECIAL => Some(Kind::Special),
+        _ => None,
+    }
+}

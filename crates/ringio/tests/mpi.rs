@@ -1,0 +1,383 @@
+//! `mpirun -n N ringio cp --mpi`: 1, 2 and 4 ranks (oversubscribed) copy trees with hard links
+//! across directories, read-only directories, sparse files, xattrs and symlinks; `ringio
+//! verify` finds no difference. The 4-rank copy runs 50 times (termination races). A rank
+//! killed mid-copy, then `--resume` over 4 ranks or one plain `ringio cp --resume`, gives the
+//! exact tree. Every test skips when Open MPI's `mpirun` is not there.
+#![cfg(feature = "mpi")]
+
+#[macro_use]
+mod common;
+
+use std::fs;
+use std::os::unix::fs::{symlink, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Everything `cp -a` keeps but atimes (an interrupted run reads the source too).
+const NO_ATIME: Check = Check {
+    atime: false,
+    ..Check::ARCHIVE
+};
+
+/// Open MPI's mpirun, or why the tests cannot run.
+fn mpirun() -> Result<(), String> {
+    match Command::new("mpirun").arg("--version").output() {
+        Ok(out) if String::from_utf8_lossy(&out.stdout).contains("Open MPI") => Ok(()),
+        Ok(_) => Err("mpirun is not Open MPI's (these tests use --oversubscribe)".into()),
+        Err(e) => Err(format!(
+            "no mpirun ({e}); apt-get install openmpi-bin libopenmpi-dev"
+        )),
+    }
+}
+
+macro_rules! need_mpirun {
+    () => {
+        if let Err(why) = mpirun() {
+            skip!("{why}");
+        }
+    };
+}
+
+/// `mpirun --oversubscribe -n ranks ringio cp --mpi ARGS` in `dir`, with Open MPI's session
+/// directory inside `dir` (parallel tests' jobs race to create a shared one in /tmp).
+fn mpi_cp(ranks: u32, args: &[&str], dir: &Path) -> Command {
+    let session = dir.join(".mpi-session");
+    fs::create_dir_all(&session).unwrap();
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--oversubscribe", "-n", &ranks.to_string()])
+        .arg(env!("CARGO_BIN_EXE_ringio"))
+        .args(["cp", "--mpi"])
+        .args(args)
+        .current_dir(dir)
+        // Tests run as root in CI; Open MPI refuses root without both.
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("TMPDIR", &session)
+        .env("OMPI_MCA_orte_tmpdir_base", &session)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Runs `cmd`, killing it (and failing) after two minutes: a hang is a termination bug.
+fn run(mut cmd: Command) -> Output {
+    let mut child = cmd.spawn().expect("spawn mpirun");
+    let started = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("wait");
+            panic!("mpirun hung for two minutes: {}", describe(&out));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.wait_with_output().expect("wait")
+}
+
+fn verify(src: &Path, dst: &Path) {
+    let out = ringio(["verify".as_ref(), src.as_os_str(), dst.as_os_str()]);
+    assert!(
+        out.status.success(),
+        "{} differs from {}: {}",
+        dst.display(),
+        src.display(),
+        describe(&out)
+    );
+}
+
+/// A tree with everything the ranks must agree on: hard-link groups whose names sit in
+/// different directories (so different ranks meet them), read-only directories with files in
+/// them, a sparse file, xattrs on files and a directory, symlinks; plus `small`'s modes, odd
+/// names, owners and times. `big` adds a file split into many chunks.
+fn source(scratch: &Scratch, seed: u64, big: bool) -> PathBuf {
+    let src = scratch.join("src");
+    TreeSpec::small(seed).build(&src);
+    let links = src.join("links");
+    for d in 0..6 {
+        fs::create_dir_all(links.join(format!("d{d}"))).unwrap();
+    }
+    for group in 0..24 {
+        let first = links
+            .join(format!("d{}", group % 6))
+            .join(format!("g{group}"));
+        fs::write(&first, format!("group {group}\n").repeat(group + 1)).unwrap();
+        for name in 1..4 {
+            let other = links
+                .join(format!("d{}", (group + name) % 6))
+                .join(format!("g{group}-{name}"));
+            fs::hard_link(&first, other).unwrap();
+        }
+    }
+    // Names at the top of the tree and of an operand, where other ranks hang work from their
+    // own node of the root.
+    fs::hard_link(links.join("d0/g0"), src.join("top-g0")).unwrap();
+    fs::hard_link(links.join("d1/g1"), links.join("top-g1")).unwrap();
+    symlink("d0/g0", links.join("to-g0")).unwrap();
+    // A hard-linked symlink: its names go to the owner rank too.
+    fs::hard_link(links.join("to-g0"), links.join("d3/to-g0-again")).unwrap();
+    let sparse = fs::File::create(src.join("sparse")).unwrap();
+    sparse.set_len(64 << 20).unwrap();
+    drop(sparse);
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .open(src.join("sparse"))
+            .unwrap();
+        f.seek(SeekFrom::Start(40 << 20)).unwrap();
+        f.write_all(b"an island of data").unwrap();
+    }
+    for (path, value) in [
+        (links.join("d1/g1"), &b"one"[..]),
+        (src.join("sparse"), b"hole"),
+        (links.join("d2"), b"dir"),
+    ] {
+        if set_xattr(&path, "user.ringio", value).is_err() {
+            eprintln!("no user xattrs here: the tree has none");
+            break;
+        }
+    }
+    for r in 0..3 {
+        let ro = src.join(format!("readonly{r}"));
+        fs::create_dir_all(ro.join("inner")).unwrap();
+        for i in 0..20 {
+            fs::write(ro.join(format!("f{i}")), format!("{r}/{i}\n")).unwrap();
+        }
+        fs::write(ro.join("inner/x"), "x\n").unwrap();
+        fs::set_permissions(ro.join("inner"), fs::Permissions::from_mode(0o555)).unwrap();
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o555)).unwrap();
+    }
+    if big {
+        let bytes: Vec<u8> = (0..48u32 << 20)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        fs::write(src.join("big.bin"), bytes).unwrap();
+        // Enough small files that a kill lands mid-copy.
+        let many = src.join("many");
+        for d in 0..20 {
+            let dir = many.join(format!("m{d}"));
+            fs::create_dir_all(&dir).unwrap();
+            for f in 0..150 {
+                fs::write(dir.join(format!("f{f}")), format!("{d}:{f}\n")).unwrap();
+            }
+        }
+    }
+    src
+}
+
+use std::os::unix::fs::PermissionsExt;
+
+#[test]
+fn one_two_and_four_ranks_copy_the_tree() {
+    need_mpirun!();
+    let scratch = Scratch::new();
+    let src = source(&scratch, 19, false);
+    for ranks in [1, 2, 4] {
+        let dst = format!("dst{ranks}");
+        let out = run(mpi_cp(ranks, &["-a", "-v", "src", &dst], scratch.path()));
+        // -v: rank 0's summary is the only line on stderr.
+        let err = stderr_lines(&out);
+        assert!(
+            out.status.success()
+                && err.len() == 1
+                && err[0].contains(&format!(" on {ranks} ranks ")),
+            "{}",
+            describe(&out)
+        );
+        let dst = scratch.join(&dst);
+        verify(&src, &dst);
+        assert_trees_equal(&src, &dst, NO_ATIME);
+        // -v: one line per entry, from whichever rank copied it.
+        let lines = String::from_utf8_lossy(&out.stdout).lines().count();
+        assert!(lines > 100, "{ranks} ranks printed {lines} -v lines");
+    }
+}
+
+#[test]
+fn several_operands_share_one_link_map() {
+    need_mpirun!();
+    let scratch = Scratch::new();
+    let src = source(&scratch, 3, false);
+    fs::create_dir(scratch.join("multi")).unwrap();
+    let out = run(mpi_cp(
+        3,
+        &["-a", "src/links", "src/readonly1", "src/sparse", "multi/"],
+        scratch.path(),
+    ));
+    assert!(out.status.success(), "{}", describe(&out));
+    for name in ["links", "readonly1", "sparse"] {
+        verify(&src.join(name), &scratch.join("multi").join(name));
+    }
+}
+
+/// `--progress`: rank 0 tallies the ranks' counters down and up the tree while they copy; the
+/// tallies must not disturb termination. (mpirun's stderr is a pipe: progress comes as lines.)
+#[test]
+fn progress_tallies_leave_the_copy_alone() {
+    need_mpirun!();
+    let scratch = Scratch::new();
+    let src = source(&scratch, 11, false);
+    for round in 0..5 {
+        let dst = format!("dst{round}");
+        let out = run(mpi_cp(
+            4,
+            &["-a", "--progress", "src", &dst],
+            scratch.path(),
+        ));
+        assert!(out.status.success(), "round {round}: {}", describe(&out));
+        for line in stderr_lines(&out) {
+            assert!(line.starts_with("ringio: progress: "), "{line}");
+        }
+        verify(&src, &scratch.join(&dst));
+    }
+}
+
+#[test]
+fn four_ranks_fifty_times() {
+    need_mpirun!();
+    let scratch = Scratch::new();
+    let src = source(&scratch, 7, false);
+    for round in 0..50 {
+        let dst = format!("dst{round}");
+        let out = run(mpi_cp(
+            4,
+            &["-a", "--chunk-size", "1M", "src", &dst],
+            scratch.path(),
+        ));
+        assert!(out.status.success(), "round {round}: {}", describe(&out));
+        verify(&src, &scratch.join(&dst));
+    }
+}
+
+/// The pid of rank `rank` among the processes mpirun `launcher` started.
+fn rank_pid(launcher: u32, rank: u32) -> Option<i32> {
+    let want = format!("OMPI_COMM_WORLD_RANK={rank}");
+    for entry in fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // ppid is the second field after the parenthesized command name.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid != Some(launcher) {
+            continue;
+        }
+        let environ = fs::read(entry.path().join("environ")).unwrap_or_default();
+        if environ.split(|&b| b == 0).any(|var| var == want.as_bytes()) {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// Starts a 4-rank copy and SIGKILLs rank 1 once the big file has data blocks (a chunk was
+/// written: its length is set before any) and a hard-link group has a second name. Returns
+/// whether the kill landed before the copy ended.
+fn killed_mid_copy(scratch: &Scratch, dst: &str) -> bool {
+    let mut child: Child = mpi_cp(4, &["-a", "--chunk-size", "1M", "src", dst], scratch.path())
+        .spawn()
+        .expect("spawn mpirun");
+    let dst = scratch.join(dst);
+    let started = Instant::now();
+    let mut killed = false;
+    while child.try_wait().expect("wait").is_none() && started.elapsed() < Duration::from_secs(60) {
+        let big_started = fs::metadata(dst.join("big.bin")).is_ok_and(|m| m.blocks() > 0);
+        let linked = (0..6).any(|d| {
+            fs::read_dir(dst.join(format!("links/d{d}"))).is_ok_and(|entries| {
+                entries
+                    .flatten()
+                    .any(|e| e.metadata().is_ok_and(|m| m.nlink() >= 2))
+            })
+        });
+        if big_started && linked {
+            if let Some(pid) = rank_pid(child.id(), 1) {
+                // SAFETY: signalling a process of the job this test started.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                killed = true;
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    let out = child.wait_with_output().expect("wait");
+    if killed {
+        assert!(!out.status.success(), "a job with a killed rank exited 0");
+    }
+    killed
+}
+
+#[test]
+fn killed_rank_then_resume() {
+    need_mpirun!();
+    let scratch = Scratch::new();
+    let src = source(&scratch, 23, true);
+    // Resumed by 4 ranks.
+    let landed = killed_mid_copy(&scratch, "dst4");
+    let out = run(mpi_cp(
+        4,
+        &["-a", "--resume", "src", "dst4"],
+        scratch.path(),
+    ));
+    assert_success(&out);
+    verify(&src, &scratch.join("dst4"));
+    assert_trees_equal(&src, &scratch.join("dst4"), NO_ATIME);
+    // Resumed by one plain `ringio cp`.
+    let landed_again = killed_mid_copy(&scratch, "dst1");
+    let out = Cp::new()
+        .args(["-a", "--resume", "src", "dst1"])
+        .current_dir(scratch.path())
+        .run();
+    assert_success(&out);
+    verify(&src, &scratch.join("dst1"));
+    assert_trees_equal(&src, &scratch.join("dst1"), NO_ATIME);
+    if !(landed && landed_again) {
+        eprintln!("note: a copy finished before rank 1 could be killed mid-copy");
+    }
+}
+
+#[test]
+fn refused_options_exit_2() {
+    need_mpirun!();
+    let scratch = Scratch::new();
+    fs::create_dir(scratch.join("src")).unwrap();
+    for args in [&["-a", "-L"][..], &["-L"]] {
+        let mut all = args.to_vec();
+        all.extend(["src", "dst"]);
+        let out = run(mpi_cp(2, &all, scratch.path()));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
+        assert!(!scratch.join("dst").exists());
+    }
+}
+
+#[test]
+fn one_rank_world_beside_a_launcher_of_more_is_refused() {
+    // Started without mpirun, the process is a world of one (a singleton); a launcher variable
+    // that says otherwise means the launcher is another MPI implementation's.
+    need_mpirun!();
+    let scratch = Scratch::new();
+    fs::create_dir(scratch.join("src")).unwrap();
+    let session = scratch.join(".mpi-session");
+    fs::create_dir(&session).unwrap();
+    let out = Cp::new()
+        .args(["--mpi", "-a", "src", "dst"])
+        .env("PMI_SIZE", "4")
+        .env("TMPDIR", session.to_str().unwrap())
+        .env("OMPI_MCA_orte_tmpdir_base", session.to_str().unwrap())
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .current_dir(scratch.path())
+        .run();
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("PMI_SIZE=4"), "{err}");
+    assert!(!scratch.join("dst").exists());
+}

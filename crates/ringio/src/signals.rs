@@ -1,21 +1,23 @@
 //! SIGINT and SIGTERM, for the commands that stop cleanly on them (`cp`, `serve`).
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
+use signal_hook::consts::{SIGALRM, SIGINT, SIGTERM};
 
 /// How long a command has to wind down after the first signal before that signal ends it.
-const GRACE: Duration = Duration::from_secs(2);
+const GRACE_SECS: u32 = 2;
+
+/// The first SIGINT or SIGTERM, for the SIGALRM that ends the grace period.
+static FIRST: AtomicI32 = AtomicI32::new(0);
 
 /// Sets `flag` on SIGINT or SIGTERM, so the command can stop at its next step. A second signal
 /// while it winds down ends the process at once, with the shell's status for that signal, and
-/// so does the first when the command has not finished within [`GRACE`]: a copy blocked in the
-/// kernel (opening a FIFO that nothing writes, reading a device that never answers) never
-/// reaches its next step, and `timeout` or an init system sends one SIGTERM.
+/// so does the first when the command has not finished within [`GRACE_SECS`]: a copy blocked in
+/// the kernel (opening a FIFO that nothing writes, reading a device that never answers) never
+/// reaches its next step, and `timeout` or an init system sends one SIGTERM. The grace period is
+/// an `alarm`, so it costs no thread and no descriptor (`cp` runs under RLIMIT_NOFILE 16).
 pub fn stop_on_signals(flag: &Arc<AtomicBool>) -> Result<()> {
     for signal in [SIGINT, SIGTERM] {
         // Registered first, so it sees the flag as the earlier signal left it.
@@ -23,18 +25,30 @@ pub fn stop_on_signals(flag: &Arc<AtomicBool>) -> Result<()> {
             .context("cannot install a signal handler")?;
         signal_hook::flag::register(signal, Arc::clone(flag))
             .context("cannot install a signal handler")?;
+        // SAFETY: the action only does async-signal-safe things: an atomic and alarm(2).
+        unsafe {
+            signal_hook::low_level::register(signal, move || {
+                if FIRST
+                    .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+                {
+                    libc::alarm(GRACE_SECS);
+                }
+            })
+        }
+        .context("cannot install a signal handler")?;
     }
-    let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install a signal handler")?;
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            if let Some(signal) = signals.forever().next() {
-                std::thread::sleep(GRACE);
-                // Still running: end as the signal's default action does.
+    // SAFETY: an atomic load and signal-hook's default-action emulation, which is made for
+    // signal handlers.
+    unsafe {
+        signal_hook::low_level::register(SIGALRM, || {
+            let signal = FIRST.load(Ordering::SeqCst);
+            if signal != 0 {
+                // Still running: end as the first signal's default action does.
                 let _ = signal_hook::low_level::emulate_default_handler(signal);
-                std::process::exit(128 + signal);
             }
         })
-        .context("cannot start the signal thread")?;
+    }
+    .context("cannot install a signal handler")?;
     Ok(())
 }

@@ -8,14 +8,40 @@ use std::path::PathBuf;
 
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
-use crate::plan::Overwrite;
+use crate::plan::{CopyPlan, Overwrite};
 use crate::sys::{self, Stat};
 use crate::xattr::{self, XattrError};
 use std::sync::atomic::Ordering;
 
-/// Mode a new file or directory is created with. The kernel applies the umask on top.
-pub(crate) fn create_mode(stat: &Stat) -> u32 {
-    stat.perm() & 0o777
+/// The permission bits of a new entry whose mode is not preserved, before the umask: the
+/// source's, or under an explicit `--no-preserve=mode` the defaults (0666, 0777 for a
+/// directory).
+fn base_mode(plan: &CopyPlan, stat: &Stat, dir: bool) -> u32 {
+    match (plan.default_modes, dir) {
+        (true, false) => 0o666,
+        (true, true) => 0o777,
+        (false, _) => stat.perm() & 0o777,
+    }
+}
+
+/// Bits left out of a new entry until its owner and mode are final, as cp does, so nobody
+/// can open it in between: group and other under --preserve=ownership, their write bits under
+/// --preserve=mode.
+fn omitted(plan: &CopyPlan, stat: &Stat) -> u32 {
+    let preserve = plan.preserve;
+    stat.perm()
+        & if preserve.ownership {
+            0o077
+        } else if preserve.mode {
+            0o022
+        } else {
+            0
+        }
+}
+
+/// Mode a new file is created with. The kernel applies the umask on top.
+pub(crate) fn create_mode(plan: &CopyPlan, stat: &Stat) -> u32 {
+    base_mode(plan, stat, false) & !omitted(plan, stat)
 }
 
 /// Applies metadata to a regular file's destination descriptor after its content is written.
@@ -44,6 +70,10 @@ pub(crate) fn file(
     }
     if preserve.mode && (!created || needs_chmod(ctx, stat)) {
         sys::fchmod(dst, stat.perm()).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+    } else if !preserve.mode && created && omitted(ctx.plan, stat) != 0 {
+        // Created without group/other bits while it was written: give them back.
+        let mode = base_mode(ctx.plan, stat, false) & !ctx.umask;
+        sys::fchmod(dst, mode).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
     }
     if preserve.timestamps {
         sys::futimens(dst, stat.atime, stat.mtime)
@@ -54,7 +84,7 @@ pub(crate) fn file(
 
 /// True when the mode a file was created with (after the umask) differs from the source's.
 fn needs_chmod(ctx: &Ctx<'_>, stat: &Stat) -> bool {
-    stat.perm() != (create_mode(stat) & !ctx.umask)
+    stat.perm() != (create_mode(ctx.plan, stat) & !ctx.umask)
 }
 
 /// Owner and group as cp does it: root sets both; anyone else tries the group alone, and a
@@ -96,12 +126,12 @@ pub(crate) fn directory(
     } else if fresh || matches!(ctx.plan.overwrite, Overwrite::Resume(_)) {
         // (Under --resume an existing directory is taken to be an interrupted run's.)
         // cp keeps the sticky bit of a new directory, drops setuid/setgid, applies the umask.
-        Some(stat.perm() & 0o1777 & !ctx.umask)
+        Some((base_mode(ctx.plan, stat, true) | (stat.perm() & 0o1000)) & !ctx.umask)
     } else {
         None
     };
     if let Some(mode) = mode {
-        if fresh && mode == dir_create_mode(stat) & !ctx.umask {
+        if fresh && mode == dir_create_mode(ctx.plan, stat) & !ctx.umask {
             // Created with exactly this mode already.
         } else if let Err(e) = sys::fchmod(dst, mode) {
             ctx.fail(CopyError::io(Op::SetMode, path(), e));
@@ -139,9 +169,10 @@ fn xattrs(
     }
 }
 
-/// Mode a new directory is created with: its own bits, plus owner rwx so it can be filled.
-pub(crate) fn dir_create_mode(stat: &Stat) -> u32 {
-    (stat.perm() & 0o777) | 0o700
+/// Mode a new directory is created with: its own bits (less [`omitted`]), plus owner rwx so
+/// it can be filled.
+pub(crate) fn dir_create_mode(plan: &CopyPlan, stat: &Stat) -> u32 {
+    (base_mode(plan, stat, true) & !omitted(plan, stat)) | 0o700
 }
 
 /// Owner and times of a symlink or special file, set on the entry itself.

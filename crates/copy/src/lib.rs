@@ -24,6 +24,7 @@ pub mod finalize;
 mod links;
 mod node;
 mod opened;
+mod parents;
 mod plan;
 mod progress;
 mod queue;
@@ -38,8 +39,8 @@ mod xattr;
 pub use engine::uring_available;
 pub use error::{CopyError, Op};
 pub use plan::{
-    Backup, BackupMode, CopyPlan, CopyRoot, Dereference, Engine, Overwrite, Preserve, Reflink,
-    Resume, Sparse, Tuning,
+    Backup, BackupMode, CopyPlan, CopyRoot, Dereference, Engine, LinkMode, Overwrite, Preserve,
+    Reflink, Resume, Sparse, Tuning,
 };
 pub use progress::{Progress, Reporter, Summary};
 pub use run::copy;

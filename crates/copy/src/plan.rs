@@ -207,6 +207,19 @@ pub enum Reflink {
     Never,
 }
 
+/// What each non-directory source becomes (cp's `-l`, `-s`). Directories are still created
+/// and walked under -r.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LinkMode {
+    /// A copy of its content.
+    #[default]
+    Copy,
+    /// `-l`: a hard link to the source.
+    Hard,
+    /// `-s`: a symbolic link whose target is the source's path as given.
+    Symbolic,
+}
+
 /// How an existing destination is saved before it is replaced (cp's `--backup`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackupMode {
@@ -268,6 +281,9 @@ pub struct CopyRoot {
     /// The destination path to create (already resolved: `DIR/basename(src)` when copying into a
     /// directory).
     pub dst: PathBuf,
+    /// `--parents`: the target directory under which the source's leading directories are
+    /// made before the copy (`dst` is then `DIR/src`).
+    pub parents: Option<PathBuf>,
 }
 
 /// Everything [`crate::copy`] needs, resolved and validated.
@@ -311,6 +327,16 @@ pub struct CopyPlan {
     pub direct: bool,
     /// `--copy-contents`: under -r, read special files (FIFOs, devices) as data too.
     pub copy_contents: bool,
+    /// `-l`, `-s`: links instead of copies.
+    pub link: LinkMode,
+    /// `--attributes-only`: metadata without data; a new file is created empty, an existing
+    /// one keeps its content.
+    pub attributes_only: bool,
+    /// An explicit `--no-preserve=mode`: new entries get the default modes (0666, 0777 for
+    /// directories, less the umask) instead of their source's.
+    pub default_modes: bool,
+    /// `-i`: ask (through [`crate::Reporter::confirm`]) before overwriting an existing entry.
+    pub interactive: bool,
 }
 
 impl CopyPlan {
@@ -340,6 +366,10 @@ impl CopyPlan {
             one_file_system: false,
             direct: false,
             copy_contents: false,
+            link: LinkMode::Copy,
+            attributes_only: false,
+            default_modes: false,
+            interactive: false,
         }
     }
 
@@ -353,7 +383,11 @@ impl CopyPlan {
     /// final name (the io_uring pipeline, the in-place copy). Policies that must see every file
     /// go through the shared synchronous path instead.
     pub(crate) fn small_files_fast(&self) -> bool {
-        !self.atomic && self.reflink != Reflink::Always && self.sparse != Sparse::Always
+        !self.atomic
+            && self.reflink != Reflink::Always
+            && self.sparse != Sparse::Always
+            && self.link == LinkMode::Copy
+            && !self.attributes_only
     }
 
     /// `--resume` of `cp -r SRC DST` where DST is now a directory: true when DST is the copy an
@@ -433,6 +467,37 @@ impl CopyPlan {
                 CopyRoot {
                     src: src.clone(),
                     dst,
+                    parents: None,
+                }
+            })
+            .collect())
+    }
+
+    /// `--parents`: each source keeps its whole path under the target directory
+    /// (`a/b/f DIR` becomes `DIR/a/b/f`).
+    pub fn resolve_parents(
+        sources: &[PathBuf],
+        target: &Path,
+        into_directory: Option<bool>,
+    ) -> Result<Vec<CopyRoot>, CopyError> {
+        let target_is_dir = fs::metadata(target).is_ok_and(|m| m.is_dir());
+        if into_directory == Some(false) || !target_is_dir {
+            return Err(CopyError::Refused(
+                "with --parents, the destination must be a directory".to_string(),
+            ));
+        }
+        Ok(sources
+            .iter()
+            .map(|src| {
+                use std::os::unix::ffi::OsStrExt;
+                let bytes = src.as_os_str().as_bytes();
+                let end = bytes.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+                let start = bytes[..end].iter().position(|&b| b != b'/').unwrap_or(end);
+                let rel = Path::new(std::ffi::OsStr::from_bytes(&bytes[start..end]));
+                CopyRoot {
+                    src: src.clone(),
+                    dst: target.join(rel),
+                    parents: Some(target.to_path_buf()),
                 }
             })
             .collect())

@@ -50,6 +50,9 @@ pub trait Reporter: Sync {
     fn copied(&self, src: &Path, dst: &Path);
     /// Something worth saying under `-v` (an engine fallback, a file that changed size).
     fn note(&self, msg: &str);
+    /// `-i`: asks `question` (cp's "overwrite 'PATH'? ") and returns the answer. Only asked
+    /// when the plan says `interactive`.
+    fn confirm(&self, question: &str) -> bool;
 }
 
 /// The outcome of a run.

@@ -14,6 +14,7 @@ use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::links::LinkMap;
 use crate::node::{DirNode, RootNames};
+use crate::parents;
 use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference, Engine, Sparse, Tuning};
 use crate::progress::{Progress, Reporter, Summary};
 use crate::queue::{Queue, Task};
@@ -168,9 +169,19 @@ fn run_wave<'a>(ctx: &'a Ctx<'a>, roots: &[&CopyRoot], threads: usize, use_uring
         threads.min(roots.len()).max(1)
     };
     let queue = Queue::new(threads);
+    let mut made_parents = Vec::new();
     for root in roots {
         if ctx.stopped() {
             break;
+        }
+        if let Some(target) = &root.parents {
+            match parents::make(ctx, &root.src, target) {
+                Ok(made) => made_parents.push(made),
+                Err(e) => {
+                    ctx.fail(e);
+                    continue;
+                }
+            }
         }
         if let Err(e) = start_root(ctx, &queue, root) {
             ctx.fail(e);
@@ -214,6 +225,9 @@ fn run_wave<'a>(ctx: &'a Ctx<'a>, roots: &[&CopyRoot], threads: usize, use_uring
             });
         }
     });
+    for made in made_parents {
+        made.finish(ctx);
+    }
 }
 
 /// `--fsync`: flushes every filesystem the copy wrote to. One syncfs per destination root
@@ -291,7 +305,7 @@ fn start_root<'a>(ctx: &'a Ctx<'a>, queue: &Queue<'a>, root: &CopyRoot) -> Resul
     }
     check_not_inside(&root.src, &root.dst)?;
     let dst_c = path_cstring(&root.dst)?;
-    let fresh = match sys::mkdirat(cwd, &dst_c, finalize::dir_create_mode(&stat)) {
+    let fresh = match sys::mkdirat(cwd, &dst_c, finalize::dir_create_mode(plan, &stat)) {
         Ok(()) => true,
         Err(e) if e.raw_os_error() == Some(libc::EEXIST) => false,
         Err(e) => return Err(CopyError::io(Op::CreateDir, &root.dst, e)),
@@ -423,6 +437,7 @@ mod tests {
     #[test]
     fn operands_of_one_name_wait_for_a_later_wave() {
         let root = |s: &str, d: &str| CopyRoot {
+            parents: None,
             src: s.into(),
             dst: d.into(),
         };

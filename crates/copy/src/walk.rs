@@ -147,7 +147,11 @@ pub(crate) fn make_dst_dir(
     name: &CStr,
     stat: &Stat,
 ) -> Option<(std::os::fd::OwnedFd, bool)> {
-    let fresh = match sys::mkdirat(parent.dst_fd(), name, finalize::dir_create_mode(stat)) {
+    let fresh = match sys::mkdirat(
+        parent.dst_fd(),
+        name,
+        finalize::dir_create_mode(ctx.plan, stat),
+    ) {
         Ok(()) => true,
         Err(e) if e.raw_os_error() == Some(libc::EEXIST) && !parent.fresh => false,
         Err(e) => {

@@ -1,6 +1,7 @@
 //! `ringio`: the command-line front end. Parsing and printing only; the work is in the library
 //! crates.
 
+mod argv;
 mod bench;
 mod cli;
 mod cp;
@@ -16,9 +17,12 @@ mod units;
 mod verify;
 mod write;
 
+use std::ffi::OsString;
+
+use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 
-use cli::{Cli, Command};
+use cli::{Cli, Command, CpCli};
 
 /// Raises the soft RLIMIT_NOFILE to the hard limit: servers and load generators hold a socket
 /// per client.
@@ -37,8 +41,37 @@ pub(crate) fn raise_nofile_limit() {
 }
 
 fn main() {
-    let cli = Cli::parse();
-    let code = match &cli.command {
+    let mut args: Vec<OsString> = std::env::args_os().collect();
+    let code = if argv::invoked_as_cp(args.first().map(OsString::as_os_str)) {
+        let rest = argv::expand_long_prefixes(args.split_off(1), &long_names(&CpCli::command()));
+        match CpCli::try_parse_from(std::iter::once(OsString::from("cp")).chain(rest)) {
+            Ok(cli) => cp::run(&cli.args),
+            Err(e) => usage_error(&e, "cp"),
+        }
+    } else {
+        if args.get(1).is_some_and(|a| a == "cp") {
+            let cp = Cli::command();
+            let names = cp.find_subcommand("cp").map(long_names).unwrap_or_default();
+            let rest = argv::expand_long_prefixes(args.split_off(2), &names);
+            args.extend(rest);
+        }
+        match Cli::try_parse_from(&args) {
+            Ok(cli) => run(cli),
+            Err(e) if args.get(1).is_some_and(|a| a == "cp") => usage_error(&e, "ringio cp"),
+            Err(e) => e.exit(),
+        }
+    };
+    match code {
+        Ok(code) => std::process::exit(code),
+        Err(err) => {
+            eprintln!("{}: {err}", argv::program());
+            std::process::exit(1);
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<i32> {
+    match &cli.command {
         Command::Cp(args) => cp::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Dup(args) => dup::run(args),
@@ -58,12 +91,32 @@ fn main() {
             );
             Ok(0)
         }
-    };
-    match code {
-        Ok(code) => std::process::exit(code),
-        Err(err) => {
-            eprintln!("ringio: {err}");
-            std::process::exit(1);
-        }
     }
+}
+
+/// Every long option of a command, for getopt's prefixes.
+fn long_names(cmd: &clap::Command) -> Vec<String> {
+    cmd.get_arguments()
+        .filter_map(|a| a.get_long())
+        .map(String::from)
+        .collect()
+}
+
+/// cp's usage errors: `cp: MESSAGE` and a pointer to --help, exit status 1 (GNU's, where clap
+/// would exit 2). --help and --version print and exit 0.
+fn usage_error(err: &clap::Error, command: &str) -> ! {
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) {
+        err.exit();
+    }
+    let text = err.render().to_string();
+    let first = text.lines().next().unwrap_or_default();
+    let message = first.strip_prefix("error: ").unwrap_or(first);
+    eprintln!(
+        "{}: {message}\nTry '{command} --help' for more information.",
+        argv::program()
+    );
+    std::process::exit(1);
 }

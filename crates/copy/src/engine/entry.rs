@@ -324,7 +324,7 @@ pub(crate) fn open_pair(
             at,
             name,
             libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW,
-            finalize::create_mode(stat),
+            finalize::create_mode(ctx.plan, stat),
         )
     };
     if ctx.plan.atomic {
@@ -371,7 +371,12 @@ pub(crate) fn open_pair(
                 // POSIXLY_CORRECT: write through a dangling symlink, creating its target.
                 flags |= libc::O_CREAT;
             }
-            match sys::openat(dir.dst_fd(), dst, flags, finalize::create_mode(stat)) {
+            match sys::openat(
+                dir.dst_fd(),
+                dst,
+                flags,
+                finalize::create_mode(ctx.plan, stat),
+            ) {
                 // -f: an existing file that cannot be opened for writing is removed and
                 // created anew (never a dangling symlink's target: that stays an error).
                 Err(_) if ctx.plan.force && target.is_some() => (

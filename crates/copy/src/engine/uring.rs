@@ -264,7 +264,7 @@ impl<'a> UringMover<'a> {
                 let open_dst =
                     opcode::OpenAt::new(types::Fd(dir.dst_fd().as_raw_fd()), op.name.as_ptr())
                         .flags(libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC)
-                        .mode(finalize::create_mode(&stat))
+                        .mode(finalize::create_mode(ctx.plan, &stat))
                         .build()
                         .user_data(user_data(slot, TAG_OPEN_DST));
                 self.push(&[open_src.flags(squeue::Flags::IO_LINK), open_dst], queue);
@@ -541,7 +541,12 @@ impl<'a> UringMover<'a> {
             }
         };
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
-        let dst = match sys::openat(dir.dst_fd(), name, flags, finalize::create_mode(&stat)) {
+        let dst = match sys::openat(
+            dir.dst_fd(),
+            name,
+            flags,
+            finalize::create_mode(ctx.plan, &stat),
+        ) {
             Ok(fd) => fd,
             Err(e) => {
                 ctx.fail(CopyError::io(Op::Create, dir.dst_path(Some(name)), e));

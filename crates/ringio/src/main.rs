@@ -112,8 +112,14 @@ fn usage_error(err: &clap::Error, command: &str) -> ! {
         err.exit();
     }
     let text = err.render().to_string();
-    let first = text.lines().next().unwrap_or_default();
-    let message = first.strip_prefix("error: ").unwrap_or(first);
+    // clap's text without its usage and help pointer: the message and any possible values.
+    let message: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let message = message.join("\n");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
     eprintln!(
         "{}: {message}\nTry '{command} --help' for more information.",
         argv::program()

@@ -16,7 +16,7 @@ use crate::finalize;
 use crate::links::Linked;
 use crate::node::{DirHold, DirNode};
 use crate::opened::{count_done, finish_file, OpenedPair};
-use crate::plan::{Dereference, Overwrite, Resume};
+use crate::plan::{Dereference, LinkMode, Overwrite, Resume};
 use crate::queue::{Queue, Task};
 use crate::resume::{self, QuickCheck};
 use crate::sys::{self, Kind, Stat};
@@ -74,6 +74,18 @@ pub(crate) fn copy_stated<'a>(
     queue: &Queue<'a>,
 ) {
     match stat.kind() {
+        Kind::Dir if ctx.plan.recursive => queue.push(Task::Subdir {
+            parent: dir.clone(),
+            name: src,
+            stat: Some(stat),
+        }),
+        _ if ctx.plan.link != LinkMode::Copy && stat.kind() != Kind::Dir => {
+            match make_link(ctx, dir, &src, &dst, &stat, follow) {
+                Ok(true) => count_done(ctx, dir, &src, &dst),
+                Ok(false) => {}
+                Err(e) => ctx.fail(e),
+            }
+        }
         Kind::Dir => {
             if ctx.plan.recursive {
                 queue.push(Task::Subdir {
@@ -154,7 +166,9 @@ pub(crate) fn check_existing(
         Err(e) => return Err(CopyError::io(Op::Stat, dst_path(), e)),
     };
     let is_link = entry.kind() == Kind::Symlink;
-    let as_data = copied_as_data(ctx, stat);
+    // -l and -s make a link in place of the entry itself: nothing is written through it.
+    let linking = plan.link != LinkMode::Copy;
+    let as_data = !linking && copied_as_data(ctx, stat);
     // What the entry points to (None for a dangling symlink); only data is written through it,
     // a recreated entry replaces the link itself.
     let target = if is_link && !as_data {
@@ -193,15 +207,15 @@ pub(crate) fn check_existing(
     }
     // Data goes where the entry points; a recreated entry replaces the entry itself.
     let seen = if as_data { target } else { Some(entry) };
-    if seen.is_some_and(|s| s.kind() == Kind::Dir) {
-        return Err(CopyError::Refused(format!(
-            "cannot overwrite directory '{}' with non-directory",
-            dst_path().display()
-        )));
-    }
+    let recreated = if linking {
+        // As cp: a link replaces only what a non-regular source under -P would.
+        plan.dereference == Dereference::Never && stat.kind() != Kind::File
+    } else {
+        !as_data
+    };
     let replace = plan.remove_destination
         || plan.backup.is_some()
-        || !as_data
+        || recreated
         || (plan.preserve.links && entry.kind() == Kind::File && entry.nlink > 1);
     if as_data && target.is_none() && !replace && std::env::var_os("POSIXLY_CORRECT").is_none() {
         return Err(CopyError::Refused(format!(
@@ -232,6 +246,19 @@ pub(crate) fn check_existing(
         Overwrite::NoClobber => return Ok(None),
         Overwrite::Update if seen.is_some_and(|s| s.mtime >= stat.mtime) => return Ok(None),
         _ => {}
+    }
+    if plan.interactive
+        && !ctx
+            .reporter
+            .confirm(&format!("overwrite '{}'? ", dst_path().display()))
+    {
+        return Ok(None);
+    }
+    if seen.is_some_and(|s| s.kind() == Kind::Dir) {
+        return Err(CopyError::Refused(format!(
+            "cannot overwrite directory '{}' with non-directory",
+            dst_path().display()
+        )));
     }
     if plan.atomic && as_data && !replace && target.is_none_or(|t| t.kind() != Kind::File) {
         return Err(CopyError::Refused(format!(
@@ -364,7 +391,8 @@ pub(crate) fn open_pair(
             let regular = target.is_none_or(|t| t.kind() == Kind::File);
             // A FIFO or a device is written into as it is: no truncation, in order.
             let mut flags = libc::O_WRONLY;
-            if regular {
+            // --attributes-only keeps an existing file's content.
+            if regular && !ctx.plan.attributes_only {
                 flags |= libc::O_TRUNC;
             }
             if target.is_none() {
@@ -524,6 +552,9 @@ fn copy_opened<'a>(
         stat.size
     };
     let devs = (stat.dev, dir.dst_dev);
+    if ctx.plan.attributes_only {
+        return finish_file(ctx, dir, src, dst, pair, stat, stat.size);
+    }
     if pair.stream {
         // A pipe or a device: in order, to end of input.
         let result = mover
@@ -674,4 +705,78 @@ fn create_other(
     let path = || dir.dst_path(Some(dst));
     finalize::entry_at(ctx, dir.dst_fd(), dst, stat, is_symlink, &path)?;
     Ok(true)
+}
+
+/// `-l` and `-s`: a hard link to the source, or a symbolic link holding the source's path as
+/// given, in place of a copy. An existing entry is replaced only where cp replaces it (see
+/// [`check_existing`]), or with -f after the link found it there. Returns false when skipped.
+fn make_link(
+    ctx: &Ctx<'_>,
+    dir: &DirNode<'_>,
+    src: &CStr,
+    dst: &CStr,
+    stat: &Stat,
+    follow: bool,
+) -> Result<bool, CopyError> {
+    let src_path = dir.src_path(Some(src));
+    let dst_path = dir.dst_path(Some(dst));
+    let symbolic = ctx.plan.link == LinkMode::Symbolic;
+    let target = CString::new(src_path.as_os_str().as_encoded_bytes())
+        .expect("a path built from C strings has no NUL");
+    if symbolic && !target.to_bytes().starts_with(b"/") && !in_current_directory(dir) {
+        return Err(CopyError::Refused(format!(
+            "{}: can make relative symbolic links only in current directories",
+            dst_path.display()
+        )));
+    }
+    let Some(existing) = check_existing(ctx, dir, src, dst, stat)? else {
+        return Ok(false);
+    };
+    let link = || {
+        if symbolic {
+            sys::symlinkat(&target, dir.dst_fd(), dst)
+        } else {
+            let flags = if follow {
+                rustix::fs::AtFlags::SYMLINK_FOLLOW
+            } else {
+                rustix::fs::AtFlags::empty()
+            };
+            rustix::fs::linkat(dir.src_fd(), src, dir.dst_fd(), dst, flags).map_err(io::Error::from)
+        }
+    };
+    let made = match link() {
+        Err(e)
+            if e.raw_os_error() == Some(libc::EEXIST)
+                && ctx.plan.force
+                && matches!(existing, Existing::Open { .. }) =>
+        {
+            remove_then(dir, dst, link)
+        }
+        other => other,
+    };
+    made.map_err(|e| {
+        CopyError::Refused(format!(
+            "cannot create {} link '{}' to '{}': {}",
+            if symbolic { "symbolic" } else { "hard" },
+            dst_path.display(),
+            src_path.display(),
+            crate::error::reason(&e)
+        ))
+    })?;
+    if let Ok(made) = sys::statx_at(dir.dst_fd(), dst, false) {
+        ctx.note_created_stat(dir.is_operand_dir(), &made);
+    }
+    Ok(true)
+}
+
+/// True when the destination directory is the current directory, where a relative `-s`
+/// link's target names what it should.
+fn in_current_directory(dir: &DirNode<'_>) -> bool {
+    match (
+        sys::fstatx(dir.dst_fd()),
+        sys::statx_at(rustix::fs::CWD, c".", true),
+    ) {
+        (Ok(here), Ok(cwd)) => here.dev == cwd.dev && here.ino == cwd.ino,
+        _ => false,
+    }
 }

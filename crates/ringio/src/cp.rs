@@ -147,6 +147,16 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         }
     };
 
+    let mut backup = backup_policy(args)?;
+    let mut roots = roots;
+    // `cp -fb F F`: F is copied to its backup name, as GNU cp does, instead of onto itself.
+    if let ([root], Some(policy)) = (roots.as_mut_slice(), &backup) {
+        if args.force && root.src == root.dst && root.parents.is_none() && root.src.is_file() {
+            root.dst = ringio_copy::backup_path(&root.dst, policy)
+                .map_err(|e| anyhow::anyhow!("cannot back up '{}': {e}", root.dst.display()))?;
+            backup = None;
+        }
+    }
     let mut tuning = Tuning::default();
     if let Some(bs) = args.bs {
         tuning.block_size = usize::try_from(bs)?.min(1 << 30);
@@ -185,7 +195,7 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
             ReflinkWhen::Never => Reflink::Never,
         },
         remove_destination: args.remove_destination,
-        backup: backup_policy(args)?,
+        backup,
         atomic: args.atomic,
         fsync: args.fsync,
         one_file_system: args.one_file_system,

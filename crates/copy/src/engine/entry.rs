@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::bigfile::BigFile;
 use super::mover::Mover;
+use super::same_file::{self, SameFile};
 use crate::backup;
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
@@ -16,7 +17,7 @@ use crate::finalize;
 use crate::links::Linked;
 use crate::node::{DirHold, DirNode};
 use crate::opened::{count_done, finish_file, OpenedPair};
-use crate::plan::{Dereference, LinkMode, Overwrite, Resume};
+use crate::plan::{Backup, BackupMode, Dereference, LinkMode, Overwrite, Resume};
 use crate::queue::{Queue, Task};
 use crate::resume::{self, QuickCheck};
 use crate::sys::{self, Kind, Stat};
@@ -171,12 +172,21 @@ pub(crate) fn check_existing(
     let as_data = !linking && copied_as_data(ctx, stat);
     // What the entry points to (None for a dangling symlink); only data is written through it,
     // a recreated entry replaces the link itself.
+    // A symlink loop is removed under -f, as cp does.
+    let mut loop_removed = false;
     let target = if is_link && !as_data {
         None
     } else if is_link {
         match sys::statx_at(dir.dst_fd(), dst, true) {
             Ok(s) => Some(s),
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => None,
+            Err(e)
+                if e.raw_os_error() == Some(libc::ELOOP)
+                    && (plan.force || plan.remove_destination) =>
+            {
+                loop_removed = true;
+                None
+            }
             Err(e) => return Err(CopyError::io(Op::Stat, dst_path(), e)),
         }
     } else {
@@ -197,13 +207,25 @@ pub(crate) fn check_existing(
             )
         }));
     }
-    let same_as_source = |s: &Stat| s.dev == stat.dev && s.ino == stat.ino;
-    if same_as_source(&entry) || (as_data && target.as_ref().is_some_and(same_as_source)) {
-        return Err(CopyError::Refused(format!(
-            "'{}' and '{}' are the same file",
-            dir.src_path(Some(src)).display(),
-            dst_path().display()
-        )));
+    // cp looks at the entry itself where it will not write through it.
+    let looked_at = if !as_data || plan.backup.is_some() || plan.remove_destination {
+        Some(entry)
+    } else {
+        target
+    };
+    let mut already_done = false;
+    if let Some(dst_sb) = looked_at.filter(|_| plan.overwrite != Overwrite::NoClobber) {
+        match same_file::judge(ctx, dir, src, dst, stat, &dst_sb) {
+            SameFile::Ok => {}
+            SameFile::Done => already_done = true,
+            SameFile::Refuse => {
+                return Err(CopyError::Refused(format!(
+                    "'{}' and '{}' are the same file",
+                    dir.src_path(Some(src)).display(),
+                    dst_path().display()
+                )))
+            }
+        }
     }
     // Data goes where the entry points; a recreated entry replaces the entry itself.
     let seen = if as_data { target } else { Some(entry) };
@@ -213,10 +235,10 @@ pub(crate) fn check_existing(
     } else {
         !as_data
     };
-    let replace = plan.remove_destination
-        || plan.backup.is_some()
-        || recreated
-        || (plan.preserve.links && entry.kind() == Kind::File && entry.nlink > 1);
+    // --attributes-only writes no data, so it replaces nothing for the data's sake.
+    let for_data = !plan.attributes_only
+        && (recreated || (plan.preserve.links && entry.kind() == Kind::File && entry.nlink > 1));
+    let replace = plan.remove_destination || plan.backup.is_some() || for_data || loop_removed;
     if as_data && target.is_none() && !replace && std::env::var_os("POSIXLY_CORRECT").is_none() {
         return Err(CopyError::Refused(format!(
             "not writing through dangling symlink '{}'",
@@ -254,6 +276,9 @@ pub(crate) fn check_existing(
     {
         return Ok(None);
     }
+    if already_done {
+        return Ok(None);
+    }
     if seen.is_some_and(|s| s.kind() == Kind::Dir) {
         return Err(CopyError::Refused(format!(
             "cannot overwrite directory '{}' with non-directory",
@@ -267,6 +292,13 @@ pub(crate) fn check_existing(
         )));
     }
     if let Some(backup) = &plan.backup {
+        if backup_is_source(dir, src, dst, stat, backup) {
+            return Err(CopyError::Refused(format!(
+                "backing up '{}' might destroy source;  '{}' not copied",
+                dst_path().display(),
+                dir.src_path(Some(src)).display()
+            )));
+        }
         let aside = backup::name_for(dir.dst_fd(), dst, backup)
             .map_err(|e| CopyError::io(Op::ReadDir, dir.dst_path(None), e))?;
         rustix::fs::renameat(dir.dst_fd(), dst, dir.dst_fd(), aside.as_c_str())
@@ -282,6 +314,47 @@ pub(crate) fn check_existing(
         through_link: is_link,
         compare_first: false,
     }))
+}
+
+/// True when the simple backup name of `dst` is the source itself (`cp --b=simple a~ a`):
+/// renaming `dst` aside would destroy the source.
+fn backup_is_source(
+    dir: &DirNode<'_>,
+    src: &CStr,
+    dst: &CStr,
+    stat: &Stat,
+    backup: &Backup,
+) -> bool {
+    if backup.mode == BackupMode::Numbered {
+        return false;
+    }
+    let mut name = dst.to_bytes().to_vec();
+    name.extend_from_slice(backup.suffix.as_bytes());
+    let last = src
+        .to_bytes()
+        .rsplit(|&b| b == b'/')
+        .next()
+        .unwrap_or_default();
+    if last != name.as_slice() {
+        return false;
+    }
+    let Ok(name) = CString::new(name) else {
+        return false;
+    };
+    sys::statx_at(dir.dst_fd(), &name, true).is_ok_and(|s| s.dev == stat.dev && s.ino == stat.ino)
+}
+
+/// True when the first copy of a source inode is remembered for later names to link to:
+/// multiply linked files, and under -L (or -H on the command line) every file, since two
+/// symlinks may name one file.
+fn tracks_links(ctx: &Ctx<'_>, stat: &Stat, follow: bool) -> bool {
+    ctx.plan.preserve.links && (stat.nlink > 1 || follow)
+}
+
+/// True when a later name of a hard-link group replaces an existing entry with the link, as
+/// cp does (also under -u); not under -n or -i.
+fn link_replaces(ctx: &Ctx<'_>) -> bool {
+    resuming(ctx) || (ctx.plan.overwrite != Overwrite::NoClobber && !ctx.plan.interactive)
 }
 
 /// `--atomic`: a name in the same directory that no other entry uses.
@@ -486,7 +559,7 @@ fn copy_file<'a>(
     follow: bool,
     queue: &Queue<'a>,
 ) -> Result<(), CopyError> {
-    if ctx.plan.preserve.links && stat.nlink > 1 {
+    if tracks_links(ctx, stat, follow) {
         if ctx.plan.atomic {
             // Later names link to the final name, so it must exist before they do: the first
             // copy is finished, renamed and all, while the link map's lock is held.
@@ -495,7 +568,7 @@ fn copy_file<'a>(
                 dst,
                 || dir.anchored_path(dst),
                 stat,
-                resuming(ctx),
+                link_replaces(ctx),
                 || match open_pair(ctx, dir, src, dst, stat, follow)? {
                     Some(pair) => copy_opened(ctx, mover, dir, src, dst, stat, pair, None),
                     None => Ok(()),
@@ -511,7 +584,7 @@ fn copy_file<'a>(
             dst,
             || dir.anchored_path(dst),
             stat,
-            resuming(ctx),
+            link_replaces(ctx),
             || open_pair(ctx, dir, src, dst, stat, follow),
         )? {
             Linked::Linked => {
@@ -659,7 +732,7 @@ fn copy_other(
             dst,
             || dir.anchored_path(dst),
             stat,
-            resuming(ctx),
+            link_replaces(ctx),
             || create_other(ctx, dir, src, dst, stat),
         )? {
             Linked::Linked => Ok(true),

@@ -61,15 +61,17 @@ pub(crate) fn file(
     // A file this run created already belongs to us, and to our group unless its directory is
     // setgid: skip the chown when that is already the source's owner and group.
     let owned_already = created && stat.uid == ctx.euid && stat.gid == ctx.egid && !dst_setgid;
+    let mut owner_kept = true;
     if preserve.ownership && !owned_already {
-        chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid))
+        owner_kept = chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid))
             .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
     }
     if preserve.xattr {
         xattrs(ctx, src, dst, path)?;
     }
     if preserve.mode && (!created || needs_chmod(ctx, stat)) {
-        sys::fchmod(dst, stat.perm()).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+        sys::fchmod(dst, kept_perm(stat, owner_kept))
+            .map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
     } else if !preserve.mode && created && omitted(ctx.plan, stat) != 0 {
         // Created without group/other bits while it was written: give them back.
         let mode = base_mode(ctx.plan, stat, false) & !ctx.umask;
@@ -88,14 +90,30 @@ fn needs_chmod(ctx: &Ctx<'_>, stat: &Stat) -> bool {
 }
 
 /// Owner and group as cp does it: root sets both; anyone else tries the group alone, and a
-/// refusal there is not an error (the file simply keeps the caller's group).
-fn chown(ctx: &Ctx<'_>, stat: &Stat, call: impl Fn(u32, u32) -> io::Result<()>) -> io::Result<()> {
+/// refusal there is not an error (the file simply keeps the caller's group). Returns true
+/// when the copy now has the source's owner and group.
+fn chown(
+    ctx: &Ctx<'_>,
+    stat: &Stat,
+    call: impl Fn(u32, u32) -> io::Result<()>,
+) -> io::Result<bool> {
     if ctx.is_root {
-        return call(stat.uid, stat.gid);
+        return call(stat.uid, stat.gid).map(|()| true);
     }
     match call(u32::MAX, stat.gid) {
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => Ok(()),
-        other => other,
+        Ok(()) => Ok(stat.uid == ctx.euid),
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The mode to preserve: without the source's owner, cp drops setuid, setgid and sticky, so
+/// a copy never gains privileges in someone else's name.
+fn kept_perm(stat: &Stat, owner_kept: bool) -> u32 {
+    if owner_kept {
+        stat.perm()
+    } else {
+        stat.perm() & 0o777
     }
 }
 
@@ -110,9 +128,11 @@ pub(crate) fn directory(
     path: &dyn Fn() -> PathBuf,
 ) {
     let preserve = ctx.plan.preserve;
+    let mut owner_kept = true;
     if preserve.ownership {
-        if let Err(e) = chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid)) {
-            ctx.fail(CopyError::io(Op::SetOwner, path(), e));
+        match chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid)) {
+            Ok(kept) => owner_kept = kept,
+            Err(e) => ctx.fail(CopyError::io(Op::SetOwner, path(), e)),
         }
     }
     if preserve.xattr {
@@ -122,7 +142,7 @@ pub(crate) fn directory(
     }
     // A fresh directory was made with owner rwx so it could be filled; give it its real mode.
     let mode = if preserve.mode {
-        Some(stat.perm())
+        Some(kept_perm(stat, owner_kept))
     } else if fresh || matches!(ctx.plan.overwrite, Overwrite::Resume(_)) {
         // (Under --resume an existing directory is taken to be an interrupted run's.)
         // cp keeps the sticky bit of a new directory, drops setuid/setgid, applies the umask.
@@ -185,12 +205,14 @@ pub(crate) fn entry_at(
     path: &dyn Fn() -> PathBuf,
 ) -> Result<(), CopyError> {
     let preserve = ctx.plan.preserve;
+    let mut owner_kept = true;
     if preserve.ownership {
-        chown(ctx, stat, |uid, gid| sys::lchownat(dir, name, uid, gid))
+        owner_kept = chown(ctx, stat, |uid, gid| sys::lchownat(dir, name, uid, gid))
             .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
     }
     if preserve.mode && !is_symlink {
-        sys::fchmodat(dir, name, stat.perm()).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+        sys::fchmodat(dir, name, kept_perm(stat, owner_kept))
+            .map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
     }
     if preserve.timestamps {
         sys::lutimensat(dir, name, stat.atime, stat.mtime)

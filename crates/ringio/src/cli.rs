@@ -97,13 +97,19 @@ pub struct CpArgs {
         value_name = "LIST",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "mode,ownership,timestamps"
+        default_missing_value = "mode,ownership,timestamps",
+        action = clap::ArgAction::Append
     )]
-    pub preserve: Option<String>,
+    pub preserve: Vec<String>,
 
     /// Don't preserve the listed attributes.
-    #[arg(long, value_name = "LIST", require_equals = true)]
-    pub no_preserve: Option<String>,
+    #[arg(long, value_name = "LIST", require_equals = true, action = clap::ArgAction::Append)]
+    pub no_preserve: Vec<String>,
+
+    /// -a, -d, -p, --preserve and --no-preserve in command-line order: later ones win, as
+    /// with cp (`--no-preserve=mode --preserve=all` keeps the mode).
+    #[arg(skip)]
+    pub preserve_steps: Vec<PreserveStep>,
 
     /// Never follow symbolic links in SRC; copy them as links (the default with -r).
     #[arg(short = 'P', long = "no-dereference", overrides_with_all = ["dereference", "dereference_args"])]
@@ -320,6 +326,55 @@ pub struct CpArgs {
     /// warm cache) and the ring takes over as soon as one would wait for the disk.
     #[arg(long)]
     pub ring_only: bool,
+}
+
+/// One option that changes what is preserved, in command-line order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PreserveStep {
+    /// `-a`: everything.
+    Archive,
+    /// `-d`: links.
+    Links,
+    /// `-p`: mode, ownership, timestamps.
+    Default,
+    /// `--preserve=LIST`.
+    Keep(String),
+    /// `--no-preserve=LIST`.
+    Drop(String),
+}
+
+impl CpArgs {
+    /// Records the order of the options that change what is preserved (clap's derive keeps
+    /// each option's values, not how they interleave).
+    pub fn note_order(&mut self, matches: &clap::ArgMatches) {
+        let mut steps: Vec<(usize, PreserveStep)> = Vec::new();
+        let flag = |id: &str, step: PreserveStep, steps: &mut Vec<(usize, PreserveStep)>| {
+            if matches.get_flag(id) {
+                if let Some(i) = matches.index_of(id) {
+                    steps.push((i, step));
+                }
+            }
+        };
+        flag("archive", PreserveStep::Archive, &mut steps);
+        flag("no_deref_preserve_links", PreserveStep::Links, &mut steps);
+        flag("preserve_default", PreserveStep::Default, &mut steps);
+        for (id, keep) in [("preserve", true), ("no_preserve", false)] {
+            if let (Some(values), Some(indices)) =
+                (matches.get_many::<String>(id), matches.indices_of(id))
+            {
+                for (value, i) in values.zip(indices) {
+                    let step = if keep {
+                        PreserveStep::Keep(value.clone())
+                    } else {
+                        PreserveStep::Drop(value.clone())
+                    };
+                    steps.push((i, step));
+                }
+            }
+        }
+        steps.sort_by_key(|(i, _)| *i);
+        self.preserve_steps = steps.into_iter().map(|(_, s)| s).collect();
+    }
 }
 
 /// `--backup=CONTROL`, with cp's synonyms.

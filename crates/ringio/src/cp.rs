@@ -14,7 +14,9 @@ use ringio_copy::{
     Reflink, Resume, Sparse, Tuning,
 };
 
-use crate::cli::{BackupControl, CpArgs, ReflinkWhen, ResumeCheck, SparseWhen, UpdateWhen};
+use crate::cli::{
+    BackupControl, CpArgs, PreserveStep, ReflinkWhen, ResumeCheck, SparseWhen, UpdateWhen,
+};
 
 /// Resolves the arguments into a plan, with cp's precedence rules.
 pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
@@ -77,31 +79,32 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
 
     let recursive = args.recursive || args.archive;
     let mut preserve = Preserve::default();
-    if args.preserve_default {
-        preserve = Preserve::P;
-    }
-    if args.no_deref_preserve_links {
-        preserve.links = true;
-    }
-    if args.archive {
-        preserve = Preserve::ALL;
-    }
-    if let Some(list) = &args.preserve {
-        if list.split(',').any(|w| w == "context") {
-            bail!("cannot preserve security context without an SELinux-enabled kernel");
+    let mut default_modes = false;
+    for step in &args.preserve_steps {
+        match step {
+            PreserveStep::Archive => preserve = Preserve::ALL,
+            PreserveStep::Links => preserve.links = true,
+            PreserveStep::Default => {
+                preserve.mode = true;
+                preserve.ownership = true;
+                preserve.timestamps = true;
+            }
+            PreserveStep::Keep(list) => {
+                if list.split(',').any(|w| w == "context") {
+                    bail!("cannot preserve security context without an SELinux-enabled kernel");
+                }
+                preserve
+                    .apply_list(list, true)
+                    .map_err(anyhow::Error::msg)?;
+            }
+            PreserveStep::Drop(list) => {
+                // An explicit --no-preserve=mode gives new entries the default modes.
+                default_modes |= list.split(',').any(|w| w == "mode" || w == "all");
+                preserve
+                    .apply_list(list, false)
+                    .map_err(anyhow::Error::msg)?;
+            }
         }
-        preserve
-            .apply_list(list, true)
-            .map_err(anyhow::Error::msg)?;
-    }
-    let default_modes = args
-        .no_preserve
-        .as_deref()
-        .is_some_and(|list| list.split(',').any(|w| w == "mode" || w == "all"));
-    if let Some(list) = &args.no_preserve {
-        preserve
-            .apply_list(list, false)
-            .map_err(anyhow::Error::msg)?;
     }
 
     let link = if args.link {

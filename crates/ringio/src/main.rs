@@ -20,7 +20,7 @@ mod write;
 use std::ffi::OsString;
 
 use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 
 use cli::{Cli, Command, CpCli};
 
@@ -44,8 +44,14 @@ fn main() {
     let mut args: Vec<OsString> = std::env::args_os().collect();
     let code = if argv::invoked_as_cp(args.first().map(OsString::as_os_str)) {
         let rest = argv::expand_long_prefixes(args.split_off(1), &long_names(&CpCli::command()));
-        match CpCli::try_parse_from(std::iter::once(OsString::from("cp")).chain(rest)) {
-            Ok(cli) => cp::run(&cli.args),
+        let parsed = CpCli::command()
+            .try_get_matches_from(std::iter::once(OsString::from("cp")).chain(rest))
+            .and_then(|m| CpCli::from_arg_matches(&m).map(|cli| (cli, m)));
+        match parsed {
+            Ok((mut cli, matches)) => {
+                cli.args.note_order(&matches);
+                cp::run(&cli.args)
+            }
             Err(e) => usage_error(&e, "cp"),
         }
     } else {
@@ -55,8 +61,18 @@ fn main() {
             let rest = argv::expand_long_prefixes(args.split_off(2), &names);
             args.extend(rest);
         }
-        match Cli::try_parse_from(&args) {
-            Ok(cli) => run(cli),
+        let parsed = Cli::command()
+            .try_get_matches_from(&args)
+            .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+        match parsed {
+            Ok((mut cli, matches)) => {
+                if let (Command::Cp(cp), Some(m)) =
+                    (&mut cli.command, matches.subcommand_matches("cp"))
+                {
+                    cp.note_order(m);
+                }
+                run(cli)
+            }
             Err(e) if args.get(1).is_some_and(|a| a == "cp") => usage_error(&e, "ringio cp"),
             Err(e) => e.exit(),
         }

@@ -768,7 +768,13 @@ fn create_other(
         sys::symlinkat(&target, dir.dst_fd(), dst)
             .map_err(|e| CopyError::io(Op::CreateSymlink, dir.dst_path(Some(dst)), e))?;
     } else {
-        let mode = (stat.mode & libc::S_IFMT) | (stat.perm() & 0o777);
+        // An explicit --no-preserve=mode gives the default mode, as to a file.
+        let perm = if ctx.plan.default_modes {
+            0o666
+        } else {
+            stat.perm() & 0o777
+        };
+        let mode = (stat.mode & libc::S_IFMT) | perm;
         sys::mknodat(dir.dst_fd(), dst, mode, stat.rdev)
             .map_err(|e| CopyError::io(Op::CreateSpecial, dir.dst_path(Some(dst)), e))?;
     }

@@ -1,8 +1,9 @@
 //! The state of one run that every worker shares ([`Ctx`]): the plan, the reporters, who we are,
 //! the error count, the hard-link map and the descriptor budget.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::BorrowedFd;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -34,6 +35,9 @@ pub(crate) struct Ctx<'a> {
     /// With several operands: the (dev, ino) of every destination an operand created, so a
     /// later operand of the same name is refused (cp's "will not overwrite just-created").
     pub created: Option<Mutex<HashSet<(u64, u64)>>>,
+    /// `-v --backup`: the backup name each destination path was renamed to, until its `-v`
+    /// line is printed (cp's `'SRC' -> 'DST' (backup: 'DST~')`).
+    pub backups: Mutex<HashMap<PathBuf, PathBuf>>,
 }
 
 impl Ctx<'_> {

@@ -90,7 +90,12 @@ pub(crate) fn make(ctx: &Ctx<'_>, src: &Path, target: &Path) -> Result<Parents, 
                 _ => CopyError::io(Op::OpenDir, &dst_path, e),
             })?;
         if created && ctx.plan.verbose {
-            ctx.reporter.copied(&src_prefix, &dst_path);
+            // GNU cp 9.1 prints these without quotes.
+            ctx.reporter.verbose_line(&format!(
+                "{} -> {}",
+                src_prefix.display(),
+                dst_path.display()
+            ));
         }
         let src_fd = sys::open_dir(cwd, &src_c, true)
             .map_err(|e| CopyError::io(Op::OpenDir, &src_prefix, e))?;

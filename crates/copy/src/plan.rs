@@ -459,6 +459,9 @@ impl CopyPlan {
                 let dst = if into {
                     match last_component(src) {
                         Some(name) => target.join(name),
+                        // `cp -r src/. dir`: the contents go into dir itself, named
+                        // `dir/.` as cp names them (`'src/./f' -> 'dir/./f'`).
+                        None if ends_in_dot(src) => target.join("."),
                         None => target.to_path_buf(),
                     }
                 } else {
@@ -505,7 +508,7 @@ impl CopyPlan {
 }
 
 /// The last component of `path` as cp names it in a target directory: `a/b/` is `b`, and
-/// `a/.` or `.` is `None` (the directory's contents go straight into the target). Unlike
+/// `a/.`, `.` or `..` is `None` (the directory's contents go straight into the target). Unlike
 /// `Path::file_name`, which reads `a/.` as `a`.
 fn last_component(path: &Path) -> Option<&std::ffi::OsStr> {
     use std::os::unix::ffi::OsStrExt;
@@ -519,9 +522,17 @@ fn last_component(path: &Path) -> Option<&std::ffi::OsStr> {
         None => trimmed,
     };
     match name {
-        b"." => None,
+        // cp copies `a/..` into the target too, not into its parent.
+        b"." | b".." => None,
         _ => Some(std::ffi::OsStr::from_bytes(name)),
     }
+}
+
+/// True when the last component of `path` is `.` or `..` (trailing slashes aside).
+fn ends_in_dot(path: &Path) -> bool {
+    let bytes = path.as_os_str().as_encoded_bytes();
+    let end = bytes.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    bytes[..end].ends_with(b".") && (end == 1 || matches!(bytes[end - 2], b'/' | b'.'))
 }
 
 /// An `--atomic` temporary (`.NAME.ringio-PID-N`).
@@ -597,7 +608,9 @@ mod tests {
         assert_eq!(last("a/."), None);
         assert_eq!(last("."), None);
         assert_eq!(last("/"), None);
-        assert_eq!(last(".."), Some("..".into()));
+        assert_eq!(last(".."), None);
+        assert!(ends_in_dot(Path::new("a/./")) && ends_in_dot(Path::new("..")));
+        assert!(!ends_in_dot(Path::new("a.")) && !ends_in_dot(Path::new("/")));
     }
 
     #[test]

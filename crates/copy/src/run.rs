@@ -115,6 +115,7 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
         dir_budget,
         xattr_warned: AtomicBool::new(false),
         created: (plan.roots.len() > 1).then(Default::default),
+        backups: Default::default(),
     };
     let engine_name = match (plan.engine, use_uring) {
         (Engine::Uring, false) => "sync (io_uring unavailable)",
@@ -326,6 +327,9 @@ fn start_root<'a>(ctx: &'a Ctx<'a>, queue: &Queue<'a>, root: &CopyRoot) -> Resul
     };
     let dst_stat = sys::fstatx(dst.as_fd()).map_err(|e| CopyError::io(Op::Stat, &root.dst, e))?;
     let dst_setgid = dst_stat.mode & libc::S_ISGID != 0;
+    if fresh && plan.verbose {
+        ctx.reporter.copied(&root.src, &root.dst);
+    }
     let names = RootNames {
         src: root.src.clone(),
         dst: root.dst.clone(),

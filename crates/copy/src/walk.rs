@@ -160,7 +160,14 @@ pub(crate) fn make_dst_dir(
         }
     };
     match sys::open_dir(parent.dst_fd(), name, false) {
-        Ok(fd) => Some((fd, fresh)),
+        Ok(fd) => {
+            // cp -v names each directory it makes, before its contents.
+            if fresh && ctx.plan.verbose {
+                ctx.reporter
+                    .copied(&parent.src_path(Some(name)), &parent.dst_path(Some(name)));
+            }
+            Some((fd, fresh))
+        }
         Err(e)
             if e.raw_os_error() == Some(libc::ENOTDIR) || e.raw_os_error() == Some(libc::ELOOP) =>
         {

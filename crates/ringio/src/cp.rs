@@ -301,6 +301,10 @@ impl ringio_copy::Reporter for Terminal {
         );
     }
 
+    fn verbose_line(&self, line: &str) {
+        self.line(false, line);
+    }
+
     fn note(&self, msg: &str) {
         self.line(true, &format!("{}: {msg}", crate::argv::program()));
     }

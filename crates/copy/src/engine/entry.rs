@@ -303,10 +303,18 @@ pub(crate) fn check_existing(
             .map_err(|e| CopyError::io(Op::ReadDir, dir.dst_path(None), e))?;
         rustix::fs::renameat(dir.dst_fd(), dst, dir.dst_fd(), aside.as_c_str())
             .map_err(|e| CopyError::io(Op::Rename, dst_path(), io::Error::from(e)))?;
+        if plan.verbose {
+            let aside = dir.dst_path(Some(&aside));
+            ctx.backups
+                .lock()
+                .expect("backups lock")
+                .insert(dst_path(), aside);
+        }
         return Ok(Some(Existing::Nothing));
     }
     if replace {
         remove_then(dir, dst, || Ok(())).map_err(|e| CopyError::io(Op::Remove, dst_path(), e))?;
+        said_removed(ctx, &dst_path());
         return Ok(Some(Existing::Nothing));
     }
     Ok(Some(Existing::Open {
@@ -481,7 +489,10 @@ pub(crate) fn open_pair(
                 // -f: an existing file that cannot be opened for writing is removed and
                 // created anew (never a dangling symlink's target: that stays an error).
                 Err(_) if ctx.plan.force && target.is_some() => (
-                    remove_then(dir, dst, || create(dir.dst_fd(), dst)),
+                    remove_then(dir, dst, || {
+                        said_removed(ctx, &dir.dst_path(Some(dst)));
+                        create(dir.dst_fd(), dst)
+                    }),
                     true,
                     true,
                     source_stream,
@@ -533,6 +544,14 @@ fn complete_already(
 /// True under `--resume`.
 fn resuming(ctx: &Ctx<'_>) -> bool {
     matches!(ctx.plan.overwrite, Overwrite::Resume(_))
+}
+
+/// `-v`: cp's line for a destination removed before it is created anew.
+fn said_removed(ctx: &Ctx<'_>, path: &std::path::Path) {
+    if ctx.plan.verbose {
+        ctx.reporter
+            .verbose_line(&format!("removed '{}'", path.display()));
+    }
 }
 
 fn remove_then<T>(

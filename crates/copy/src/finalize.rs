@@ -77,6 +77,9 @@ pub(crate) fn file(
         let mode = base_mode(ctx.plan, stat, false) & !ctx.umask;
         sys::fchmod(dst, mode).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
     }
+    if preserve.mode && !preserve.xattr {
+        xattr::copy_acls(src, dst, false).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+    }
     if preserve.timestamps {
         sys::futimens(dst, stat.atime, stat.mtime)
             .map_err(|e| CopyError::io(Op::SetTimes, path(), e))?;
@@ -154,6 +157,11 @@ pub(crate) fn directory(
         if fresh && mode == dir_create_mode(ctx.plan, stat) & !ctx.umask {
             // Created with exactly this mode already.
         } else if let Err(e) = sys::fchmod(dst, mode) {
+            ctx.fail(CopyError::io(Op::SetMode, path(), e));
+        }
+    }
+    if preserve.mode && !preserve.xattr {
+        if let Err(e) = xattr::copy_acls(src, dst, true) {
             ctx.fail(CopyError::io(Op::SetMode, path(), e));
         }
     }

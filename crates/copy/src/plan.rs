@@ -432,7 +432,7 @@ impl CopyPlan {
         let into = match into_directory {
             Some(true) => {
                 if !target_is_dir {
-                    return Err(not_a_directory(target));
+                    return Err(not_a_directory(target, true));
                 }
                 true
             }
@@ -447,7 +447,7 @@ impl CopyPlan {
             }
             None if sources.len() > 1 => {
                 if !target_is_dir {
-                    return Err(not_a_directory(target));
+                    return Err(not_a_directory(target, false));
                 }
                 true
             }
@@ -541,14 +541,23 @@ fn is_temp_of_ours(name: &std::ffi::OsStr) -> bool {
     crate::resume::is_temp_name(name.as_bytes())
 }
 
-fn not_a_directory(target: &Path) -> CopyError {
-    match fs::metadata(target) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => CopyError::Refused(format!(
-            "target '{}': No such file or directory",
-            target.display()
-        )),
-        _ => CopyError::Refused(format!("target '{}' is not a directory", target.display())),
-    }
+/// cp's words for a target that is not a usable directory: `target directory 'T': REASON`
+/// for `-t T`, `target 'T': REASON` for the last of several operands.
+fn not_a_directory(target: &Path, named_by_t: bool) -> CopyError {
+    let why = match fs::metadata(target) {
+        Err(e) => e,
+        Ok(_) => io::Error::from_raw_os_error(libc::ENOTDIR),
+    };
+    let what = if named_by_t {
+        "target directory"
+    } else {
+        "target"
+    };
+    CopyError::Refused(format!(
+        "{what} '{}': {}",
+        target.display(),
+        crate::error::reason(&why)
+    ))
 }
 
 /// Refuses `dst` when it lies inside the directory `src` (cp: "cannot copy a directory into

@@ -335,6 +335,10 @@ pub struct CopyPlan {
     /// An explicit `--no-preserve=mode`: new entries get the default modes (0666, 0777 for
     /// directories, less the umask) instead of their source's.
     pub default_modes: bool,
+    /// `--debug`: after each regular file's `-v` line, how its data moved (GNU cp's
+    /// `copy offload: ..., reflink: ..., sparse detection: ...`). Every file then takes the
+    /// synchronous path whole.
+    pub debug: bool,
     /// `-i`: ask (through [`crate::Reporter::confirm`]) before overwriting an existing entry.
     pub interactive: bool,
 }
@@ -369,6 +373,7 @@ impl CopyPlan {
             link: LinkMode::Copy,
             attributes_only: false,
             default_modes: false,
+            debug: false,
             interactive: false,
         }
     }
@@ -388,6 +393,7 @@ impl CopyPlan {
             && self.sparse != Sparse::Always
             && self.link == LinkMode::Copy
             && !self.attributes_only
+            && !self.debug
     }
 
     /// `--resume` of `cp -r SRC DST` where DST is now a directory: true when DST is the copy an

@@ -31,7 +31,7 @@ pub fn invoked_as_cp(argv0: Option<&OsStr>) -> bool {
     as_cp
 }
 
-/// GNU cp 9.1's long options. A prefix that fits exactly one of them means it, as getopt_long
+/// GNU cp 9.1's long options (and 9.2's --debug). A prefix that fits exactly one of them means it, as getopt_long
 /// reads it, even where ringio's own options share the prefix (`--b` is `--backup`, not
 /// `--bs`).
 const GNU_CP_LONG: &[&str] = &[
@@ -39,6 +39,7 @@ const GNU_CP_LONG: &[&str] = &[
     "attributes-only",
     "backup",
     "copy-contents",
+    "debug",
     "dereference",
     "force",
     "interactive",

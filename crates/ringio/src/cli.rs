@@ -272,6 +272,12 @@ pub struct CpArgs {
     #[arg(short = 'v', long)]
     pub verbose: bool,
 
+    /// Like -v, and after each regular file how its data moved, in GNU cp's words (`copy
+    /// offload: yes, reflink: unsupported, sparse detection: no`). Files are then copied one
+    /// whole file at a time on the synchronous path.
+    #[arg(long)]
+    pub debug: bool,
+
     /// Show a live progress bar on stderr (when it is a terminal): bytes and files done of the
     /// total, rate and ETA. The total is counted beside the copy; a spinner shows until then.
     /// At the end, one line: entries, directories, bytes, time and engine.

@@ -186,7 +186,7 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         force: args.force,
         engine: args.engine.0,
         tuning,
-        verbose: args.verbose,
+        verbose: args.verbose || args.debug,
         sparse: match args.sparse {
             SparseWhen::Auto => Sparse::Auto,
             SparseWhen::Always => Sparse::Always,
@@ -208,6 +208,7 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         attributes_only: args.attributes_only,
         interactive: args.interactive,
         default_modes,
+        debug: args.debug,
     })
 }
 

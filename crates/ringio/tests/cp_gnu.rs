@@ -194,6 +194,56 @@ fn verbose_prints_only_gnu_lines() {
     );
 }
 
+/// --debug: -v, and after each regular file GNU cp's line on how its data moved.
+#[test]
+fn debug_reports_how_data_moved() {
+    let scratch = Scratch::new();
+    let dir = scratch.path();
+    write_file(scratch.join("f"), vec![7u8; 100_000]);
+    let sparse = std::fs::File::create(scratch.join("sparse")).unwrap();
+    sparse.set_len(4 << 20).unwrap();
+    drop(sparse);
+    let cp = |args: &[&str]| {
+        let out = Cp::named_cp(dir).current_dir(dir).args(args).run();
+        assert_success(&out);
+        stdout(&out)
+    };
+    let line = |out: &str| {
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        assert!(
+            lines[0].starts_with('\'') && lines[0].contains(" -> "),
+            "{out}"
+        );
+        lines[1].to_string()
+    };
+    let plain = line(&cp(&["--debug", "f", "g"]));
+    assert!(
+        plain.starts_with("copy offload: ") && plain.ends_with(", sparse detection: no"),
+        "{plain}"
+    );
+    assert!(plain.contains(", reflink: "), "{plain}");
+    let never = line(&cp(&["--debug", "--reflink=never", "f", "h"]));
+    assert_eq!(
+        never,
+        "copy offload: avoided, reflink: no, sparse detection: no"
+    );
+    let holes = line(&cp(&["--debug", "sparse", "s2"]));
+    assert!(holes.ends_with("sparse detection: SEEK_HOLE"), "{holes}");
+    let zeros = line(&cp(&["--debug", "--sparse=always", "f", "z"]));
+    assert!(
+        zeros.ends_with("sparse detection: SEEK_HOLE + zeros"),
+        "{zeros}"
+    );
+    assert_eq!(read(scratch.join("z")).len(), 100_000);
+    // No data, no line: links and --attributes-only.
+    assert_eq!(cp(&["--debug", "-l", "f", "hard"]), "'f' -> 'hard'\n");
+    assert_eq!(
+        cp(&["--debug", "--attributes-only", "f", "attrs"]),
+        "'f' -> 'attrs'\n"
+    );
+}
+
 /// -i: GNU's prompt on stderr, one line read from stdin, y or Y to overwrite; a refusal is no
 /// error and -v then prints nothing. The prompt comes before the directory check.
 #[test]

@@ -663,7 +663,9 @@ fn copy_opened<'a>(
             }
         };
     }
+    // --debug reports each file's copy whole, so it is not split.
     let split = tuning.threads > 1
+        && !ctx.plan.debug
         && tuning.chunk_size > 0
         && weight >= 2 * tuning.chunk_size
         && mover.data_path().splits_files();
@@ -697,7 +699,12 @@ fn copy_opened<'a>(
         }
     };
     ctx.progress.bytes.fetch_add(copied, Ordering::Relaxed);
-    finish_file(ctx, dir, src, dst, pair, stat, copied)
+    let finished = finish_file(ctx, dir, src, dst, pair, stat, copied);
+    if ctx.plan.debug {
+        // After the -v line, as GNU cp prints it.
+        ctx.reporter.verbose_line(&mover.data_path().report.line());
+    }
+    finished
 }
 
 fn split_into_chunks<'a>(

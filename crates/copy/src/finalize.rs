@@ -39,15 +39,29 @@ fn omitted(plan: &CopyPlan, stat: &Stat) -> u32 {
         }
 }
 
-/// Mode a new file is created with. The kernel applies the umask on top.
-pub(crate) fn create_mode(plan: &CopyPlan, stat: &Stat) -> u32 {
-    base_mode(plan, stat, false) & !omitted(plan, stat)
+/// Bits a new file leaves out while written: [`omitted`], except in a directory this run made
+/// (`fresh_dir`), whose own mode keeps everyone else out until it is finished. So only files
+/// written into existing directories pay a chmod for it.
+fn file_omitted(plan: &CopyPlan, stat: &Stat, fresh_dir: bool) -> u32 {
+    if fresh_dir {
+        0
+    } else {
+        omitted(plan, stat)
+    }
+}
+
+/// Mode a new file is created with in its directory (`fresh_dir`: made by this run). The
+/// kernel applies the umask on top.
+pub(crate) fn create_mode(plan: &CopyPlan, stat: &Stat, fresh_dir: bool) -> u32 {
+    base_mode(plan, stat, false) & !file_omitted(plan, stat, fresh_dir)
 }
 
 /// Applies metadata to a regular file's destination descriptor after its content is written.
-/// `created` says the file was made by this run with [`create_mode`].
+/// `created` says the file was made by this run with [`create_mode`], in a directory this
+/// run made when `fresh_dir`.
 /// `dst_setgid`: the destination directory is (or may be) setgid, so a new file took its group.
 /// `path` names the destination in messages.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn file(
     ctx: &Ctx<'_>,
     dst_setgid: bool,
@@ -55,6 +69,7 @@ pub(crate) fn file(
     dst: BorrowedFd<'_>,
     stat: &Stat,
     created: bool,
+    fresh_dir: bool,
     path: &dyn Fn() -> PathBuf,
 ) -> Result<(), CopyError> {
     let preserve = ctx.plan.preserve;
@@ -69,10 +84,10 @@ pub(crate) fn file(
     if preserve.xattr {
         xattrs(ctx, src, dst, path)?;
     }
-    if preserve.mode && (!created || needs_chmod(ctx, stat)) {
+    if preserve.mode && (!created || needs_chmod(ctx, stat, fresh_dir)) {
         sys::fchmod(dst, kept_perm(stat, owner_kept))
             .map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
-    } else if !preserve.mode && created && omitted(ctx.plan, stat) != 0 {
+    } else if !preserve.mode && created && file_omitted(ctx.plan, stat, fresh_dir) != 0 {
         // Created without group/other bits while it was written: give them back.
         let mode = base_mode(ctx.plan, stat, false) & !ctx.umask;
         sys::fchmod(dst, mode).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
@@ -88,8 +103,8 @@ pub(crate) fn file(
 }
 
 /// True when the mode a file was created with (after the umask) differs from the source's.
-fn needs_chmod(ctx: &Ctx<'_>, stat: &Stat) -> bool {
-    stat.perm() != (create_mode(ctx.plan, stat) & !ctx.umask)
+fn needs_chmod(ctx: &Ctx<'_>, stat: &Stat, fresh_dir: bool) -> bool {
+    stat.perm() != (create_mode(ctx.plan, stat, fresh_dir) & !ctx.umask)
 }
 
 /// Owner and group as cp does it: root sets both; anyone else tries the group alone, and a

@@ -101,6 +101,7 @@ pub(crate) fn finish_file(
         pair.dst.as_fd(),
         stat,
         pair.created,
+        dir.fresh,
         &path,
     );
     place(ctx, dir, dst, pair)?;

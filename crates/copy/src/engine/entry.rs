@@ -432,7 +432,7 @@ pub(crate) fn open_pair(
             at,
             name,
             libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW,
-            finalize::create_mode(ctx.plan, stat),
+            finalize::create_mode(ctx.plan, stat, dir.fresh),
         )
     };
     if ctx.plan.atomic {
@@ -484,7 +484,7 @@ pub(crate) fn open_pair(
                 dir.dst_fd(),
                 dst,
                 flags,
-                finalize::create_mode(ctx.plan, stat),
+                finalize::create_mode(ctx.plan, stat, dir.fresh),
             ) {
                 // -f: an existing file that cannot be opened for writing is removed and
                 // created anew (never a dangling symlink's target: that stays an error).
@@ -536,7 +536,16 @@ fn complete_already(
     let same = resume::same_content(src, dst_fd.as_fd(), stat.size)
         .map_err(|e| CopyError::io(Op::Read, path(), e))?;
     if same && ctx.plan.preserve.any() {
-        finalize::file(ctx, dir.dst_setgid, src, dst_fd.as_fd(), stat, false, &path)?;
+        finalize::file(
+            ctx,
+            dir.dst_setgid,
+            src,
+            dst_fd.as_fd(),
+            stat,
+            false,
+            dir.fresh,
+            &path,
+        )?;
     }
     Ok(same)
 }

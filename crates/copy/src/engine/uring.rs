@@ -264,7 +264,7 @@ impl<'a> UringMover<'a> {
                 let open_dst =
                     opcode::OpenAt::new(types::Fd(dir.dst_fd().as_raw_fd()), op.name.as_ptr())
                         .flags(libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC)
-                        .mode(finalize::create_mode(ctx.plan, &stat))
+                        .mode(finalize::create_mode(ctx.plan, &stat, dir.fresh))
                         .build()
                         .user_data(user_data(slot, TAG_OPEN_DST));
                 self.push(&[open_src.flags(squeue::Flags::IO_LINK), open_dst], queue);
@@ -394,7 +394,16 @@ impl<'a> UringMover<'a> {
             // SAFETY: likewise op.src.
             let src = unsafe { BorrowedFd::borrow_raw(op.src) };
             let path = || op.dir.dst_path(Some(&op.name));
-            if let Err(e) = finalize::file(ctx, op.dir.dst_setgid, src, dst, &stat, true, &path) {
+            if let Err(e) = finalize::file(
+                ctx,
+                op.dir.dst_setgid,
+                src,
+                dst,
+                &stat,
+                true,
+                op.dir.fresh,
+                &path,
+            ) {
                 op.error = Some(e);
             }
         }
@@ -545,7 +554,7 @@ impl<'a> UringMover<'a> {
             dir.dst_fd(),
             name,
             flags,
-            finalize::create_mode(ctx.plan, &stat),
+            finalize::create_mode(ctx.plan, &stat, dir.fresh),
         ) {
             Ok(fd) => fd,
             Err(e) => {

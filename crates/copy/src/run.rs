@@ -188,43 +188,56 @@ fn run_wave<'a>(ctx: &'a Ctx<'a>, roots: &[&CopyRoot], threads: usize, use_uring
             ctx.fail(e);
         }
     }
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                let tuning = &plan.tuning;
-                let mut mover: Box<dyn Mover<'_>> = match plan.engine {
-                    Engine::ReadWrite => Box::new(SyncMover::new(DataPath::new(plan, false))),
-                    Engine::Aio | Engine::CopyRange | Engine::Sendfile | Engine::Splice => {
-                        let method = plan.engine.method().expect("an alternative engine");
-                        let plain_below = match plan.engine {
-                            Engine::Aio => tuning.small_file_threshold,
-                            _ => 0,
-                        };
-                        Box::new(SyncMover::new(DataPath::with_method(plan, method, plain_below)))
-                    }
-                    Engine::Uring if use_uring => {
-                        match UringMover::new(
-                            tuning.queue_depth,
-                            tuning.small_file_threshold,
-                            tuning.ring_only,
-                            DataPath::new(plan, true),
-                        ) {
-                            Ok(m) => Box::new(m),
-                            Err(e) => {
-                                if plan.verbose {
-                                    reporter.note(&format!(
-                                        "io_uring setup failed ({e}); this worker copies synchronously"
-                                    ));
-                                }
-                                Box::new(SyncMover::new(DataPath::new(plan, true)))
-                            }
-                        }
-                    }
-                    Engine::Uring => Box::new(SyncMover::new(DataPath::new(plan, true))),
+    let work = || {
+        let tuning = &plan.tuning;
+        let mut mover: Box<dyn Mover<'_>> = match plan.engine {
+            Engine::ReadWrite => Box::new(SyncMover::new(DataPath::new(plan, false))),
+            Engine::Aio | Engine::CopyRange | Engine::Sendfile | Engine::Splice => {
+                let method = plan.engine.method().expect("an alternative engine");
+                let plain_below = match plan.engine {
+                    Engine::Aio => tuning.small_file_threshold,
+                    _ => 0,
                 };
-                walk::worker(ctx, &queue, mover.as_mut());
-            });
+                Box::new(SyncMover::new(DataPath::with_method(
+                    plan,
+                    method,
+                    plain_below,
+                )))
+            }
+            Engine::Uring if use_uring => {
+                match UringMover::new(
+                    tuning.queue_depth,
+                    tuning.small_file_threshold,
+                    tuning.ring_only,
+                    DataPath::new(plan, true),
+                ) {
+                    Ok(m) => Box::new(m),
+                    Err(e) => {
+                        if plan.verbose {
+                            reporter.note(&format!(
+                                "io_uring setup failed ({e}); this worker copies synchronously"
+                            ));
+                        }
+                        Box::new(SyncMover::new(DataPath::new(plan, true)))
+                    }
+                }
+            }
+            Engine::Uring => Box::new(SyncMover::new(DataPath::new(plan, true))),
+        };
+        walk::worker(ctx, &queue, mover.as_mut());
+    };
+    std::thread::scope(|scope| {
+        // Under a thread or memory limit (ulimit -u, ulimit -v) fewer workers start; the
+        // caller's own thread is the last one, so the copy always runs.
+        for _ in 1..threads {
+            if std::thread::Builder::new()
+                .spawn_scoped(scope, work)
+                .is_err()
+            {
+                break;
+            }
         }
+        work();
     });
     for made in made_parents {
         made.finish(ctx);

@@ -9,6 +9,21 @@ use std::os::fd::BorrowedFd;
 use crate::plan::{Backup, BackupMode};
 use crate::sys;
 
+/// The backup path for `path` (`cp -fb F F` copies F to it instead of onto itself).
+pub fn backup_path(path: &std::path::Path, backup: &Backup) -> io::Result<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = path.file_name().ok_or(io::ErrorKind::InvalidInput)?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    let parent_c = CString::new(parent.as_os_str().as_bytes())?;
+    let dir = sys::open_dir(rustix::fs::CWD, &parent_c, true)?;
+    let name_c = CString::new(name.as_bytes())?;
+    let backup_name = name_for(std::os::fd::AsFd::as_fd(&dir), &name_c, backup)?;
+    Ok(path.with_file_name(std::ffi::OsStr::from_bytes(backup_name.to_bytes())))
+}
+
 /// The backup name for `name` in `dir`.
 pub(crate) fn name_for(dir: BorrowedFd<'_>, name: &CStr, backup: &Backup) -> io::Result<CString> {
     let simple = || {

@@ -224,6 +224,7 @@ mod tests {
 
     fn plan_for(src: &std::path::Path, dst: &std::path::Path) -> CopyPlan {
         let root = CopyRoot {
+            parents: None,
             src: src.to_path_buf(),
             dst: dst.to_path_buf(),
         };

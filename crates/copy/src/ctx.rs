@@ -1,8 +1,9 @@
 //! The state of one run that every worker shares ([`Ctx`]): the plan, the reporters, who we are,
 //! the error count, the hard-link map and the descriptor budget.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::BorrowedFd;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -37,6 +38,9 @@ pub(crate) struct Ctx<'a> {
     pub created: Option<Mutex<HashSet<(u64, u64)>>>,
     /// A run spread over MPI ranks (`cp --mpi`): this rank's part.
     pub share: Option<RankShare>,
+    /// `-v --backup`: the backup name each destination path was renamed to, until its `-v`
+    /// line is printed (cp's `'SRC' -> 'DST' (backup: 'DST~')`).
+    pub backups: Mutex<HashMap<PathBuf, PathBuf>>,
 }
 
 impl Ctx<'_> {

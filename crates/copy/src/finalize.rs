@@ -8,20 +8,60 @@ use std::path::PathBuf;
 
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
-use crate::plan::Overwrite;
+use crate::plan::{CopyPlan, Overwrite};
 use crate::sys::{self, Stat};
 use crate::xattr::{self, XattrError};
 use std::sync::atomic::Ordering;
 
-/// Mode a new file or directory is created with. The kernel applies the umask on top.
-pub(crate) fn create_mode(stat: &Stat) -> u32 {
-    stat.perm() & 0o777
+/// The permission bits of a new entry whose mode is not preserved, before the umask: the
+/// source's, or under an explicit `--no-preserve=mode` the defaults (0666, 0777 for a
+/// directory).
+fn base_mode(plan: &CopyPlan, stat: &Stat, dir: bool) -> u32 {
+    match (plan.default_modes, dir) {
+        (true, false) => 0o666,
+        (true, true) => 0o777,
+        (false, _) => stat.perm() & 0o777,
+    }
+}
+
+/// Bits left out of a new entry until its owner and mode are final, as cp does, so nobody
+/// can open it in between: group and other under --preserve=ownership, their write bits under
+/// --preserve=mode.
+fn omitted(plan: &CopyPlan, stat: &Stat) -> u32 {
+    let preserve = plan.preserve;
+    stat.perm()
+        & if preserve.ownership {
+            0o077
+        } else if preserve.mode {
+            0o022
+        } else {
+            0
+        }
+}
+
+/// Bits a new file leaves out while written: [`omitted`], except in a directory this run made
+/// (`fresh_dir`), whose own mode keeps everyone else out until it is finished. So only files
+/// written into existing directories pay a chmod for it.
+fn file_omitted(plan: &CopyPlan, stat: &Stat, fresh_dir: bool) -> u32 {
+    if fresh_dir {
+        0
+    } else {
+        omitted(plan, stat)
+    }
+}
+
+/// Mode a new file is created with in its directory (`fresh_dir`: made by this run). The
+/// kernel applies the umask on top.
+pub(crate) fn create_mode(plan: &CopyPlan, stat: &Stat, fresh_dir: bool) -> u32 {
+    base_mode(plan, stat, false) & !file_omitted(plan, stat, fresh_dir)
 }
 
 /// Applies metadata to a regular file's destination descriptor after its content is written.
-/// `created` says the file was made by this run with [`create_mode`].
+/// `created` says the file was made by this run with [`create_mode`], in a directory this
+/// run made when `fresh_dir`.
 /// `dst_setgid`: the destination directory is (or may be) setgid, so a new file took its group.
 /// `path` names the destination in messages.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn file(
     ctx: &Ctx<'_>,
     dst_setgid: bool,
@@ -29,21 +69,31 @@ pub(crate) fn file(
     dst: BorrowedFd<'_>,
     stat: &Stat,
     created: bool,
+    fresh_dir: bool,
     path: &dyn Fn() -> PathBuf,
 ) -> Result<(), CopyError> {
     let preserve = ctx.plan.preserve;
     // A file this run created already belongs to us, and to our group unless its directory is
     // setgid: skip the chown when that is already the source's owner and group.
     let owned_already = created && stat.uid == ctx.euid && stat.gid == ctx.egid && !dst_setgid;
+    let mut owner_kept = true;
     if preserve.ownership && !owned_already {
-        chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid))
+        owner_kept = chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid))
             .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
     }
     if preserve.xattr {
         xattrs(ctx, src, dst, path)?;
     }
-    if preserve.mode && (!created || needs_chmod(ctx, stat)) {
-        sys::fchmod(dst, stat.perm()).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+    if preserve.mode && (!created || needs_chmod(ctx, stat, fresh_dir)) {
+        sys::fchmod(dst, kept_perm(stat, owner_kept))
+            .map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+    } else if !preserve.mode && created && file_omitted(ctx.plan, stat, fresh_dir) != 0 {
+        // Created without group/other bits while it was written: give them back.
+        let mode = base_mode(ctx.plan, stat, false) & !ctx.umask;
+        sys::fchmod(dst, mode).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+    }
+    if preserve.mode && !preserve.xattr {
+        xattr::copy_acls(src, dst, false).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
     }
     if preserve.timestamps {
         sys::futimens(dst, stat.atime, stat.mtime)
@@ -53,19 +103,35 @@ pub(crate) fn file(
 }
 
 /// True when the mode a file was created with (after the umask) differs from the source's.
-fn needs_chmod(ctx: &Ctx<'_>, stat: &Stat) -> bool {
-    stat.perm() != (create_mode(stat) & !ctx.umask)
+fn needs_chmod(ctx: &Ctx<'_>, stat: &Stat, fresh_dir: bool) -> bool {
+    stat.perm() != (create_mode(ctx.plan, stat, fresh_dir) & !ctx.umask)
 }
 
 /// Owner and group as cp does it: root sets both; anyone else tries the group alone, and a
-/// refusal there is not an error (the file simply keeps the caller's group).
-fn chown(ctx: &Ctx<'_>, stat: &Stat, call: impl Fn(u32, u32) -> io::Result<()>) -> io::Result<()> {
+/// refusal there is not an error (the file simply keeps the caller's group). Returns true
+/// when the copy now has the source's owner and group.
+fn chown(
+    ctx: &Ctx<'_>,
+    stat: &Stat,
+    call: impl Fn(u32, u32) -> io::Result<()>,
+) -> io::Result<bool> {
     if ctx.is_root {
-        return call(stat.uid, stat.gid);
+        return call(stat.uid, stat.gid).map(|()| true);
     }
     match call(u32::MAX, stat.gid) {
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => Ok(()),
-        other => other,
+        Ok(()) => Ok(stat.uid == ctx.euid),
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The mode to preserve: without the source's owner, cp drops setuid, setgid and sticky, so
+/// a copy never gains privileges in someone else's name.
+fn kept_perm(stat: &Stat, owner_kept: bool) -> u32 {
+    if owner_kept {
+        stat.perm()
+    } else {
+        stat.perm() & 0o777
     }
 }
 
@@ -80,9 +146,11 @@ pub(crate) fn directory(
     path: &dyn Fn() -> PathBuf,
 ) {
     let preserve = ctx.plan.preserve;
+    let mut owner_kept = true;
     if preserve.ownership {
-        if let Err(e) = chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid)) {
-            ctx.fail(CopyError::io(Op::SetOwner, path(), e));
+        match chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid)) {
+            Ok(kept) => owner_kept = kept,
+            Err(e) => ctx.fail(CopyError::io(Op::SetOwner, path(), e)),
         }
     }
     if preserve.xattr {
@@ -92,18 +160,23 @@ pub(crate) fn directory(
     }
     // A fresh directory was made with owner rwx so it could be filled; give it its real mode.
     let mode = if preserve.mode {
-        Some(stat.perm())
+        Some(kept_perm(stat, owner_kept))
     } else if fresh || matches!(ctx.plan.overwrite, Overwrite::Resume(_)) {
         // (Under --resume an existing directory is taken to be an interrupted run's.)
         // cp keeps the sticky bit of a new directory, drops setuid/setgid, applies the umask.
-        Some(stat.perm() & 0o1777 & !ctx.umask)
+        Some((base_mode(ctx.plan, stat, true) | (stat.perm() & 0o1000)) & !ctx.umask)
     } else {
         None
     };
     if let Some(mode) = mode {
-        if fresh && mode == dir_create_mode(stat) & !ctx.umask {
+        if fresh && mode == dir_create_mode(ctx.plan, stat) & !ctx.umask {
             // Created with exactly this mode already.
         } else if let Err(e) = sys::fchmod(dst, mode) {
+            ctx.fail(CopyError::io(Op::SetMode, path(), e));
+        }
+    }
+    if preserve.mode && !preserve.xattr {
+        if let Err(e) = xattr::copy_acls(src, dst, true) {
             ctx.fail(CopyError::io(Op::SetMode, path(), e));
         }
     }
@@ -139,9 +212,10 @@ fn xattrs(
     }
 }
 
-/// Mode a new directory is created with: its own bits, plus owner rwx so it can be filled.
-pub(crate) fn dir_create_mode(stat: &Stat) -> u32 {
-    (stat.perm() & 0o777) | 0o700
+/// Mode a new directory is created with: its own bits (less [`omitted`]), plus owner rwx so
+/// it can be filled.
+pub(crate) fn dir_create_mode(plan: &CopyPlan, stat: &Stat) -> u32 {
+    (base_mode(plan, stat, true) & !omitted(plan, stat)) | 0o700
 }
 
 /// Owner and times of a symlink or special file, set on the entry itself.
@@ -154,12 +228,14 @@ pub(crate) fn entry_at(
     path: &dyn Fn() -> PathBuf,
 ) -> Result<(), CopyError> {
     let preserve = ctx.plan.preserve;
+    let mut owner_kept = true;
     if preserve.ownership {
-        chown(ctx, stat, |uid, gid| sys::lchownat(dir, name, uid, gid))
+        owner_kept = chown(ctx, stat, |uid, gid| sys::lchownat(dir, name, uid, gid))
             .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
     }
     if preserve.mode && !is_symlink {
-        sys::fchmodat(dir, name, stat.perm()).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+        sys::fchmodat(dir, name, kept_perm(stat, owner_kept))
+            .map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
     }
     if preserve.timestamps {
         sys::lutimensat(dir, name, stat.atime, stat.mtime)

@@ -26,6 +26,7 @@ pub mod item;
 mod links;
 mod node;
 mod opened;
+mod parents;
 mod plan;
 mod progress;
 mod queue;
@@ -40,11 +41,12 @@ pub mod verify;
 pub mod walk;
 mod xattr;
 
+pub use backup::backup_path;
 pub use engine::uring_available;
 pub use error::{CopyError, Op};
 pub use plan::{
-    Backup, BackupMode, CopyPlan, CopyRoot, Dereference, Engine, Overwrite, Preserve, Reflink,
-    Resume, Sparse, Tuning,
+    Backup, BackupMode, CopyPlan, CopyRoot, Dereference, Engine, LinkMode, Overwrite, Preserve,
+    Reflink, Resume, Sparse, Tuning,
 };
 pub use progress::{Progress, Reporter, Summary};
 pub use run::copy;

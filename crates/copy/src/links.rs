@@ -35,8 +35,8 @@ impl LinkMap {
     /// its result as the copy later names link to. The lock is held across `create`, so a second
     /// name never races the creation of the first.
     ///
-    /// `replace_existing` (`--resume`): a name that is already there is made the link (unless
-    /// it is one already). `dst_dir` holds `dst`; `anchored` is `dst` as (root anchor, path relative to it), where
+    /// `replace_existing`: a name that is already there is made the link (unless it is one
+    /// already), as cp does except under -n and -i. `dst_dir` holds `dst`; `anchored` is `dst` as (root anchor, path relative to it), where
     /// later names find it (`None`: not reachable that way, so not remembered).
     pub fn link_or_create<T, E>(
         &self,
@@ -66,7 +66,8 @@ impl LinkMap {
                 return Ok(Linked::Linked);
             }
             if replace_existing && io::Error::last_os_error().raw_os_error() == Some(libc::EEXIST) {
-                // An interrupted run's name: already this link, or replaced by it.
+                // A name that exists already (an interrupted run's, or any under cp's rules):
+                // already this link, or replaced by it.
                 let first_copy = sys::statx_at(copy.anchor.as_fd(), &copy.path, false);
                 let existing = sys::statx_at(dst_dir, dst, false);
                 if let (Ok(a), Ok(b)) = (first_copy, existing) {

@@ -64,8 +64,21 @@ impl OpenedPair {
 pub(crate) fn count_done(ctx: &Ctx<'_>, dir: &DirNode<'_>, src: &CStr, dst: &CStr) {
     ctx.progress.files.fetch_add(1, Ordering::Relaxed);
     if ctx.plan.verbose {
-        ctx.reporter
-            .copied(&dir.src_path(Some(src)), &dir.dst_path(Some(dst)));
+        let dst = dir.dst_path(Some(dst));
+        let src = dir.src_path(Some(src));
+        let backup = match ctx.plan.backup {
+            Some(_) => ctx.backups.lock().expect("backups lock").remove(&dst),
+            None => None,
+        };
+        match backup {
+            Some(aside) => ctx.reporter.verbose_line(&format!(
+                "'{}' -> '{}' (backup: '{}')",
+                src.display(),
+                dst.display(),
+                aside.display()
+            )),
+            None => ctx.reporter.copied(&src, &dst),
+        }
     }
 }
 
@@ -88,6 +101,7 @@ pub(crate) fn finish_file(
         pair.dst.as_fd(),
         stat,
         pair.created,
+        dir.fresh,
         &path,
     );
     place(ctx, dir, dst, pair)?;

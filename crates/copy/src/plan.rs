@@ -207,6 +207,19 @@ pub enum Reflink {
     Never,
 }
 
+/// What each non-directory source becomes (cp's `-l`, `-s`). Directories are still created
+/// and walked under -r.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LinkMode {
+    /// A copy of its content.
+    #[default]
+    Copy,
+    /// `-l`: a hard link to the source.
+    Hard,
+    /// `-s`: a symbolic link whose target is the source's path as given.
+    Symbolic,
+}
+
 /// How an existing destination is saved before it is replaced (cp's `--backup`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackupMode {
@@ -268,6 +281,9 @@ pub struct CopyRoot {
     /// The destination path to create (already resolved: `DIR/basename(src)` when copying into a
     /// directory).
     pub dst: PathBuf,
+    /// `--parents`: the target directory under which the source's leading directories are
+    /// made before the copy (`dst` is then `DIR/src`).
+    pub parents: Option<PathBuf>,
 }
 
 /// Everything [`crate::copy`] needs, resolved and validated.
@@ -311,6 +327,20 @@ pub struct CopyPlan {
     pub direct: bool,
     /// `--copy-contents`: under -r, read special files (FIFOs, devices) as data too.
     pub copy_contents: bool,
+    /// `-l`, `-s`: links instead of copies.
+    pub link: LinkMode,
+    /// `--attributes-only`: metadata without data; a new file is created empty, an existing
+    /// one keeps its content.
+    pub attributes_only: bool,
+    /// An explicit `--no-preserve=mode`: new entries get the default modes (0666, 0777 for
+    /// directories, less the umask) instead of their source's.
+    pub default_modes: bool,
+    /// `--debug`: after each regular file's `-v` line, how its data moved (GNU cp's
+    /// `copy offload: ..., reflink: ..., sparse detection: ...`). Every file then takes the
+    /// synchronous path whole.
+    pub debug: bool,
+    /// `-i`: ask (through [`crate::Reporter::confirm`]) before overwriting an existing entry.
+    pub interactive: bool,
 }
 
 impl CopyPlan {
@@ -340,6 +370,11 @@ impl CopyPlan {
             one_file_system: false,
             direct: false,
             copy_contents: false,
+            link: LinkMode::Copy,
+            attributes_only: false,
+            default_modes: false,
+            debug: false,
+            interactive: false,
         }
     }
 
@@ -353,7 +388,12 @@ impl CopyPlan {
     /// final name (the io_uring pipeline, the in-place copy). Policies that must see every file
     /// go through the shared synchronous path instead.
     pub(crate) fn small_files_fast(&self) -> bool {
-        !self.atomic && self.reflink != Reflink::Always && self.sparse != Sparse::Always
+        !self.atomic
+            && self.reflink != Reflink::Always
+            && self.sparse != Sparse::Always
+            && self.link == LinkMode::Copy
+            && !self.attributes_only
+            && !self.debug
     }
 
     /// `--resume` of `cp -r SRC DST` where DST is now a directory: true when DST is the copy an
@@ -398,7 +438,7 @@ impl CopyPlan {
         let into = match into_directory {
             Some(true) => {
                 if !target_is_dir {
-                    return Err(not_a_directory(target));
+                    return Err(not_a_directory(target, true));
                 }
                 true
             }
@@ -413,7 +453,7 @@ impl CopyPlan {
             }
             None if sources.len() > 1 => {
                 if !target_is_dir {
-                    return Err(not_a_directory(target));
+                    return Err(not_a_directory(target, false));
                 }
                 true
             }
@@ -425,6 +465,9 @@ impl CopyPlan {
                 let dst = if into {
                     match last_component(src) {
                         Some(name) => target.join(name),
+                        // `cp -r src/. dir`: the contents go into dir itself, named
+                        // `dir/.` as cp names them (`'src/./f' -> 'dir/./f'`).
+                        None if ends_in_dot(src) => target.join("."),
                         None => target.to_path_buf(),
                     }
                 } else {
@@ -433,6 +476,37 @@ impl CopyPlan {
                 CopyRoot {
                     src: src.clone(),
                     dst,
+                    parents: None,
+                }
+            })
+            .collect())
+    }
+
+    /// `--parents`: each source keeps its whole path under the target directory
+    /// (`a/b/f DIR` becomes `DIR/a/b/f`).
+    pub fn resolve_parents(
+        sources: &[PathBuf],
+        target: &Path,
+        into_directory: Option<bool>,
+    ) -> Result<Vec<CopyRoot>, CopyError> {
+        let target_is_dir = fs::metadata(target).is_ok_and(|m| m.is_dir());
+        if into_directory == Some(false) || !target_is_dir {
+            return Err(CopyError::Refused(
+                "with --parents, the destination must be a directory".to_string(),
+            ));
+        }
+        Ok(sources
+            .iter()
+            .map(|src| {
+                use std::os::unix::ffi::OsStrExt;
+                let bytes = src.as_os_str().as_bytes();
+                let end = bytes.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+                let start = bytes[..end].iter().position(|&b| b != b'/').unwrap_or(end);
+                let rel = Path::new(std::ffi::OsStr::from_bytes(&bytes[start..end]));
+                CopyRoot {
+                    src: src.clone(),
+                    dst: target.join(rel),
+                    parents: Some(target.to_path_buf()),
                 }
             })
             .collect())
@@ -440,7 +514,7 @@ impl CopyPlan {
 }
 
 /// The last component of `path` as cp names it in a target directory: `a/b/` is `b`, and
-/// `a/.` or `.` is `None` (the directory's contents go straight into the target). Unlike
+/// `a/.`, `.` or `..` is `None` (the directory's contents go straight into the target). Unlike
 /// `Path::file_name`, which reads `a/.` as `a`.
 fn last_component(path: &Path) -> Option<&std::ffi::OsStr> {
     use std::os::unix::ffi::OsStrExt;
@@ -454,9 +528,17 @@ fn last_component(path: &Path) -> Option<&std::ffi::OsStr> {
         None => trimmed,
     };
     match name {
-        b"." => None,
+        // cp copies `a/..` into the target too, not into its parent.
+        b"." | b".." => None,
         _ => Some(std::ffi::OsStr::from_bytes(name)),
     }
+}
+
+/// True when the last component of `path` is `.` or `..` (trailing slashes aside).
+fn ends_in_dot(path: &Path) -> bool {
+    let bytes = path.as_os_str().as_encoded_bytes();
+    let end = bytes.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    bytes[..end].ends_with(b".") && (end == 1 || matches!(bytes[end - 2], b'/' | b'.'))
 }
 
 /// An `--atomic` temporary (`.NAME.ringio-PID-N`).
@@ -465,14 +547,23 @@ fn is_temp_of_ours(name: &std::ffi::OsStr) -> bool {
     crate::resume::is_temp_name(name.as_bytes())
 }
 
-fn not_a_directory(target: &Path) -> CopyError {
-    match fs::metadata(target) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => CopyError::Refused(format!(
-            "target '{}': No such file or directory",
-            target.display()
-        )),
-        _ => CopyError::Refused(format!("target '{}' is not a directory", target.display())),
-    }
+/// cp's words for a target that is not a usable directory: `target directory 'T': REASON`
+/// for `-t T`, `target 'T': REASON` for the last of several operands.
+fn not_a_directory(target: &Path, named_by_t: bool) -> CopyError {
+    let why = match fs::metadata(target) {
+        Err(e) => e,
+        Ok(_) => io::Error::from_raw_os_error(libc::ENOTDIR),
+    };
+    let what = if named_by_t {
+        "target directory"
+    } else {
+        "target"
+    };
+    CopyError::Refused(format!(
+        "{what} '{}': {}",
+        target.display(),
+        crate::error::reason(&why)
+    ))
 }
 
 /// Refuses `dst` when it lies inside the directory `src` (cp: "cannot copy a directory into
@@ -532,7 +623,9 @@ mod tests {
         assert_eq!(last("a/."), None);
         assert_eq!(last("."), None);
         assert_eq!(last("/"), None);
-        assert_eq!(last(".."), Some("..".into()));
+        assert_eq!(last(".."), None);
+        assert!(ends_in_dot(Path::new("a/./")) && ends_in_dot(Path::new("..")));
+        assert!(!ends_in_dot(Path::new("a.")) && !ends_in_dot(Path::new("/")));
     }
 
     #[test]

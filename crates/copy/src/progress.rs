@@ -48,8 +48,13 @@ pub trait Reporter: Sync {
     fn error(&self, err: &CopyError);
     /// An entry was copied (called only under `-v`).
     fn copied(&self, src: &Path, dst: &Path);
+    /// Another line of `-v` as cp words it (`removed 'PATH'`, a `--parents` directory).
+    fn verbose_line(&self, line: &str);
     /// Something worth saying under `-v` (an engine fallback, a file that changed size).
     fn note(&self, msg: &str);
+    /// `-i`: asks `question` (cp's "overwrite 'PATH'? ") and returns the answer. Only asked
+    /// when the plan says `interactive`.
+    fn confirm(&self, question: &str) -> bool;
 }
 
 /// The outcome of a run.

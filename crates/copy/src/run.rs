@@ -14,6 +14,7 @@ use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::links::LinkMap;
 use crate::node::{DirNode, RootNames};
+use crate::parents;
 use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference, Engine, Sparse, Tuning};
 use crate::progress::{Progress, Reporter, Summary};
 use crate::queue::{Queue, Task};
@@ -137,6 +138,7 @@ impl Setup {
             dir_budget: self.dir_budget,
             xattr_warned: AtomicBool::new(false),
             created: (plan.roots.len() > 1).then(Default::default),
+            backups: Default::default(),
             share,
         }
     }
@@ -205,22 +207,44 @@ fn run_wave<'a>(ctx: &'a Ctx<'a>, roots: &[&CopyRoot], threads: usize, use_uring
         threads.min(roots.len()).max(1)
     };
     let queue = Queue::new(threads);
+    let mut made_parents = Vec::new();
     for root in roots {
         if ctx.stopped() {
             break;
+        }
+        if let Some(target) = &root.parents {
+            match parents::make(ctx, &root.src, target) {
+                Ok(made) => made_parents.push(made),
+                Err(e) => {
+                    ctx.fail(e);
+                    continue;
+                }
+            }
         }
         if let Err(e) = start_root(ctx, &queue, root) {
             ctx.fail(e);
         }
     }
+    let work = || {
+        let mut mover = new_mover(plan, use_uring, reporter);
+        walk::worker(ctx, &queue, mover.as_mut());
+    };
     std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                let mut mover = new_mover(plan, use_uring, reporter);
-                walk::worker(ctx, &queue, mover.as_mut());
-            });
+        // Under a thread or memory limit (ulimit -u, ulimit -v) fewer workers start; the
+        // caller's own thread is the last one, so the copy always runs.
+        for _ in 1..threads {
+            if std::thread::Builder::new()
+                .spawn_scoped(scope, work)
+                .is_err()
+            {
+                break;
+            }
         }
+        work();
     });
+    for made in made_parents {
+        made.finish(ctx);
+    }
 }
 
 /// A worker's engine.
@@ -354,7 +378,7 @@ pub(crate) fn start_root<'a>(
     }
     check_not_inside(&root.src, &root.dst)?;
     let dst_c = path_cstring(&root.dst)?;
-    let fresh = match sys::mkdirat(cwd, &dst_c, finalize::dir_create_mode(&stat)) {
+    let fresh = match sys::mkdirat(cwd, &dst_c, finalize::dir_create_mode(plan, &stat)) {
         Ok(()) => true,
         Err(e) if e.raw_os_error() == Some(libc::EEXIST) => false,
         Err(e) => return Err(CopyError::io(Op::CreateDir, &root.dst, e)),
@@ -375,6 +399,9 @@ pub(crate) fn start_root<'a>(
     };
     let dst_stat = sys::fstatx(dst.as_fd()).map_err(|e| CopyError::io(Op::Stat, &root.dst, e))?;
     let dst_setgid = dst_stat.mode & libc::S_ISGID != 0;
+    if fresh && plan.verbose {
+        ctx.reporter.copied(&root.src, &root.dst);
+    }
     let names = RootNames {
         src: root.src.clone(),
         dst: root.dst.clone(),
@@ -531,6 +558,7 @@ mod tests {
     #[test]
     fn operands_of_one_name_wait_for_a_later_wave() {
         let root = |s: &str, d: &str| CopyRoot {
+            parents: None,
             src: s.into(),
             dst: d.into(),
         };

@@ -158,7 +158,11 @@ pub(crate) fn make_dst_dir(
     name: &CStr,
     stat: &Stat,
 ) -> Option<(std::os::fd::OwnedFd, bool)> {
-    let fresh = match sys::mkdirat(parent.dst_fd(), name, finalize::dir_create_mode(stat)) {
+    let fresh = match sys::mkdirat(
+        parent.dst_fd(),
+        name,
+        finalize::dir_create_mode(ctx.plan, stat),
+    ) {
         Ok(()) => true,
         Err(e) if e.raw_os_error() == Some(libc::EEXIST) && !parent.fresh => false,
         Err(e) => {
@@ -167,7 +171,14 @@ pub(crate) fn make_dst_dir(
         }
     };
     match sys::open_dir(parent.dst_fd(), name, false) {
-        Ok(fd) => Some((fd, fresh)),
+        Ok(fd) => {
+            // cp -v names each directory it makes, before its contents.
+            if fresh && ctx.plan.verbose {
+                ctx.reporter
+                    .copied(&parent.src_path(Some(name)), &parent.dst_path(Some(name)));
+            }
+            Some((fd, fresh))
+        }
         Err(e)
             if e.raw_os_error() == Some(libc::ENOTDIR) || e.raw_os_error() == Some(libc::ELOOP) =>
         {

@@ -42,6 +42,32 @@ pub(crate) fn copy_all(src: BorrowedFd<'_>, dst: BorrowedFd<'_>) -> Result<(), X
     Ok(())
 }
 
+/// Copies the POSIX ACLs of `src` onto `dst` (the default ACL too for a directory): part of
+/// the mode that `-p` keeps, as with cp, when the other extended attributes are not kept. A
+/// source without ACLs, or a destination that takes none, leaves nothing to do.
+pub(crate) fn copy_acls(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, dir: bool) -> io::Result<()> {
+    let names: &[&CStr] = if dir {
+        &[c"system.posix_acl_access", c"system.posix_acl_default"]
+    } else {
+        &[c"system.posix_acl_access"]
+    };
+    let mut value = Vec::new();
+    for name in names {
+        match get(src, name, &mut value) {
+            Ok(()) => {}
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENODATA | libc::EOPNOTSUPP)) => {
+                continue
+            }
+            Err(e) => return Err(e),
+        }
+        match rustix::fs::fsetxattr(dst, *name, &value, XattrFlags::empty()) {
+            Ok(()) | Err(Errno::OPNOTSUPP) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
 /// Every extended attribute of an open file that this process can read, as (name, value)
 /// sorted by name. A filesystem without extended attributes has none.
 pub(crate) fn read_all(fd: BorrowedFd<'_>) -> io::Result<Vec<(CString, Vec<u8>)>> {

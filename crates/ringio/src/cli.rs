@@ -51,18 +51,27 @@ pub enum Command {
     },
 }
 
-/// `ringio cp`.
+/// ringio run under the name `cp` (a link named cp): `ringio cp` as a drop-in for GNU cp.
+#[derive(Debug, Parser)]
+#[command(name = "cp", version = crate::argv::CP_VERSION)]
+pub struct CpCli {
+    #[command(flatten)]
+    pub args: CpArgs,
+}
+
+/// `ringio cp`. As with getopt, an option given twice takes its last value.
 #[derive(Debug, Args)]
 #[command(
+    args_override_self = true,
     override_usage = "ringio cp [OPTIONS] SRC DST\n       ringio cp [OPTIONS] SRC... DIR\n       ringio cp [OPTIONS] -t DIR SRC...",
     after_help = "Copying onto an existing directory copies into it, as cp does. Per-entry errors are \
-printed as \"ringio: cannot <op> '<path>': <reason>\"; the copy goes on and exits 1 at the end. \
+printed as \"ringio: cannot <op> '<path>': <reason>\" (\"cp: ...\" when run as cp); the copy goes on and exits 1 at the end. \
 No space left stops at once. Ctrl-C stops promptly (exit 130). Either way, no partially written \
 file is left behind."
 )]
 pub struct CpArgs {
     /// Sources, then the destination (unless -t is given).
-    #[arg(value_name = "PATH", required = true)]
+    #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 
     /// Copy directories recursively.
@@ -88,13 +97,19 @@ pub struct CpArgs {
         value_name = "LIST",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "mode,ownership,timestamps"
+        default_missing_value = "mode,ownership,timestamps",
+        action = clap::ArgAction::Append
     )]
-    pub preserve: Option<String>,
+    pub preserve: Vec<String>,
 
     /// Don't preserve the listed attributes.
-    #[arg(long, value_name = "LIST", require_equals = true)]
-    pub no_preserve: Option<String>,
+    #[arg(long, value_name = "LIST", require_equals = true, action = clap::ArgAction::Append)]
+    pub no_preserve: Vec<String>,
+
+    /// -a, -d, -p, --preserve and --no-preserve in command-line order: later ones win, as
+    /// with cp (`--no-preserve=mode --preserve=all` keeps the mode).
+    #[arg(skip)]
+    pub preserve_steps: Vec<PreserveStep>,
 
     /// Never follow symbolic links in SRC; copy them as links (the default with -r).
     #[arg(short = 'P', long = "no-dereference", overrides_with_all = ["dereference", "dereference_args"])]
@@ -108,9 +123,50 @@ pub struct CpArgs {
     #[arg(short = 'H', overrides_with_all = ["no_dereference", "dereference"])]
     pub dereference_args: bool,
 
-    /// Never overwrite an existing file.
-    #[arg(short = 'n', long)]
+    /// Never overwrite an existing file (overrides an earlier -i).
+    #[arg(short = 'n', long, overrides_with = "interactive")]
     pub no_clobber: bool,
+
+    /// Ask before overwriting an existing file: `cp: overwrite 'FILE'? ` on stderr, and a line
+    /// from stdin that starts with y or Y (overrides an earlier -n).
+    #[arg(short = 'i', long, overrides_with = "no_clobber")]
+    pub interactive: bool,
+
+    /// Make hard links to the sources instead of copying them (directories are still created
+    /// under -r).
+    #[arg(short = 'l', long)]
+    pub link: bool,
+
+    /// Make symbolic links to the sources instead of copying them. Relative sources work only
+    /// when the destination is in the current directory, as with cp.
+    #[arg(short = 's', long)]
+    pub symbolic_link: bool,
+
+    /// Use the full source path under DIR: `cp --parents a/b/f DIR` makes DIR/a/b/f (missing
+    /// directories are created; with -p they get their source's metadata).
+    #[arg(long, alias = "path")]
+    pub parents: bool,
+
+    /// Copy only the attributes (mode, owner, times, xattrs as --preserve says), not the data:
+    /// a new file is created empty, an existing one keeps its content.
+    #[arg(long)]
+    pub attributes_only: bool,
+
+    /// Remove trailing slashes from each source operand.
+    #[arg(long)]
+    pub strip_trailing_slashes: bool,
+
+    /// SELinux security context of the copies. Accepted and ignored, as cp does on a kernel
+    /// without SELinux (with a warning when CTX is given).
+    #[arg(
+        short = 'Z',
+        long,
+        value_name = "CTX",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub context: Option<String>,
 
     /// If an existing destination file cannot be opened, remove it and try again.
     #[arg(short = 'f', long)]
@@ -211,12 +267,20 @@ pub struct CpArgs {
     #[arg(long)]
     pub verify: bool,
 
-    /// Print each entry as it is copied, and say when an engine falls back.
+    /// Print each entry as it is copied ('SRC' -> 'DST', as cp), and say when an engine falls
+    /// back.
     #[arg(short = 'v', long)]
     pub verbose: bool,
 
+    /// Like -v, and after each regular file how its data moved, in GNU cp's words (`copy
+    /// offload: yes, reflink: unsupported, sparse detection: no`). Files are then copied one
+    /// whole file at a time on the synchronous path.
+    #[arg(long)]
+    pub debug: bool,
+
     /// Show a live progress bar on stderr (when it is a terminal): bytes and files done of the
     /// total, rate and ETA. The total is counted beside the copy; a spinner shows until then.
+    /// At the end, one line: entries, directories, bytes, time and engine.
     #[arg(long)]
     pub progress: bool,
 
@@ -274,6 +338,55 @@ pub struct CpArgs {
     /// across ranks). --progress shows the whole job on rank 0.
     #[arg(long)]
     pub mpi: bool,
+}
+
+/// One option that changes what is preserved, in command-line order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PreserveStep {
+    /// `-a`: everything.
+    Archive,
+    /// `-d`: links.
+    Links,
+    /// `-p`: mode, ownership, timestamps.
+    Default,
+    /// `--preserve=LIST`.
+    Keep(String),
+    /// `--no-preserve=LIST`.
+    Drop(String),
+}
+
+impl CpArgs {
+    /// Records the order of the options that change what is preserved (clap's derive keeps
+    /// each option's values, not how they interleave).
+    pub fn note_order(&mut self, matches: &clap::ArgMatches) {
+        let mut steps: Vec<(usize, PreserveStep)> = Vec::new();
+        let flag = |id: &str, step: PreserveStep, steps: &mut Vec<(usize, PreserveStep)>| {
+            if matches.get_flag(id) {
+                if let Some(i) = matches.index_of(id) {
+                    steps.push((i, step));
+                }
+            }
+        };
+        flag("archive", PreserveStep::Archive, &mut steps);
+        flag("no_deref_preserve_links", PreserveStep::Links, &mut steps);
+        flag("preserve_default", PreserveStep::Default, &mut steps);
+        for (id, keep) in [("preserve", true), ("no_preserve", false)] {
+            if let (Some(values), Some(indices)) =
+                (matches.get_many::<String>(id), matches.indices_of(id))
+            {
+                for (value, i) in values.zip(indices) {
+                    let step = if keep {
+                        PreserveStep::Keep(value.clone())
+                    } else {
+                        PreserveStep::Drop(value.clone())
+                    };
+                    steps.push((i, step));
+                }
+            }
+        }
+        steps.sort_by_key(|(i, _)| *i);
+        self.preserve_steps = steps.into_iter().map(|(_, s)| s).collect();
+    }
 }
 
 /// `--backup=CONTROL`, with cp's synonyms.

@@ -10,27 +10,49 @@ use clap::ValueEnum;
 use indicatif::{HumanBytes, ProgressBar};
 use ringio_copy::verify::VerifyOptions;
 use ringio_copy::{
-    Backup, BackupMode, CopyError, CopyPlan, Dereference, Overwrite, Preserve, Progress, Reflink,
-    Resume, Sparse, Tuning,
+    Backup, BackupMode, CopyError, CopyPlan, Dereference, LinkMode, Overwrite, Preserve, Progress,
+    Reflink, Resume, Sparse, Tuning,
 };
 
-use crate::cli::{BackupControl, CpArgs, ReflinkWhen, ResumeCheck, SparseWhen, UpdateWhen};
+use crate::cli::{
+    BackupControl, CpArgs, PreserveStep, ReflinkWhen, ResumeCheck, SparseWhen, UpdateWhen,
+};
 
 /// Resolves the arguments into a plan, with cp's precedence rules.
 pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
+    let try_help = format!("Try '{}' for more information.", help_command());
+    if args.paths.is_empty() {
+        bail!("missing file operand\n{try_help}");
+    }
+    if args.link && args.symbolic_link {
+        bail!("cannot make both hard and symbolic links\n{try_help}");
+    }
+    if args.context.as_deref().is_some_and(|ctx| !ctx.is_empty()) {
+        eprintln!(
+            "{}: warning: ignoring --context; it requires an SELinux-enabled kernel",
+            crate::argv::program()
+        );
+    }
+    if args.reflink == ReflinkWhen::Always && args.sparse != SparseWhen::Auto {
+        bail!("--reflink can be used only with --sparse=auto\n{try_help}");
+    }
+    let mut paths = args.paths.clone();
+    if args.strip_trailing_slashes {
+        let last = paths.len() - usize::from(args.target_directory.is_none());
+        for p in &mut paths[..last] {
+            *p = strip_trailing_slashes(p);
+        }
+    }
     let (sources, target, into) = match (&args.target_directory, args.no_target_directory) {
-        (Some(dir), _) => (args.paths.clone(), dir.clone(), Some(true)),
+        (Some(dir), _) => (paths, dir.clone(), Some(true)),
         (None, no_target) => {
-            if args.paths.len() < 2 {
+            if paths.len() < 2 {
                 bail!(
-                    "missing destination file operand after '{}'",
-                    args.paths
-                        .first()
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_default()
+                    "missing destination file operand after '{}'\n{try_help}",
+                    paths[0].display()
                 );
             }
-            let (dst, srcs) = args.paths.split_last().expect("at least two paths");
+            let (dst, srcs) = paths.split_last().expect("at least two paths");
             (
                 srcs.to_vec(),
                 dst.clone(),
@@ -49,36 +71,62 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         }
         other => other,
     };
-    let roots = CopyPlan::resolve_roots(&sources, &target, into)?;
+    let roots = if args.parents {
+        CopyPlan::resolve_parents(&sources, &target, into)?
+    } else {
+        CopyPlan::resolve_roots(&sources, &target, into)?
+    };
 
     let recursive = args.recursive || args.archive;
     let mut preserve = Preserve::default();
-    if args.preserve_default {
-        preserve = Preserve::P;
-    }
-    if args.no_deref_preserve_links {
-        preserve.links = true;
-    }
-    if args.archive {
-        preserve = Preserve::ALL;
-    }
-    if let Some(list) = &args.preserve {
-        preserve
-            .apply_list(list, true)
-            .map_err(anyhow::Error::msg)?;
-    }
-    if let Some(list) = &args.no_preserve {
-        preserve
-            .apply_list(list, false)
-            .map_err(anyhow::Error::msg)?;
+    let mut default_modes = false;
+    for step in &args.preserve_steps {
+        match step {
+            PreserveStep::Archive => preserve = Preserve::ALL,
+            PreserveStep::Links => preserve.links = true,
+            PreserveStep::Default => {
+                preserve.mode = true;
+                preserve.ownership = true;
+                preserve.timestamps = true;
+            }
+            PreserveStep::Keep(list) => {
+                if list.split(',').any(|w| w == "context") {
+                    bail!("cannot preserve security context without an SELinux-enabled kernel");
+                }
+                preserve
+                    .apply_list(list, true)
+                    .map_err(anyhow::Error::msg)?;
+            }
+            PreserveStep::Drop(list) => {
+                // An explicit --no-preserve=mode gives new entries the default modes.
+                default_modes |= list.split(',').any(|w| w == "mode" || w == "all");
+                preserve
+                    .apply_list(list, false)
+                    .map_err(anyhow::Error::msg)?;
+            }
+        }
     }
 
+    let link = if args.link {
+        LinkMode::Hard
+    } else if args.symbolic_link {
+        LinkMode::Symbolic
+    } else {
+        LinkMode::Copy
+    };
     let dereference = if args.dereference {
         Dereference::Always
     } else if args.dereference_args {
         Dereference::CommandLine
-    } else if args.no_dereference || args.archive || args.no_deref_preserve_links || recursive {
+    } else if args.no_dereference
+        || args.archive
+        || args.no_deref_preserve_links
+        || (recursive && link != LinkMode::Hard)
+    {
         Dereference::Never
+    } else if link == LinkMode::Hard {
+        // cp -l without -r links to what a symlink names (cp's DEREF_ALWAYS).
+        Dereference::Always
     } else {
         // cp without -r follows symlinks named on the command line.
         Dereference::CommandLine
@@ -102,6 +150,16 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         }
     };
 
+    let mut backup = backup_policy(args)?;
+    let mut roots = roots;
+    // `cp -fb F F`: F is copied to its backup name, as GNU cp does, instead of onto itself.
+    if let ([root], Some(policy)) = (roots.as_mut_slice(), &backup) {
+        if args.force && root.src == root.dst && root.parents.is_none() && root.src.is_file() {
+            root.dst = ringio_copy::backup_path(&root.dst, policy)
+                .map_err(|e| anyhow::anyhow!("cannot back up '{}': {e}", root.dst.display()))?;
+            backup = None;
+        }
+    }
     let mut tuning = Tuning::default();
     if let Some(bs) = args.bs {
         tuning.block_size = usize::try_from(bs)?.min(1 << 30);
@@ -128,7 +186,7 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         force: args.force,
         engine: args.engine.0,
         tuning,
-        verbose: args.verbose,
+        verbose: args.verbose || args.debug,
         sparse: match args.sparse {
             SparseWhen::Auto => Sparse::Auto,
             SparseWhen::Always => Sparse::Always,
@@ -140,13 +198,37 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
             ReflinkWhen::Never => Reflink::Never,
         },
         remove_destination: args.remove_destination,
-        backup: backup_policy(args)?,
+        backup,
         atomic: args.atomic,
         fsync: args.fsync,
         one_file_system: args.one_file_system,
         direct: args.direct,
         copy_contents: args.copy_contents,
+        link,
+        attributes_only: args.attributes_only,
+        interactive: args.interactive,
+        default_modes,
+        debug: args.debug,
     })
+}
+
+/// How to ask for help in a usage error: `cp --help` or `ringio cp --help`.
+fn help_command() -> &'static str {
+    match crate::argv::program() {
+        "cp" => "cp --help",
+        _ => "ringio cp --help",
+    }
+}
+
+/// `--strip-trailing-slashes`: `a/b//` is `a/b`; `/` stays `/`.
+fn strip_trailing_slashes(path: &Path) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let end = bytes
+        .iter()
+        .rposition(|&b| b != b'/')
+        .map_or(1.min(bytes.len()), |i| i + 1);
+    std::ffi::OsStr::from_bytes(&bytes[..end]).into()
 }
 
 /// `--backup[=CONTROL]`, `-b` and `-S`, resolved with cp's environment variables.
@@ -188,6 +270,7 @@ fn backup_policy(args: &CpArgs) -> anyhow::Result<Option<Backup>> {
 /// Prints errors, `-v` lines and notes; keeps the progress bar out of their way.
 struct Terminal {
     bar: Option<ProgressBar>,
+    asking: std::sync::Mutex<()>,
 }
 
 impl Terminal {
@@ -209,7 +292,7 @@ impl Terminal {
 
 impl ringio_copy::Reporter for Terminal {
     fn error(&self, err: &CopyError) {
-        self.line(true, &format!("ringio: {err}"));
+        self.line(true, &format!("{}: {err}", crate::argv::program()));
     }
 
     fn copied(&self, src: &Path, dst: &Path) {
@@ -219,8 +302,32 @@ impl ringio_copy::Reporter for Terminal {
         );
     }
 
+    fn verbose_line(&self, line: &str) {
+        self.line(false, line);
+    }
+
     fn note(&self, msg: &str) {
-        self.line(true, &format!("ringio: {msg}"));
+        self.line(true, &format!("{}: {msg}", crate::argv::program()));
+    }
+
+    fn confirm(&self, question: &str) -> bool {
+        let ask = || {
+            let _ = write!(
+                std::io::stderr().lock(),
+                "{}: {question}",
+                crate::argv::program()
+            );
+            let mut answer = String::new();
+            // GNU's yesno(): the first character of the line decides; EOF is no.
+            let _ = std::io::stdin().read_line(&mut answer);
+            answer.starts_with(['y', 'Y'])
+        };
+        // One question at a time, even from several workers.
+        let _asking = self.asking.lock().unwrap_or_else(|e| e.into_inner());
+        match &self.bar {
+            Some(bar) => bar.suspend(ask),
+            None => ask(),
+        }
     }
 }
 
@@ -231,6 +338,7 @@ pub fn run(args: &CpArgs) -> Result<i32> {
     crate::signals::stop_on_signals(&progress.cancel_flag())?;
     let term = Terminal {
         bar: crate::progress::bar(args.progress),
+        asking: std::sync::Mutex::new(()),
     };
     let started = Instant::now();
     let done = std::sync::atomic::AtomicBool::new(false);
@@ -250,10 +358,12 @@ pub fn run(args: &CpArgs) -> Result<i32> {
     if let Some(bar) = &term.bar {
         crate::progress::finish(bar, &progress, &totals);
     }
-    if args.verbose || args.progress {
+    // -v prints cp's lines and nothing else; the summary belongs to --progress.
+    if args.progress {
         let secs = started.elapsed().as_secs_f64();
         eprintln!(
-            "ringio: {} entries, {} dirs, {} in {secs:.3} s ({}/s) with the {} engine{}",
+            "{}: {} entries, {} dirs, {} in {secs:.3} s ({}/s) with the {} engine{}",
+            crate::argv::program(),
             summary.files,
             summary.dirs,
             HumanBytes(summary.bytes),
@@ -267,7 +377,10 @@ pub fn run(args: &CpArgs) -> Result<i32> {
         );
     }
     if summary.interrupted {
-        eprintln!("ringio: interrupted; partially copied files were removed");
+        eprintln!(
+            "{}: interrupted; partially copied files were removed",
+            crate::argv::program()
+        );
         return Ok(130);
     }
     if summary.errors > 0 {
@@ -300,7 +413,7 @@ pub(crate) fn verify_copy(plan: &CopyPlan) -> Result<i32> {
                 total.total_differences += report.total_differences;
             }
             Err(e) => {
-                eprintln!("ringio: verify: {e}");
+                eprintln!("{}: verify: {e}", crate::argv::program());
                 return Ok(1);
             }
         }

@@ -10,6 +10,14 @@ use crate::cli::CpArgs;
 fn refused(args: &CpArgs) -> Option<&'static str> {
     if args.dereference {
         Some("cp --mpi: -L is not supported: symbolic-link loops cannot be detected across ranks")
+    } else if args.interactive {
+        Some("cp --mpi: -i is not supported: ranks other than 0 have no terminal to ask on")
+    } else if args.link || args.symbolic_link {
+        Some("cp --mpi: -l and -s are not supported: ranks copy data; use plain cp to make links")
+    } else if args.parents {
+        Some("cp --mpi: --parents is not supported: name the directories to copy instead")
+    } else if args.attributes_only {
+        Some("cp --mpi: --attributes-only is not supported: ranks copy data")
     } else {
         None
     }
@@ -18,7 +26,7 @@ fn refused(args: &CpArgs) -> Option<&'static str> {
 /// Runs `ringio cp --mpi` and returns the exit code.
 pub fn run(args: &CpArgs) -> Result<i32> {
     if let Some(why) = refused(args) {
-        eprintln!("ringio: {why}");
+        eprintln!("{}: {why}", crate::argv::program());
         return Ok(2);
     }
     run_ranks(args)
@@ -46,7 +54,11 @@ fn run_ranks(args: &CpArgs) -> Result<i32> {
     struct Lines;
     impl ringio_copy::Reporter for Lines {
         fn error(&self, err: &CopyError) {
-            let _ = writeln!(std::io::stderr().lock(), "ringio: {err}");
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "{}: {err}",
+                crate::argv::program()
+            );
         }
         fn copied(&self, src: &Path, dst: &Path) {
             let _ = writeln!(
@@ -56,8 +68,18 @@ fn run_ranks(args: &CpArgs) -> Result<i32> {
                 dst.display()
             );
         }
+        fn verbose_line(&self, line: &str) {
+            let _ = writeln!(std::io::stdout().lock(), "{line}");
+        }
         fn note(&self, msg: &str) {
-            let _ = writeln!(std::io::stderr().lock(), "ringio: {msg}");
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "{}: {msg}",
+                crate::argv::program()
+            );
+        }
+        fn confirm(&self, _question: &str) -> bool {
+            false // -i is refused under --mpi before any rank starts
         }
     }
 

@@ -1,6 +1,7 @@
 //! `ringio`: the command-line front end. Parsing and printing only; the work is in the library
 //! crates.
 
+mod argv;
 mod bench;
 mod cli;
 mod cp;
@@ -17,13 +18,65 @@ mod units;
 mod verify;
 mod write;
 
-use clap::{CommandFactory, Parser};
+use std::ffi::OsString;
 
-use cli::{Cli, Command};
+use clap::error::ErrorKind;
+use clap::{CommandFactory, FromArgMatches};
+
+use cli::{Cli, Command, CpCli};
 
 fn main() {
-    let cli = Cli::parse();
-    let code = match &cli.command {
+    let mut args: Vec<OsString> = std::env::args_os().collect();
+    let code = if argv::invoked_as_cp(args.first().map(OsString::as_os_str)) {
+        let rest = argv::expand_long_prefixes(args.split_off(1), &long_names(&CpCli::command()));
+        let parsed = CpCli::command()
+            .try_get_matches_from(std::iter::once(OsString::from("cp")).chain(rest))
+            .and_then(|m| CpCli::from_arg_matches(&m).map(|cli| (cli, m)));
+        match parsed {
+            Ok((mut cli, matches)) => {
+                cli.args.note_order(&matches);
+                if cli.args.mpi {
+                    cp_mpi::run(&cli.args)
+                } else {
+                    cp::run(&cli.args)
+                }
+            }
+            Err(e) => usage_error(&e, "cp"),
+        }
+    } else {
+        if args.get(1).is_some_and(|a| a == "cp") {
+            let cp = Cli::command();
+            let names = cp.find_subcommand("cp").map(long_names).unwrap_or_default();
+            let rest = argv::expand_long_prefixes(args.split_off(2), &names);
+            args.extend(rest);
+        }
+        let parsed = Cli::command()
+            .try_get_matches_from(&args)
+            .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+        match parsed {
+            Ok((mut cli, matches)) => {
+                if let (Command::Cp(cp), Some(m)) =
+                    (&mut cli.command, matches.subcommand_matches("cp"))
+                {
+                    cp.note_order(m);
+                }
+                run(cli)
+            }
+            Err(e) if args.get(1).is_some_and(|a| a == "cp") => usage_error(&e, "ringio cp"),
+            Err(e) => e.exit(),
+        }
+    };
+    match code {
+        Ok(code) => std::process::exit(code),
+        Err(err) => {
+            eprintln!("{}: {err}", argv::program());
+            std::process::exit(1);
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<i32> {
+    match &cli.command {
         Command::Cp(args) if args.mpi => cp_mpi::run(args),
         Command::Cp(args) => cp::run(args),
         Command::Verify(args) => verify::run(args),
@@ -44,12 +97,38 @@ fn main() {
             );
             Ok(0)
         }
-    };
-    match code {
-        Ok(code) => std::process::exit(code),
-        Err(err) => {
-            eprintln!("ringio: {err}");
-            std::process::exit(1);
-        }
     }
+}
+
+/// Every long option of a command, for getopt's prefixes.
+fn long_names(cmd: &clap::Command) -> Vec<String> {
+    cmd.get_arguments()
+        .filter_map(|a| a.get_long())
+        .map(String::from)
+        .collect()
+}
+
+/// cp's usage errors: `cp: MESSAGE` and a pointer to --help, exit status 1 (GNU's, where clap
+/// would exit 2). --help and --version print and exit 0.
+fn usage_error(err: &clap::Error, command: &str) -> ! {
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) {
+        err.exit();
+    }
+    let text = err.render().to_string();
+    // clap's text without its usage and help pointer: the message and any possible values.
+    let message: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let message = message.join("\n");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    eprintln!(
+        "{}: {message}\nTry '{command} --help' for more information.",
+        argv::program()
+    );
+    std::process::exit(1);
 }

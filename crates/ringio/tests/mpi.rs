@@ -349,7 +349,15 @@ fn refused_options_exit_2() {
     need_mpirun!();
     let scratch = Scratch::new();
     fs::create_dir(scratch.join("src")).unwrap();
-    for args in [&["-a", "-L"][..], &["-L"]] {
+    let refused: [&[&str]; 6] = [
+        &["-a", "-L"],
+        &["-L"],
+        &["-r", "-i"],
+        &["-r", "-l"],
+        &["-r", "-s"],
+        &["-r", "--parents"],
+    ];
+    for args in refused {
         let mut all = args.to_vec();
         all.extend(["src", "dst"]);
         let out = run(mpi_cp(2, &all, scratch.path()));

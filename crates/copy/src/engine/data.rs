@@ -34,6 +34,69 @@ pub(crate) struct DataPath {
     /// Files smaller than this skip `transfer` for plain read/write (AIO's small-file
     /// threshold, as in the Linux-AIO copier it comes from).
     transfer_from: u64,
+    /// What the last whole file's copy did (`--debug`).
+    pub report: DebugReport,
+}
+
+/// What one step of a file copy did, in GNU cp's `--debug` words.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Tried {
+    /// Not reached (a clone made the copy), or not known.
+    #[default]
+    Unknown,
+    /// Not asked for (`--reflink=never`).
+    No,
+    /// Done this way.
+    Yes,
+    /// Left out on purpose (holes to make, an engine of another method).
+    Avoided,
+    /// Tried, and the filesystems refused (now or earlier in the run).
+    Unsupported,
+}
+
+/// How holes were looked for, in `--debug` words.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum HoleScan {
+    #[default]
+    Unknown,
+    /// Every byte written.
+    No,
+    /// SEEK_DATA/SEEK_HOLE (`--sparse=auto` on a sparse file).
+    SeekHole,
+    /// SEEK_DATA/SEEK_HOLE, and zero pages made holes too (`--sparse=always`).
+    SeekHoleZeros,
+}
+
+/// What the data path did for the last whole file: cp's `--debug` line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct DebugReport {
+    pub offload: Tried,
+    pub reflink: Tried,
+    pub holes: HoleScan,
+}
+
+impl DebugReport {
+    /// `copy offload: yes, reflink: unsupported, sparse detection: no`, as GNU cp prints it.
+    pub fn line(&self) -> String {
+        let tried = |t: Tried| match t {
+            Tried::Unknown => "unknown",
+            Tried::No => "no",
+            Tried::Yes => "yes",
+            Tried::Avoided => "avoided",
+            Tried::Unsupported => "unsupported",
+        };
+        let holes = match self.holes {
+            HoleScan::Unknown => "unknown",
+            HoleScan::No => "no",
+            HoleScan::SeekHole => "SEEK_HOLE",
+            HoleScan::SeekHoleZeros => "SEEK_HOLE + zeros",
+        };
+        format!(
+            "copy offload: {}, reflink: {}, sparse detection: {holes}",
+            tried(self.offload),
+            tried(self.reflink)
+        )
+    }
 }
 
 /// Which side of a copy failed.
@@ -85,6 +148,7 @@ impl DataPath {
             no_transfer: Vec::new(),
             transfer: kernel.then(|| Transfer::new(Method::CopyRange, plan.tuning.block_size)),
             transfer_from: 0,
+            report: DebugReport::default(),
         }
     }
 
@@ -129,13 +193,24 @@ impl DataPath {
         devs: (u64, u64),
         stat: &Stat,
     ) -> Result<bool, Side> {
+        self.report.reflink = match self.reflink {
+            Reflink::Never => Tried::No,
+            _ if self.no_clone.contains(&devs) => Tried::Unsupported,
+            _ => Tried::Unknown,
+        };
         if stat.size == 0 || !self.may_clone(devs) {
             return Ok(false);
         }
         if !self.no_clone.contains(&devs) {
             match sys::ficlone(dst, src) {
-                Ok(()) => return Ok(true),
-                Err(e) if transfer::unsupported(&e) => self.no_clone.push(devs),
+                Ok(()) => {
+                    self.report.reflink = Tried::Yes;
+                    return Ok(true);
+                }
+                Err(e) if transfer::unsupported(&e) => {
+                    self.report.reflink = Tried::Unsupported;
+                    self.no_clone.push(devs);
+                }
                 Err(e) => return Err(Side::Write(e)),
             }
         }
@@ -164,10 +239,16 @@ impl DataPath {
         devs: (u64, u64),
         stat: &Stat,
     ) -> Result<u64, Side> {
+        self.report = DebugReport::default();
         if self.try_clone(src, dst, devs, stat)? {
             return Ok(stat.size);
         }
         let holes = self.keeps_holes(stat);
+        self.report.holes = match (holes, self.sparse) {
+            (false, _) => HoleScan::No,
+            (true, Sparse::Always) => HoleScan::SeekHoleZeros,
+            (true, _) => HoleScan::SeekHole,
+        };
         let copied = self.copy_span(ctx, src, dst, devs, 0, u64::MAX, stat)?;
         if holes {
             // A trailing hole has no data to write: the length says where the file ends.
@@ -269,6 +350,16 @@ impl DataPath {
     ) -> Result<u64, Side> {
         let mut done = 0u64;
         let usable = file_size >= self.transfer_from && !self.no_transfer.contains(&devs);
+        if self.report.offload == Tried::Unknown {
+            self.report.offload = match &self.transfer {
+                Some(t) if t.method() != Method::CopyRange => Tried::Avoided,
+                Some(_) if self.no_transfer.contains(&devs) => Tried::Unsupported,
+                // copy_file_range of nothing says nothing.
+                Some(_) if usable && file_size == 0 => Tried::Unknown,
+                Some(_) if usable => Tried::Yes,
+                _ => Tried::Avoided,
+            };
+        }
         if let Some(transfer) = self.transfer.as_mut().filter(|_| usable) {
             // In steps, so Ctrl-C and a full disk elsewhere are noticed promptly.
             while done < len {
@@ -287,6 +378,9 @@ impl DataPath {
                     // and copy through the buffer below.
                     Err(TransferError::Unsupported(_)) if done == 0 => {
                         self.no_transfer.push(devs);
+                        if self.report.offload == Tried::Yes {
+                            self.report.offload = Tried::Unsupported;
+                        }
                         break;
                     }
                     Err(TransferError::Unsupported(e) | TransferError::Write(e)) => {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::bigfile::BigFile;
 use super::mover::Mover;
+use super::same_file::{self, SameFile};
 use crate::backup;
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
@@ -16,7 +17,7 @@ use crate::finalize;
 use crate::links::Linked;
 use crate::node::{DirHold, DirNode};
 use crate::opened::{count_done, finish_file, OpenedPair};
-use crate::plan::{Dereference, Overwrite, Resume};
+use crate::plan::{Backup, BackupMode, Dereference, LinkMode, Overwrite, Resume};
 use crate::queue::{Queue, Task};
 use crate::resume::{self, QuickCheck};
 use crate::sys::{self, Kind, Stat};
@@ -77,6 +78,18 @@ pub(crate) fn copy_stated<'a>(
         return;
     }
     match stat.kind() {
+        Kind::Dir if ctx.plan.recursive => queue.push(Task::Subdir {
+            parent: dir.clone(),
+            name: src,
+            stat: Some(stat),
+        }),
+        _ if ctx.plan.link != LinkMode::Copy && stat.kind() != Kind::Dir => {
+            match make_link(ctx, dir, &src, &dst, &stat, follow) {
+                Ok(true) => count_done(ctx, dir, &src, &dst),
+                Ok(false) => {}
+                Err(e) => ctx.fail(e),
+            }
+        }
         Kind::Dir => {
             if ctx.plan.recursive {
                 queue.push(Task::Subdir {
@@ -157,15 +170,26 @@ pub(crate) fn check_existing(
         Err(e) => return Err(CopyError::io(Op::Stat, dst_path(), e)),
     };
     let is_link = entry.kind() == Kind::Symlink;
-    let as_data = copied_as_data(ctx, stat);
+    // -l and -s make a link in place of the entry itself: nothing is written through it.
+    let linking = plan.link != LinkMode::Copy;
+    let as_data = !linking && copied_as_data(ctx, stat);
     // What the entry points to (None for a dangling symlink); only data is written through it,
     // a recreated entry replaces the link itself.
+    // A symlink loop is removed under -f, as cp does.
+    let mut loop_removed = false;
     let target = if is_link && !as_data {
         None
     } else if is_link {
         match sys::statx_at(dir.dst_fd(), dst, true) {
             Ok(s) => Some(s),
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => None,
+            Err(e)
+                if e.raw_os_error() == Some(libc::ELOOP)
+                    && (plan.force || plan.remove_destination) =>
+            {
+                loop_removed = true;
+                None
+            }
             Err(e) => return Err(CopyError::io(Op::Stat, dst_path(), e)),
         }
     } else {
@@ -186,26 +210,38 @@ pub(crate) fn check_existing(
             )
         }));
     }
-    let same_as_source = |s: &Stat| s.dev == stat.dev && s.ino == stat.ino;
-    if same_as_source(&entry) || (as_data && target.as_ref().is_some_and(same_as_source)) {
-        return Err(CopyError::Refused(format!(
-            "'{}' and '{}' are the same file",
-            dir.src_path(Some(src)).display(),
-            dst_path().display()
-        )));
+    // cp looks at the entry itself where it will not write through it.
+    let looked_at = if !as_data || plan.backup.is_some() || plan.remove_destination {
+        Some(entry)
+    } else {
+        target
+    };
+    let mut already_done = false;
+    if let Some(dst_sb) = looked_at.filter(|_| plan.overwrite != Overwrite::NoClobber) {
+        match same_file::judge(ctx, dir, src, dst, stat, &dst_sb) {
+            SameFile::Ok => {}
+            SameFile::Done => already_done = true,
+            SameFile::Refuse => {
+                return Err(CopyError::Refused(format!(
+                    "'{}' and '{}' are the same file",
+                    dir.src_path(Some(src)).display(),
+                    dst_path().display()
+                )))
+            }
+        }
     }
     // Data goes where the entry points; a recreated entry replaces the entry itself.
     let seen = if as_data { target } else { Some(entry) };
-    if seen.is_some_and(|s| s.kind() == Kind::Dir) {
-        return Err(CopyError::Refused(format!(
-            "cannot overwrite directory '{}' with non-directory",
-            dst_path().display()
-        )));
-    }
-    let replace = plan.remove_destination
-        || plan.backup.is_some()
-        || !as_data
-        || (plan.preserve.links && entry.kind() == Kind::File && entry.nlink > 1);
+    let recreated = if linking {
+        // As cp: a link replaces only what a non-regular source under -P would.
+        plan.dereference == Dereference::Never && stat.kind() != Kind::File
+    } else {
+        !as_data
+    };
+    // --attributes-only writes no data, so it replaces nothing for the data's sake.
+    let for_data = !plan.attributes_only
+        && (recreated || (plan.preserve.links && entry.kind() == Kind::File && entry.nlink > 1));
+    let replace = plan.remove_destination || plan.backup.is_some() || for_data || loop_removed;
     if as_data && target.is_none() && !replace && std::env::var_os("POSIXLY_CORRECT").is_none() {
         return Err(CopyError::Refused(format!(
             "not writing through dangling symlink '{}'",
@@ -236,6 +272,22 @@ pub(crate) fn check_existing(
         Overwrite::Update if seen.is_some_and(|s| s.mtime >= stat.mtime) => return Ok(None),
         _ => {}
     }
+    if plan.interactive
+        && !ctx
+            .reporter
+            .confirm(&format!("overwrite '{}'? ", dst_path().display()))
+    {
+        return Ok(None);
+    }
+    if already_done {
+        return Ok(None);
+    }
+    if seen.is_some_and(|s| s.kind() == Kind::Dir) {
+        return Err(CopyError::Refused(format!(
+            "cannot overwrite directory '{}' with non-directory",
+            dst_path().display()
+        )));
+    }
     if plan.atomic && as_data && !replace && target.is_none_or(|t| t.kind() != Kind::File) {
         return Err(CopyError::Refused(format!(
             "cannot replace '{}' atomically: not a regular file",
@@ -243,14 +295,29 @@ pub(crate) fn check_existing(
         )));
     }
     if let Some(backup) = &plan.backup {
+        if backup_is_source(dir, src, dst, stat, backup) {
+            return Err(CopyError::Refused(format!(
+                "backing up '{}' might destroy source;  '{}' not copied",
+                dst_path().display(),
+                dir.src_path(Some(src)).display()
+            )));
+        }
         let aside = backup::name_for(dir.dst_fd(), dst, backup)
             .map_err(|e| CopyError::io(Op::ReadDir, dir.dst_path(None), e))?;
         rustix::fs::renameat(dir.dst_fd(), dst, dir.dst_fd(), aside.as_c_str())
             .map_err(|e| CopyError::io(Op::Rename, dst_path(), io::Error::from(e)))?;
+        if plan.verbose {
+            let aside = dir.dst_path(Some(&aside));
+            ctx.backups
+                .lock()
+                .expect("backups lock")
+                .insert(dst_path(), aside);
+        }
         return Ok(Some(Existing::Nothing));
     }
     if replace {
         remove_then(dir, dst, || Ok(())).map_err(|e| CopyError::io(Op::Remove, dst_path(), e))?;
+        said_removed(ctx, &dst_path());
         return Ok(Some(Existing::Nothing));
     }
     Ok(Some(Existing::Open {
@@ -258,6 +325,47 @@ pub(crate) fn check_existing(
         through_link: is_link,
         compare_first: false,
     }))
+}
+
+/// True when the simple backup name of `dst` is the source itself (`cp --b=simple a~ a`):
+/// renaming `dst` aside would destroy the source.
+fn backup_is_source(
+    dir: &DirNode<'_>,
+    src: &CStr,
+    dst: &CStr,
+    stat: &Stat,
+    backup: &Backup,
+) -> bool {
+    if backup.mode == BackupMode::Numbered {
+        return false;
+    }
+    let mut name = dst.to_bytes().to_vec();
+    name.extend_from_slice(backup.suffix.as_bytes());
+    let last = src
+        .to_bytes()
+        .rsplit(|&b| b == b'/')
+        .next()
+        .unwrap_or_default();
+    if last != name.as_slice() {
+        return false;
+    }
+    let Ok(name) = CString::new(name) else {
+        return false;
+    };
+    sys::statx_at(dir.dst_fd(), &name, true).is_ok_and(|s| s.dev == stat.dev && s.ino == stat.ino)
+}
+
+/// True when the first copy of a source inode is remembered for later names to link to:
+/// multiply linked files, and under -L (or -H on the command line) every file, since two
+/// symlinks may name one file.
+fn tracks_links(ctx: &Ctx<'_>, stat: &Stat, follow: bool) -> bool {
+    ctx.plan.preserve.links && (stat.nlink > 1 || follow)
+}
+
+/// True when a later name of a hard-link group replaces an existing entry with the link, as
+/// cp does (also under -u); not under -n or -i.
+fn link_replaces(ctx: &Ctx<'_>) -> bool {
+    resuming(ctx) || (ctx.plan.overwrite != Overwrite::NoClobber && !ctx.plan.interactive)
 }
 
 /// `--atomic`: a name in the same directory that no other entry uses.
@@ -327,7 +435,7 @@ pub(crate) fn open_pair(
             at,
             name,
             libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW,
-            finalize::create_mode(stat),
+            finalize::create_mode(ctx.plan, stat, dir.fresh),
         )
     };
     if ctx.plan.atomic {
@@ -367,18 +475,27 @@ pub(crate) fn open_pair(
             let regular = target.is_none_or(|t| t.kind() == Kind::File);
             // A FIFO or a device is written into as it is: no truncation, in order.
             let mut flags = libc::O_WRONLY;
-            if regular {
+            // --attributes-only keeps an existing file's content.
+            if regular && !ctx.plan.attributes_only {
                 flags |= libc::O_TRUNC;
             }
             if target.is_none() {
                 // POSIXLY_CORRECT: write through a dangling symlink, creating its target.
                 flags |= libc::O_CREAT;
             }
-            match sys::openat(dir.dst_fd(), dst, flags, finalize::create_mode(stat)) {
+            match sys::openat(
+                dir.dst_fd(),
+                dst,
+                flags,
+                finalize::create_mode(ctx.plan, stat, dir.fresh),
+            ) {
                 // -f: an existing file that cannot be opened for writing is removed and
                 // created anew (never a dangling symlink's target: that stays an error).
                 Err(_) if ctx.plan.force && target.is_some() => (
-                    remove_then(dir, dst, || create(dir.dst_fd(), dst)),
+                    remove_then(dir, dst, || {
+                        said_removed(ctx, &dir.dst_path(Some(dst)));
+                        create(dir.dst_fd(), dst)
+                    }),
                     true,
                     true,
                     source_stream,
@@ -422,7 +539,16 @@ fn complete_already(
     let same = resume::same_content(src, dst_fd.as_fd(), stat.size)
         .map_err(|e| CopyError::io(Op::Read, path(), e))?;
     if same && ctx.plan.preserve.any() {
-        finalize::file(ctx, dir.dst_setgid, src, dst_fd.as_fd(), stat, false, &path)?;
+        finalize::file(
+            ctx,
+            dir.dst_setgid,
+            src,
+            dst_fd.as_fd(),
+            stat,
+            false,
+            dir.fresh,
+            &path,
+        )?;
     }
     Ok(same)
 }
@@ -430,6 +556,14 @@ fn complete_already(
 /// True under `--resume`.
 fn resuming(ctx: &Ctx<'_>) -> bool {
     matches!(ctx.plan.overwrite, Overwrite::Resume(_))
+}
+
+/// `-v`: cp's line for a destination removed before it is created anew.
+fn said_removed(ctx: &Ctx<'_>, path: &std::path::Path) {
+    if ctx.plan.verbose {
+        ctx.reporter
+            .verbose_line(&format!("removed '{}'", path.display()));
+    }
 }
 
 fn remove_then<T>(
@@ -456,7 +590,7 @@ fn copy_file<'a>(
     follow: bool,
     queue: &Queue<'a>,
 ) -> Result<(), CopyError> {
-    if ctx.plan.preserve.links && stat.nlink > 1 {
+    if tracks_links(ctx, stat, follow) {
         if ctx.plan.atomic {
             // Later names link to the final name, so it must exist before they do: the first
             // copy is finished, renamed and all, while the link map's lock is held.
@@ -465,7 +599,7 @@ fn copy_file<'a>(
                 dst,
                 || dir.anchored_path(dst),
                 stat,
-                resuming(ctx),
+                link_replaces(ctx),
                 || match open_pair(ctx, dir, src, dst, stat, follow)? {
                     Some(pair) => copy_opened(ctx, mover, dir, src, dst, stat, pair, None),
                     None => Ok(()),
@@ -481,7 +615,7 @@ fn copy_file<'a>(
             dst,
             || dir.anchored_path(dst),
             stat,
-            resuming(ctx),
+            link_replaces(ctx),
             || open_pair(ctx, dir, src, dst, stat, follow),
         )? {
             Linked::Linked => {
@@ -522,6 +656,9 @@ fn copy_opened<'a>(
         stat.size
     };
     let devs = (stat.dev, dir.dst_dev);
+    if ctx.plan.attributes_only {
+        return finish_file(ctx, dir, src, dst, pair, stat, stat.size);
+    }
     if pair.stream {
         // A pipe or a device: in order, to end of input.
         let result = mover
@@ -538,7 +675,9 @@ fn copy_opened<'a>(
             }
         };
     }
+    // --debug reports each file's copy whole, so it is not split.
     let split = tuning.threads > 1
+        && !ctx.plan.debug
         && tuning.chunk_size > 0
         && weight >= 2 * tuning.chunk_size
         && mover.data_path().splits_files();
@@ -572,7 +711,12 @@ fn copy_opened<'a>(
         }
     };
     ctx.progress.bytes.fetch_add(copied, Ordering::Relaxed);
-    finish_file(ctx, dir, src, dst, pair, stat, copied)
+    let finished = finish_file(ctx, dir, src, dst, pair, stat, copied);
+    if ctx.plan.debug {
+        // After the -v line, as GNU cp prints it.
+        ctx.reporter.verbose_line(&mover.data_path().report.line());
+    }
+    finished
 }
 
 fn split_into_chunks<'a>(
@@ -626,7 +770,7 @@ fn copy_other(
             dst,
             || dir.anchored_path(dst),
             stat,
-            resuming(ctx),
+            link_replaces(ctx),
             || create_other(ctx, dir, src, dst, stat),
         )? {
             Linked::Linked => Ok(true),
@@ -662,7 +806,13 @@ fn create_other(
         sys::symlinkat(&target, dir.dst_fd(), dst)
             .map_err(|e| CopyError::io(Op::CreateSymlink, dir.dst_path(Some(dst)), e))?;
     } else {
-        let mode = (stat.mode & libc::S_IFMT) | (stat.perm() & 0o777);
+        // An explicit --no-preserve=mode gives the default mode, as to a file.
+        let perm = if ctx.plan.default_modes {
+            0o666
+        } else {
+            stat.perm() & 0o777
+        };
+        let mode = (stat.mode & libc::S_IFMT) | perm;
         sys::mknodat(dir.dst_fd(), dst, mode, stat.rdev)
             .map_err(|e| CopyError::io(Op::CreateSpecial, dir.dst_path(Some(dst)), e))?;
     }
@@ -672,4 +822,78 @@ fn create_other(
     let path = || dir.dst_path(Some(dst));
     finalize::entry_at(ctx, dir.dst_fd(), dst, stat, is_symlink, &path)?;
     Ok(true)
+}
+
+/// `-l` and `-s`: a hard link to the source, or a symbolic link holding the source's path as
+/// given, in place of a copy. An existing entry is replaced only where cp replaces it (see
+/// [`check_existing`]), or with -f after the link found it there. Returns false when skipped.
+fn make_link(
+    ctx: &Ctx<'_>,
+    dir: &DirNode<'_>,
+    src: &CStr,
+    dst: &CStr,
+    stat: &Stat,
+    follow: bool,
+) -> Result<bool, CopyError> {
+    let src_path = dir.src_path(Some(src));
+    let dst_path = dir.dst_path(Some(dst));
+    let symbolic = ctx.plan.link == LinkMode::Symbolic;
+    let target = CString::new(src_path.as_os_str().as_encoded_bytes())
+        .expect("a path built from C strings has no NUL");
+    if symbolic && !target.to_bytes().starts_with(b"/") && !in_current_directory(dir) {
+        return Err(CopyError::Refused(format!(
+            "{}: can make relative symbolic links only in current directories",
+            dst_path.display()
+        )));
+    }
+    let Some(existing) = check_existing(ctx, dir, src, dst, stat)? else {
+        return Ok(false);
+    };
+    let link = || {
+        if symbolic {
+            sys::symlinkat(&target, dir.dst_fd(), dst)
+        } else {
+            let flags = if follow {
+                rustix::fs::AtFlags::SYMLINK_FOLLOW
+            } else {
+                rustix::fs::AtFlags::empty()
+            };
+            rustix::fs::linkat(dir.src_fd(), src, dir.dst_fd(), dst, flags).map_err(io::Error::from)
+        }
+    };
+    let made = match link() {
+        Err(e)
+            if e.raw_os_error() == Some(libc::EEXIST)
+                && ctx.plan.force
+                && matches!(existing, Existing::Open { .. }) =>
+        {
+            remove_then(dir, dst, link)
+        }
+        other => other,
+    };
+    made.map_err(|e| {
+        CopyError::Refused(format!(
+            "cannot create {} link '{}' to '{}': {}",
+            if symbolic { "symbolic" } else { "hard" },
+            dst_path.display(),
+            src_path.display(),
+            crate::error::reason(&e)
+        ))
+    })?;
+    if let Ok(made) = sys::statx_at(dir.dst_fd(), dst, false) {
+        ctx.note_created_stat(dir.is_operand_dir(), &made);
+    }
+    Ok(true)
+}
+
+/// True when the destination directory is the current directory, where a relative `-s`
+/// link's target names what it should.
+fn in_current_directory(dir: &DirNode<'_>) -> bool {
+    match (
+        sys::fstatx(dir.dst_fd()),
+        sys::statx_at(rustix::fs::CWD, c".", true),
+    ) {
+        (Ok(here), Ok(cwd)) => here.dev == cwd.dev && here.ino == cwd.ino,
+        _ => false,
+    }
 }

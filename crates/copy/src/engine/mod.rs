@@ -5,6 +5,7 @@ pub(crate) mod bigfile;
 mod data;
 mod entry;
 mod mover;
+mod same_file;
 mod sync;
 mod uring;
 

@@ -435,7 +435,16 @@ impl<'a> UringMover<'a> {
             // SAFETY: likewise op.src.
             let src = unsafe { BorrowedFd::borrow_raw(op.src) };
             let path = || op.dir.dst_path(Some(&op.name));
-            if let Err(e) = finalize::file(ctx, op.dir.dst_setgid, src, dst, &stat, true, &path) {
+            if let Err(e) = finalize::file(
+                ctx,
+                op.dir.dst_setgid,
+                src,
+                dst,
+                &stat,
+                true,
+                op.dir.fresh,
+                &path,
+            ) {
                 op.error = Some(e);
             }
         }
@@ -498,7 +507,7 @@ impl<'a> UringMover<'a> {
 fn open_dst(slot: usize, op: &FileOp<'_>, stat: &Stat) -> squeue::Entry {
     opcode::OpenAt::new(types::Fd(op.dir.dst_fd().as_raw_fd()), op.name.as_ptr())
         .flags(libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC)
-        .mode(finalize::create_mode(stat))
+        .mode(finalize::create_mode(op.dir.ctx.plan, stat, op.dir.fresh))
         .build()
         .user_data(user_data(slot, TAG_OPEN_DST))
 }
@@ -606,7 +615,12 @@ impl<'a> UringMover<'a> {
             return InPlace::WouldBlock(stat, src);
         }
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
-        let dst = match sys::openat(dir.dst_fd(), name, flags, finalize::create_mode(&stat)) {
+        let dst = match sys::openat(
+            dir.dst_fd(),
+            name,
+            flags,
+            finalize::create_mode(ctx.plan, &stat, dir.fresh),
+        ) {
             Ok(fd) => fd,
             Err(e) => {
                 ctx.fail(CopyError::io(Op::Create, dir.dst_path(Some(name)), e));

@@ -43,6 +43,31 @@ impl Cp {
         }
     }
 
+    /// ringio run under the name `cp` (GNU cp's drop-in): a symlink `cp` to the binary in
+    /// `dir`, made if missing.
+    pub fn named_cp(dir: &Path) -> Cp {
+        let link = dir.join("cp");
+        if std::fs::symlink_metadata(&link).is_err() {
+            std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_ringio"), &link)
+                .unwrap_or_else(|e| panic!("symlink {}: {e}", link.display()));
+        }
+        let mut cmd = Command::new(&link);
+        cmd.env("LC_ALL", "C").stdin(Stdio::null());
+        Cp {
+            cmd,
+            shown: vec!["cp".into()],
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// The child reads its standard input from `path` (the default is /dev/null).
+    pub fn stdin_from(mut self, path: impl AsRef<Path>) -> Cp {
+        let file = std::fs::File::open(path.as_ref())
+            .unwrap_or_else(|e| panic!("open {}: {e}", path.as_ref().display()));
+        self.cmd.stdin(file);
+        self
+    }
+
     pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Cp {
         self.cmd.arg(arg.as_ref());
         self.shown.push(arg.as_ref().to_owned());

@@ -17,7 +17,7 @@ use crate::finalize;
 use crate::links::Linked;
 use crate::node::{DirHold, DirNode};
 use crate::opened::{count_done, finish_file, OpenedPair};
-use crate::plan::{Backup, BackupMode, Dereference, LinkMode, Overwrite, Resume};
+use crate::plan::{Backup, BackupMode, Dereference, LinkMode, Overwrite, Reflink, Resume};
 use crate::queue::{Queue, Task};
 use crate::resume::{self, QuickCheck};
 use crate::sys::{self, Kind, Stat};
@@ -369,6 +369,21 @@ fn link_replaces(ctx: &Ctx<'_>) -> bool {
 }
 
 /// `--atomic`: a name in the same directory that no other entry uses.
+/// `--reflink=always` onto an existing file: whether `src` can be cloned into the destination
+/// directory, tried on an unnamed temporary file there (O_TMPFILE), so that where it cannot the
+/// existing file is left as it was. Where O_TMPFILE itself is unsupported the answer is yes, and
+/// the clone that follows decides.
+fn clone_possible(dir: BorrowedFd<'_>, src: BorrowedFd<'_>, stat: &Stat) -> io::Result<()> {
+    if stat.size == 0 {
+        return Ok(());
+    }
+    let flags = libc::O_TMPFILE | libc::O_WRONLY;
+    match sys::openat(dir, c".", flags, 0o600) {
+        Ok(probe) => sys::ficlone(probe.as_fd(), src),
+        Err(_) => Ok(()),
+    }
+}
+
 fn temp_name(dst: &CStr) -> CString {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -473,6 +488,11 @@ pub(crate) fn open_pair(
             ..
         } => {
             let regular = target.is_none_or(|t| t.kind() == Kind::File);
+            if regular && target.is_some() && ctx.plan.reflink == Reflink::Always {
+                // Truncating first and failing the clone after would lose the file.
+                clone_possible(dir.dst_fd(), src_fd.as_fd(), stat)
+                    .map_err(|e| CopyError::io(Op::Clone, dir.dst_path(Some(dst)), e))?;
+            }
             // A FIFO or a device is written into as it is: no truncation, in order.
             let mut flags = libc::O_WRONLY;
             // --attributes-only keeps an existing file's content.

@@ -379,6 +379,14 @@ fn reflink_always_onto_an_existing_file() {
         assert_exit(&out, 1);
         assert_eq!(fs::read(s.join("d")).unwrap(), b"keep me");
     }
+    // --attributes-only copies no data, so there is nothing to clone.
+    let out = Cp::new()
+        .args(["--reflink=always", "--attributes-only"])
+        .arg(s.join("f"))
+        .arg(s.join("d"))
+        .run();
+    assert_success(&out);
+    assert_eq!(fs::read(s.join("d")).unwrap(), b"keep me");
     for fs_type in ["xfs", "btrfs"] {
         let mnt = match LoopFs::new(s.path(), fs_type) {
             Ok(m) => m,

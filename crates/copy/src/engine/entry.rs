@@ -488,7 +488,8 @@ pub(crate) fn open_pair(
             ..
         } => {
             let regular = target.is_none_or(|t| t.kind() == Kind::File);
-            if regular && target.is_some() && ctx.plan.reflink == Reflink::Always {
+            let clones = ctx.plan.reflink == Reflink::Always && !ctx.plan.attributes_only;
+            if regular && target.is_some() && clones {
                 // Truncating first and failing the clone after would lose the file.
                 clone_possible(dir.dst_fd(), src_fd.as_fd(), stat)
                     .map_err(|e| CopyError::io(Op::Clone, dir.dst_path(Some(dst)), e))?;

@@ -47,28 +47,24 @@ fn now_secs() -> i64 {
 /// `-a` carries over everything: content, modes with setuid/setgid/sticky, owners (as root),
 /// atime and mtime with nanoseconds on files, directories and symlinks, symlink targets.
 fn archive_copies_standard_tree(engine: &str) {
-    let scratch = Scratch::new();
-    let tree = TreeSpec::standard(1).build(&scratch.join("src"));
-    let dst = scratch.join("dst");
-    let out = Cp::new()
-        .engine(engine)
-        .arg("-a")
-        .arg(&tree.root)
-        .arg(&dst)
-        .run();
-    assert_success(&out);
-    tree.restore_atimes();
-    assert_trees_equal(&tree.root, &dst, Check::ARCHIVE);
+    archive_copy(engine, 1, |_| {});
 }
 
 /// As above with the source's data out of the page cache, so the io_uring engine's in-place
 /// copy misses and hands files to its ring: still everything, atimes as they were before the
 /// copy read the files.
 fn archive_copies_uncached_tree(engine: &str) {
+    archive_copy(engine, 3, |tree| {
+        evict(&tree.root);
+        tree.restore_atimes(); // evict read the directories
+    });
+}
+
+/// `cp -a` of the standard tree of `seed`, after `prepare`, compared in full.
+fn archive_copy(engine: &str, seed: u64, prepare: impl Fn(&TestTree)) {
     let scratch = Scratch::new();
-    let tree = TreeSpec::standard(3).build(&scratch.join("src"));
-    evict(&tree.root);
-    tree.restore_atimes(); // evict read the directories
+    let tree = TreeSpec::standard(seed).build(&scratch.join("src"));
+    prepare(&tree);
     let dst = scratch.join("dst");
     let out = Cp::new()
         .engine(engine)

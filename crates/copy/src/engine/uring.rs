@@ -82,6 +82,28 @@ struct FileOp<'a> {
     error: Option<CopyError>,
 }
 
+impl<'a> FileOp<'a> {
+    /// A file about to take its first step: one completion pending, nothing copied yet.
+    fn new(dir: DirHold<'a>, name: CString, stat: Option<Stat>, src: i32) -> Self {
+        FileOp {
+            dir,
+            name,
+            // SAFETY: statx is plain old data; all-zero is a valid value.
+            statx: Box::new(unsafe { std::mem::zeroed() }),
+            stat,
+            src,
+            dst: -1,
+            offset: 0,
+            filled: 0,
+            written: 0,
+            asked: 0,
+            pending: 1,
+            closed: false,
+            error: None,
+        }
+    }
+}
+
 /// A worker's ring and its small files in flight.
 pub(crate) struct UringMover<'a> {
     ring: IoUring,
@@ -162,22 +184,7 @@ impl<'a> UringMover<'a> {
         let Some((slot, held)) = self.take_slot(dir, queue) else {
             return;
         };
-        let mut op = FileOp {
-            dir: held,
-            name,
-            // SAFETY: statx is plain old data; all-zero is a valid value.
-            statx: Box::new(unsafe { std::mem::zeroed() }),
-            stat: None,
-            src: -1,
-            dst: -1,
-            offset: 0,
-            filled: 0,
-            written: 0,
-            asked: 0,
-            pending: 1,
-            closed: false,
-            error: None,
-        };
+        let mut op = FileOp::new(held, name, None, -1);
         let sqe = opcode::Statx::new(
             types::Fd(dir.src_fd().as_raw_fd()),
             op.name.as_ptr(),
@@ -205,22 +212,7 @@ impl<'a> UringMover<'a> {
         let Some((slot, held)) = self.take_slot(dir, queue) else {
             return;
         };
-        let op = FileOp {
-            dir: held,
-            name,
-            // SAFETY: statx is plain old data; all-zero is a valid value.
-            statx: Box::new(unsafe { std::mem::zeroed() }),
-            stat: Some(stat),
-            src: src.into_raw_fd(),
-            dst: -1,
-            offset: 0,
-            filled: 0,
-            written: 0,
-            asked: 0,
-            pending: 1,
-            closed: false,
-            error: None,
-        };
+        let op = FileOp::new(held, name, Some(stat), src.into_raw_fd());
         let sqe = open_dst(slot, &op, &stat);
         self.slots[slot] = Some(op);
         self.in_flight += 1;

@@ -8,6 +8,7 @@ pub mod affinity;
 pub mod bench;
 mod blocking;
 mod bufring;
+mod c_epoll;
 mod conn;
 #[cfg(feature = "libuv")]
 mod libuv;

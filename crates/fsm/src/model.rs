@@ -36,6 +36,8 @@ pub enum Model {
     Uring,
     /// One thread, io_uring: multishot accept, multishot recv from a provided-buffer ring.
     UringBufring,
+    /// The reference: one thread, a bare epoll loop written in C (for comparison).
+    CEpoll,
 }
 
 impl Model {
@@ -76,6 +78,7 @@ impl Model {
             Model::Tokio => "tokio tasks",
             Model::Uring => "io_uring: single-shot accept and recv, send",
             Model::UringBufring => "io_uring: multishot accept and recv, provided-buffer ring",
+            Model::CEpoll => "reference: a bare epoll loop written in C",
         }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 #[cfg(feature = "libuv")]
 use crate::libuv;
 use crate::model::{Counters, Model, Summary};
-use crate::{blocking, bufring, reactor, tokio_model, uring};
+use crate::{blocking, bufring, c_epoll, reactor, tokio_model, uring};
 
 /// Serving failed as a whole (not one client).
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +83,7 @@ pub fn serve(
         }
         Model::Uring => uring::run(&listener, stop, &counters).map_err(err("serve"))?,
         Model::UringBufring => bufring::run(&listener, stop, &counters).map_err(err("serve"))?,
+        Model::CEpoll => c_epoll::run(&listener, stop, &counters).map_err(err("serve"))?,
     }
     Ok(counters.summary())
 }

@@ -526,10 +526,12 @@ mod tests {
                 "libuv",
                 "tokio",
                 "uring",
-                "uring-bufring"
+                "uring-bufring",
+                "c-epoll"
             ]
         );
         assert_eq!("uring-bufring".parse::<Model>(), Ok(Model::UringBufring));
+        assert_eq!("c-epoll".parse::<Model>(), Ok(Model::CEpoll));
         let err = "bogus".parse::<Model>().unwrap_err();
         assert!(err.contains("unknown model 'bogus'") && err.contains("uring-bufring"));
         let dups: Vec<String> = DupMethod::ALL.iter().map(|m| m.to_string()).collect();

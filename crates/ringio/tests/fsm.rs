@@ -22,6 +22,7 @@ const MODELS: &[&str] = &[
     "tokio",
     "uring",
     "uring-bufring",
+    "c-epoll",
 ];
 
 fn read_n(s: &mut TcpStream, n: usize) -> Vec<u8> {

@@ -3,8 +3,10 @@
 //!
 //! This VM-class machine has traps that swamp timings (see docs/BENCHMARKS.md), so outside the
 //! timed region each run: moves the previous destination into a trash directory (deleting it
-//! would bill ext4's recently-deleted inode scan to the next copy), drops the caches (cold) or
-//! re-reads the source (warm: idle page cache is paged out within a minute here), and touches
+//! would bill ext4's recently-deleted inode scan to the next copy), writes back what earlier
+//! runs left dirty (their gigabytes would otherwise be flushed in the middle of a later run),
+//! drops the caches (cold) or re-reads the source (warm: idle page cache is paged out within a
+//! minute here), and touches
 //! fresh memory (free pages handed back to the host are slow to fault in again). Tools run
 //! round-robin, so drift hits all of them alike.
 
@@ -107,6 +109,8 @@ pub fn bench(
                     evict_tree(src)?;
                 }
             } else {
+                // drop_caches syncs first; a warm run needs it as much.
+                rustix::fs::sync();
                 warm_tree(src)?;
             }
             touch_memory((size.bytes + (128 << 20)).clamp(256 << 20, 1 << 30));

@@ -17,9 +17,10 @@ use ringio_lab::plot::{bar_chart, line_chart, LineChart, Series};
 #[command(
     after_help = "Workloads: 1g, 16x64m, 1024x32k, 4096x32k, 50k-mixed, src-tree, or \
 `all`. They are generated once under --dir and reused.\n\nOutside the timed region each run moves \
-the previous copy into a trash directory (emptied at the end), drops the caches (--cold) or \
-re-reads the source (warm), and touches fresh memory; tools run round-robin. Every copy is \
-checked with `ringio verify`: content for every tool, and metadata for the tools that promise it \
+the previous copy into a trash directory (emptied at the end), writes back what earlier runs left \
+dirty (sync), drops the caches (--cold) or re-reads the source (warm), and touches fresh memory; \
+tools run round-robin. Every copy is checked with `ringio verify`: content for every tool, and \
+metadata for the tools that promise it \
 (ringio-a, cp-a; rsync without hard links, xattrs and holes). A wrong copy is FAILED and never \
 ranked. Peak RSS and CPU time come from wait4."
 )]

@@ -1,6 +1,11 @@
 //! The bare cost of a round trip: two threads ping-ponging one byte with blocking send and
 //! recv, over a Unix socketpair and over loopback TCP. No server model can answer a one-byte
 //! request faster than this, so it is the floor the models are compared with.
+//!
+//! [`run_one_thread`] takes the wakeups out: one thread plays both ends, so what it measures is
+//! the system calls and the protocol stack alone (a send on loopback delivers into the peer's
+//! socket before it returns). Half of that thread's CPU is the answering side's share: the cost a
+//! server that never sleeps pays per round trip.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -140,6 +145,43 @@ pub fn run(
     })
 }
 
+/// Plays both ends on this thread (pinned to `cpu` where given): send a byte, receive it on the
+/// other end, send it back, receive it. No thread ever waits for another.
+pub fn run_one_thread(
+    transport: Transport,
+    round_trips: u64,
+    cpu: Option<usize>,
+) -> io::Result<LoopbackReport> {
+    let (mut client, mut echo) = pair(transport)?;
+    if let Some(cpu) = cpu {
+        pin_current(cpu)?;
+    }
+    let mut b = [7u8; 1];
+    let mut trip = |client: &mut Box<dyn Duplex>, echo: &mut Box<dyn Duplex>| -> io::Result<()> {
+        client.write_all(&b)?;
+        echo.read_exact(&mut b)?;
+        echo.write_all(&b)?;
+        client.read_exact(&mut b)
+    };
+    for _ in 0..1000 {
+        trip(&mut client, &mut echo)?;
+    }
+    let (t0, c0) = (Instant::now(), thread_cpu_s());
+    for _ in 0..round_trips {
+        trip(&mut client, &mut echo)?;
+    }
+    let (seconds, cpu_s) = (t0.elapsed().as_secs_f64(), thread_cpu_s() - c0);
+    let n = round_trips.max(1) as f64;
+    Ok(LoopbackReport {
+        transport: transport.name().to_string(),
+        round_trips,
+        seconds,
+        us_per_rt: seconds * 1e6 / n,
+        echo_cpu_us_per_rt: cpu_s * 1e6 / n / 2.0,
+        client_cpu_us_per_rt: cpu_s * 1e6 / n / 2.0,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,6 +190,9 @@ mod tests {
     fn both_transports_ping_pong() {
         for &t in Transport::ALL {
             let r = run(t, 200, None, None).unwrap();
+            assert_eq!(r.round_trips, 200);
+            assert!(r.us_per_rt > 0.0, "{r:?}");
+            let r = run_one_thread(t, 200, None).unwrap();
             assert_eq!(r.round_trips, 200);
             assert!(r.us_per_rt > 0.0, "{r:?}");
         }

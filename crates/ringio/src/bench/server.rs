@@ -240,8 +240,11 @@ pub fn run(args: &Args) -> Result<i32> {
 #[command(
     after_help = "Two threads ping-pong one byte with blocking send and recv, over a Unix \
 socketpair and over TCP on 127.0.0.1 (TCP_NODELAY), each thread pinned like `bench server` \
-pins server and load generator. The echoing thread's CPU per round trip is what a server that \
-does nothing but answer would spend: the floor for every FSM model."
+pins server and load generator (apart), then both on one CPU. The echoing thread's CPU per round \
+trip is what a server that does nothing but answer would spend: the floor for every FSM model. \
+The `one thread` rows play both ends on one thread, so no thread ever sleeps or wakes: half of \
+its CPU is the answering side's system calls and protocol stack alone, the floor of a server \
+that is never idle."
 )]
 pub struct LoopbackArgs {
     /// Round trips per transport and round.
@@ -270,17 +273,23 @@ pub fn run_loopback(args: &LoopbackArgs) -> Result<i32> {
     if let Some(cpu) = echo_cpu {
         placements.push(("one CPU", Some(cpu), Some(cpu)));
     }
+    // One thread plays both ends: no wakeups at all.
+    placements.push(("one thread", None, echo_cpu));
     let mut runs = Vec::new();
     println!(
-        "{:<13} {:<8} {:>9} {:>9} {:>15} {:>17}",
+        "{:<13} {:<10} {:>9} {:>9} {:>15} {:>17}",
         "transport", "threads", "rt/s", "us/rt", "echo cpu us/rt", "client cpu us/rt"
     );
     for &t in Transport::ALL {
         for &(place, client_cpu, echo_cpu) in &placements {
             let mut these = Vec::new();
             for _ in 0..args.rounds.max(1) {
-                let r = loopback::run(t, args.round_trips, client_cpu, echo_cpu)
-                    .with_context(|| format!("cannot ping-pong over {}", t.name()))?;
+                let r = if place == "one thread" {
+                    loopback::run_one_thread(t, args.round_trips, echo_cpu)
+                } else {
+                    loopback::run(t, args.round_trips, client_cpu, echo_cpu)
+                }
+                .with_context(|| format!("cannot ping-pong over {}", t.name()))?;
                 these.push(r);
             }
             let median = |f: fn(&LoopbackReport) -> f64| {
@@ -290,7 +299,7 @@ pub fn run_loopback(args: &LoopbackArgs) -> Result<i32> {
             };
             let us = median(|r| r.us_per_rt);
             println!(
-                "{:<13} {:<8} {:>9.0} {:>9.2} {:>15.2} {:>17.2}",
+                "{:<13} {:<10} {:>9.0} {:>9.2} {:>15.2} {:>17.2}",
                 t.name(),
                 place,
                 1e6 / us,

@@ -2,12 +2,12 @@
 //! copy verified.
 //!
 //! This VM-class machine has traps that swamp timings (see docs/BENCHMARKS.md), so outside the
-//! timed region each run: moves the previous destination into a trash directory (deleting it
-//! would bill ext4's recently-deleted inode scan to the next copy), writes back what earlier
-//! runs left dirty (their gigabytes would otherwise be flushed in the middle of a later run),
-//! drops the caches (cold) or re-reads the source (warm: idle page cache is paged out within a
-//! minute here), and touches
-//! fresh memory (free pages handed back to the host are slow to fault in again). Tools run
+//! timed region each run: moves the previous destination into a trash directory that is emptied
+//! only after the last workload (deleting would bill ext4's recently-deleted inode scan to the
+//! copies of the next six minutes), writes back what earlier runs left dirty (their gigabytes
+//! would otherwise be flushed in the middle of a later run), drops the caches (cold) or re-reads
+//! the source (warm: idle page cache is paged out within a minute here), and touches fresh
+//! memory (free pages handed back to the host are slow to fault in again). Tools run
 //! round-robin, so drift hits all of them alike.
 
 mod hygiene;
@@ -24,7 +24,9 @@ use ringio_copy::verify::verify;
 
 use crate::child;
 use crate::error::LabError;
-use hygiene::{empty_trash, evict_tree, free_bytes, touch_memory, warm_tree};
+use hygiene::{
+    empty_trash, evict_tree, free_bytes, touch_memory, trash_state, warm_tree, MANY_INODES,
+};
 pub use report::table;
 use results::metadata_checked;
 pub use results::{Run, Stats, ToolRuns};
@@ -72,8 +74,8 @@ pub fn bench(
     if opts.cold && !root {
         note("not root: --cold evicts the source's files one by one (POSIX_FADV_DONTNEED) instead of dropping every cache");
     }
-    let mut trash_n = 0u64;
-    let mut trash_inodes = 0u64;
+    // The trash carries over from earlier workloads of this run (see `finish`).
+    let (mut trash_n, mut trash_inodes) = trash_state(&trash);
     let total = opts.warmup + opts.runs;
     for round in 0..total {
         let timed = round >= opts.warmup;
@@ -91,7 +93,7 @@ pub fn bench(
                 // Out of room: empty the trash now (the ext4 delete trap may then slow the
                 // next copy; better than a full disk).
                 note("disk nearly full: emptying the trash between runs");
-                empty_trash(&trash, trash_inodes, note)?;
+                empty_trash(&trash, trash_inodes, true, note)?;
                 trash_inodes = 0;
                 fs::create_dir_all(&trash)
                     .map_err(|e| LabError::io("create directory", &trash, e))?;
@@ -168,6 +170,14 @@ pub fn bench(
         let _ = fs::rename(&dst, trash.join(trash_n.to_string()));
         trash_inodes += size.files + size.dirs;
     }
-    empty_trash(&trash, trash_inodes, note)?;
+    // A few inodes (big files) cost the next workload nothing; many stay until `finish`.
+    if trash_inodes < MANY_INODES {
+        empty_trash(&trash, trash_inodes, false, note)?;
+    }
     Ok(results)
+}
+
+/// Empties what [`bench`] left in `work` once no timed run follows.
+pub fn finish(work: &Path, note: &mut dyn FnMut(&str)) -> Result<(), LabError> {
+    empty_trash(&work.join("trash"), 0, false, note)
 }

@@ -17,12 +17,12 @@ use ringio_lab::plot::{bar_chart, line_chart, LineChart, Series};
 #[command(
     after_help = "Workloads: 1g, 16x64m, 1024x32k, 4096x32k, 50k-mixed, src-tree, or \
 `all`. They are generated once under --dir and reused.\n\nOutside the timed region each run moves \
-the previous copy into a trash directory (emptied at the end), writes back what earlier runs left \
+the previous copy into a trash directory (emptied after the last workload: deleting many files \
+slows every create on ext4 for minutes), writes back what earlier runs left \
 dirty (sync), drops the caches (--cold) or re-reads the source (warm), and touches fresh memory; \
 tools run round-robin. Every copy is checked with `ringio verify`: content for every tool, and \
-metadata for the tools that promise it \
-(ringio-a, cp-a; rsync without hard links, xattrs and holes). A wrong copy is FAILED and never \
-ranked. Peak RSS and CPU time come from wait4."
+metadata for the tools that promise it (ringio-a, cp-a; rsync without hard links, xattrs and \
+holes). A wrong copy is FAILED and never ranked. Peak RSS and CPU time come from wait4."
 )]
 pub struct Args {
     /// Copy this tree.
@@ -178,6 +178,8 @@ pub fn run(args: &Args) -> Result<i32> {
             "results": results,
         }));
     }
+    // The workloads' copies were kept in the trash until now (ext4's recently-deleted scan).
+    copybench::finish(&work, &mut |note| eprintln!("note: {note}"))?;
     if let Some(dir) = &args.plot {
         for (file_size, points) in &figure {
             if points.len() > 1 {

@@ -4,7 +4,7 @@
  * indexed by descriptor, level-triggered, one recv and (if replies are pending) one send per
  * readiness event. It speaks exactly what the Rust models speak (pipelining, whitespace, '?',
  * the close after 'd', backpressure past 64 KiB of unsent replies, a pause in accepting when
- * descriptors run out), so its figures are the floor a Rust model has to match.
+ * descriptors run out), so it is the reference the Rust models are held against.
  */
 #define _GNU_SOURCE
 #include <errno.h>

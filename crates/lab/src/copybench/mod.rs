@@ -90,8 +90,8 @@ pub fn bench(
             };
             progress(&tool.name, round, total);
             if free_bytes(work) < 2 * size.bytes + (2 << 30) {
-                // Out of room: empty the trash now (the ext4 delete trap may then slow the
-                // next copy; better than a full disk).
+                // Out of room: empty the trash now and wait out the ext4 delete trap (six
+                // minutes; better than a full disk).
                 note("disk nearly full: emptying the trash between runs");
                 empty_trash(&trash, trash_inodes, true, note)?;
                 trash_inodes = 0;
@@ -177,7 +177,18 @@ pub fn bench(
     Ok(results)
 }
 
-/// Empties what [`bench`] left in `work` once no timed run follows.
+/// Empties what [`bench`] left in `work` once no timed run follows, and says so when the
+/// next few minutes of creates on that filesystem will be slower for it.
 pub fn finish(work: &Path, note: &mut dyn FnMut(&str)) -> Result<(), LabError> {
-    empty_trash(&work.join("trash"), 0, false, note)
+    let trash = work.join("trash");
+    let (entries, _) = trash_state(&trash);
+    empty_trash(&trash, 0, false, note)?;
+    if entries > 0 {
+        note(
+            "deleted the copies: on ext4 without a journal, files created on this filesystem \
+             in the next 6 minutes are slower (its recently-deleted scan); wait before timing \
+             anything else there",
+        );
+    }
+    Ok(())
 }

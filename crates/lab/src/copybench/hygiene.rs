@@ -41,11 +41,9 @@ pub(super) fn empty_trash(
     Ok(())
 }
 
-/// The trash's entries and the inodes they hold, as far as this process knows (a trash left
-/// by an earlier, interrupted run counts as many).
-pub(super) fn trash_state(trash: &Path) -> (u64, u64) {
-    let entries = fs::read_dir(trash).map_or(0, |d| d.count() as u64);
-    (entries, if entries > 0 { MANY_INODES } else { 0 })
+/// Entries in the trash (copies left by earlier workloads of this run, or by an interrupted run).
+pub(super) fn trash_entries(trash: &Path) -> u64 {
+    fs::read_dir(trash).map_or(0, |d| d.count() as u64)
 }
 
 /// Free bytes on the filesystem holding `dir` (unknown: plenty).

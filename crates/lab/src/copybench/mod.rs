@@ -25,7 +25,7 @@ use ringio_copy::verify::verify;
 use crate::child;
 use crate::error::LabError;
 use hygiene::{
-    empty_trash, evict_tree, free_bytes, touch_memory, trash_state, warm_tree, MANY_INODES,
+    empty_trash, evict_tree, free_bytes, touch_memory, trash_entries, warm_tree, MANY_INODES,
 };
 pub use report::table;
 use results::metadata_checked;
@@ -74,8 +74,10 @@ pub fn bench(
     if opts.cold && !root {
         note("not root: --cold evicts the source's files one by one (POSIX_FADV_DONTNEED) instead of dropping every cache");
     }
-    // The trash carries over from earlier workloads of this run (see `finish`).
-    let (mut trash_n, mut trash_inodes) = trash_state(&trash);
+    // The trash carries over from earlier workloads of this run (see `finish`); their inodes
+    // are not counted, so any of them counts as many.
+    let mut trash_n = trash_entries(&trash);
+    let mut trash_inodes = if trash_n > 0 { MANY_INODES } else { 0 };
     let total = opts.warmup + opts.runs;
     for round in 0..total {
         let timed = round >= opts.warmup;
@@ -181,7 +183,7 @@ pub fn bench(
 /// next few minutes of creates on that filesystem will be slower for it.
 pub fn finish(work: &Path, note: &mut dyn FnMut(&str)) -> Result<(), LabError> {
     let trash = work.join("trash");
-    let (entries, _) = trash_state(&trash);
+    let entries = trash_entries(&trash);
     empty_trash(&trash, 0, false, note)?;
     if entries > 0 {
         note(

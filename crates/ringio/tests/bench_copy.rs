@@ -68,7 +68,7 @@ fn bench_copy_runs_verifies_and_writes_json() {
             "bench",
             "copy",
             "--tools",
-            "cp,ringio,ringio-a",
+            "cp,ringio,ringio-a,cat",
             "--runs",
             "2",
             "--src",
@@ -90,16 +90,34 @@ fn bench_copy_runs_verifies_and_writes_json() {
             .unwrap_or_else(|| panic!("{table}"));
         assert!(row.ends_with("ok"), "{row}");
     }
+    // `cat` reads the source as a reference: not verified, not ranked.
+    let cat = table
+        .lines()
+        .find(|l| l.starts_with("cat "))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(cat.ends_with("reference: reads only"), "{cat}");
     let doc: serde_json::Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(doc["command"][0], "ringio");
     assert!(doc["machine"]["kernel"]
         .as_str()
         .is_some_and(|k| !k.is_empty()));
     let results = doc["workloads"][0]["results"].as_array().unwrap();
-    assert_eq!(results.len(), 3);
+    assert_eq!(results.len(), 4);
     for r in results {
         let runs = r["runs"].as_array().unwrap();
         assert_eq!(runs.len(), 2, "{r}");
+        if r["tool"] == "cat" {
+            assert_eq!(r["reference"], true, "{r}");
+            for run in runs {
+                assert_eq!(run["ok"], true, "{run}");
+                assert!(
+                    run["verified"].as_str().unwrap().starts_with("none"),
+                    "{run}"
+                );
+            }
+            continue;
+        }
+        assert_eq!(r["reference"], false, "{r}");
         // cp -r and ringio cp -r are checked for content; ringio cp -a for its metadata too.
         let archive = r["tool"] == "ringio-a";
         for run in runs {

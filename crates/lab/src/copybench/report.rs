@@ -4,7 +4,8 @@ use super::results::{Stats, ToolRuns};
 use super::suite::TreeSize;
 
 /// The terminal table for one workload: median/min/max/stddev, MiB/s, files/s, peak RSS,
-/// verification, and ratios against the fastest verified tool and against `cp`.
+/// verification, and ratios against the fastest verified copier, against `cp`, and against
+/// reading the source (`cat`, a reference that is never ranked).
 pub fn table(results: &[ToolRuns], size: &TreeSize) -> String {
     let ranked: Vec<(&ToolRuns, Stats)> = results
         .iter()
@@ -13,32 +14,43 @@ pub fn table(results: &[ToolRuns], size: &TreeSize) -> String {
         .collect();
     let fastest = ranked
         .iter()
+        .filter(|(r, _)| !r.reference)
         .map(|(_, s)| s.median)
         .fold(f64::INFINITY, f64::min);
-    let cp = ranked
-        .iter()
-        .find(|(r, _)| r.tool == "cp")
-        .map(|(_, s)| s.median);
+    let median_of = |name: &str| {
+        ranked
+            .iter()
+            .find(|(r, _)| r.tool == name)
+            .map(|(_, s)| s.median)
+    };
+    let (cp, cat) = (median_of("cp"), median_of("cat"));
     let mut out = crate::table::new(&[
         "tool", "median s", "min s", "max s", "stddev", "MiB/s", "files/s", "RSS MiB", "×best",
-        "×cp", "verified",
+        "×cp", "×cat", "verified",
     ]);
-    crate::table::align_left(&mut out, 10);
+    crate::table::align_left(&mut out, 11);
     for r in results {
         if let Some(why) = &r.skipped {
             let mut row = vec![r.tool.clone()];
-            row.resize(10, String::new());
+            row.resize(11, String::new());
             row.push(format!("skipped: {why}"));
             out.add_row(row);
             continue;
         }
         let Some(s) = r.stats() else { continue };
-        let ok = r.verified();
+        let ok = r.verified() && !r.reference;
         let ratio = |x: Option<f64>| match (ok, x) {
             (true, Some(x)) if x.is_finite() => format!("{:.2}", s.median / x),
             _ => "-".to_string(),
         };
-        let verdict = if ok {
+        let verdict = if r.reference {
+            if r.verified() {
+                "reference: reads only"
+            } else {
+                "reference: FAILED"
+            }
+            .to_string()
+        } else if ok {
             "ok".to_string()
         } else {
             let first = r
@@ -68,6 +80,7 @@ pub fn table(results: &[ToolRuns], size: &TreeSize) -> String {
             },
             ratio(Some(fastest)),
             ratio(cp),
+            ratio(cat),
             verdict,
         ]);
     }

@@ -49,6 +49,8 @@ pub struct ToolRuns {
     pub tool: String,
     /// Why it did not run (not installed).
     pub skipped: Option<String>,
+    /// A reference that reads the source and copies nothing (`cat`): not verified, not ranked.
+    pub reference: bool,
     /// Its timed runs.
     pub runs: Vec<Run>,
 }

@@ -26,8 +26,9 @@ pub struct Workload {
 pub enum WorkloadSource {
     /// Generated with this shape (seed 1).
     Generated(Shape),
-    /// A copy of a real tree found on the machine.
-    RealTree,
+    /// A copy of a real tree on this machine: the first of these directories that exists
+    /// (`~` is the home directory). The workload is skipped when none does.
+    RealTree(&'static [&'static str]),
 }
 
 /// The standard suite.
@@ -50,21 +51,41 @@ pub fn standard_workloads() -> Vec<Workload> {
             description: "50,000 entries of long-tailed sizes in ~3,000 directories, with symlinks and hard links",
             source: WorkloadSource::Generated(Shape::Mix { files: 50_000 }),
         },
-        Workload { name: "src-tree", description: "a copy of a real source tree on this machine", source: WorkloadSource::RealTree },
+        Workload { name: "src-tree", description: "a copy of a real source tree on this machine", source: WorkloadSource::RealTree(&["~/.cargo/registry/src", "/usr/include", "/usr/share/doc"]) },
+        Workload { name: "usr-include", description: "a copy of /usr/include", source: WorkloadSource::RealTree(&["/usr/include"]) },
+        Workload { name: "cargo-registry", description: "a copy of cargo's registry source tree (~/.cargo/registry/src)", source: WorkloadSource::RealTree(&["~/.cargo/registry/src"]) },
+        Workload { name: "toolchain", description: "a copy of a language toolchain tree (Go's: /usr/local/go or /usr/lib/go)", source: WorkloadSource::RealTree(&["/usr/local/go", "/usr/lib/go"]) },
     ]
 }
 
-/// Real trees the `src-tree` workload copies, first found wins.
-const REAL_TREES: &[&str] = &["~/.cargo/registry/src", "/usr/include", "/usr/share/doc"];
+impl WorkloadSource {
+    /// For a real tree, the first candidate directory that exists on this machine (`None`:
+    /// none does, and the workload is skipped). A generated tree has no origin.
+    pub fn origin(&self) -> Option<PathBuf> {
+        let WorkloadSource::RealTree(candidates) = self else {
+            return None;
+        };
+        let home = std::env::var("HOME").unwrap_or_default();
+        candidates
+            .iter()
+            .map(|t| PathBuf::from(t.replacen('~', &home, 1)))
+            .find(|p| p.is_dir())
+    }
+}
 
-/// Makes (once) the workload's source tree under `dir`, and returns its path. A tree made
-/// before is reused when its marker says it is complete.
-pub fn prepare(dir: &Path, workload: &Workload) -> Result<PathBuf, LabError> {
+/// Makes (once) the workload's source tree under `dir`, and returns its path: `Ok(None)` for
+/// a real tree that this machine does not have. A tree made before is reused when its marker
+/// says it is complete.
+pub fn prepare(dir: &Path, workload: &Workload) -> Result<Option<PathBuf>, LabError> {
     let root = dir.join("workloads").join(workload.name);
     let src = root.join("src");
     let marker = root.join("complete");
     if marker.exists() {
-        return Ok(src);
+        return Ok(Some(src));
+    }
+    let origin = workload.source.origin();
+    if matches!(workload.source, WorkloadSource::RealTree(_)) && origin.is_none() {
+        return Ok(None);
     }
     if root.exists() {
         fs::remove_dir_all(&root).map_err(|e| LabError::io("remove", &root, e))?;
@@ -74,18 +95,8 @@ pub fn prepare(dir: &Path, workload: &Workload) -> Result<PathBuf, LabError> {
         WorkloadSource::Generated(shape) => {
             gen::generate(&src, shape, 1)?;
         }
-        WorkloadSource::RealTree => {
-            let home = std::env::var("HOME").unwrap_or_default();
-            let origin = REAL_TREES
-                .iter()
-                .map(|t| PathBuf::from(t.replace('~', &home)))
-                .find(|p| p.is_dir())
-                .ok_or_else(|| {
-                    LabError::Invalid(format!(
-                        "no real tree for src-tree (tried {})",
-                        REAL_TREES.join(", ")
-                    ))
-                })?;
+        WorkloadSource::RealTree(_) => {
+            let origin = origin.expect("a real tree's origin");
             let out = Command::new("cp")
                 .arg("-a")
                 .arg(&origin)
@@ -94,15 +105,16 @@ pub fn prepare(dir: &Path, workload: &Workload) -> Result<PathBuf, LabError> {
                 .map_err(|e| LabError::io("run cp for", &origin, e))?;
             if !out.status.success() {
                 return Err(LabError::Invalid(format!(
-                    "copying '{}' for src-tree failed: {}",
+                    "copying '{}' for {} failed: {}",
                     origin.display(),
+                    workload.name,
                     String::from_utf8_lossy(&out.stderr).trim()
                 )));
             }
         }
     }
     fs::write(&marker, workload.description).map_err(|e| LabError::io("write", &marker, e))?;
-    Ok(src)
+    Ok(Some(src))
 }
 
 /// Files, directories and bytes of a tree.

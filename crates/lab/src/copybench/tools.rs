@@ -22,6 +22,9 @@ pub struct Tool {
     pub install: String,
     /// What its copies are checked for beyond content.
     pub keeps: VerifyOptions,
+    /// A reference, not a copier: `cat` reads every source file to /dev/null. Its runs are
+    /// not verified (there is no copy) and not ranked; copiers are compared against it.
+    pub reference: bool,
 }
 
 /// Looks for `name` in PATH and in ~/.cargo/bin.
@@ -39,7 +42,7 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
 
 /// The tool names `--tools` knows, for help texts.
 pub const KNOWN_TOOLS: &str =
-    "ringio, ringio-a, ringio:ENGINE, cp, cp-a, rsync, xcp, fcp, cpz, wcp, cmd:NAME=PROGRAM";
+    "ringio, ringio-a, ringio:ENGINE, cp, cp-a, rsync, xcp, fcp, cpz, wcp, cat, cmd:NAME=PROGRAM";
 
 /// Resolves one `--tools` entry. `ringio` is this binary.
 pub fn resolve_tool(spec: &str, ringio: &Path) -> Result<Tool, LabError> {
@@ -52,6 +55,7 @@ pub fn resolve_tool(spec: &str, ringio: &Path) -> Result<Tool, LabError> {
         args: args.iter().map(|s| s.to_string()).collect(),
         install,
         keeps,
+        reference: false,
     };
     let tool = match spec {
         "cp" => peer(
@@ -91,6 +95,25 @@ pub fn resolve_tool(spec: &str, ringio: &Path) -> Result<Tool, LabError> {
             format!("cargo install {spec}, {hint}"),
             content,
         ),
+        // The floor of a copy: reading its source. `find` hands the files to as few `cat`s as
+        // it can, so a tree costs about what reading its files costs.
+        "cat" => Tool {
+            name: spec.to_string(),
+            program: find_program("cat")
+                .and(find_program("find"))
+                .and_then(|_| find_program("sh")),
+            args: [
+                "-c",
+                "find \"$1\" -type f -exec cat -- {} + > /dev/null",
+                "sh",
+                "{src}",
+            ]
+            .map(String::from)
+            .to_vec(),
+            install: "apt-get install coreutils findutils".into(),
+            keeps: content,
+            reference: true,
+        },
         _ if spec == "ringio"
             || spec == "ringio-a"
             || spec.starts_with("ringio:")
@@ -116,6 +139,7 @@ pub fn resolve_tool(spec: &str, ringio: &Path) -> Result<Tool, LabError> {
                 args,
                 install: "cargo build --release".into(),
                 keeps: if a { archive } else { content },
+                reference: false,
             }
         }
         _ => match spec.strip_prefix("cmd:").and_then(|s| s.split_once('=')) {
@@ -127,6 +151,7 @@ pub fn resolve_tool(spec: &str, ringio: &Path) -> Result<Tool, LabError> {
                 args: vec!["{src}".into(), "{dst}".into()],
                 install: format!("'{program}' does not exist"),
                 keeps: content,
+                reference: false,
             },
             None => {
                 return Err(LabError::Invalid(format!(

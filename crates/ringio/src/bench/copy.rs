@@ -15,8 +15,10 @@ use ringio_lab::plot::{bar_chart, line_chart, LineChart, Series};
 /// `ringio bench copy`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Workloads: 1g, 16x64m, 1024x32k, 4096x32k, 50k-mixed, src-tree, or \
-`all`. They are generated once under --dir and reused.\n\nOutside the timed region each run moves \
+    after_help = "Workloads: 1g, 16x64m, 1024x32k, 4096x32k, 50k-mixed, src-tree, usr-include, \
+cargo-registry, toolchain, or `all`. They are made once under --dir and reused; the last four \
+copy real trees of this machine (src-tree: the first of the cargo registry, /usr/include and \
+/usr/share/doc; toolchain: Go's tree), and a workload whose tree is missing is skipped.\n\nOutside the timed region each run moves \
 the previous copy into a trash directory (emptied after the last workload: deleting many files \
 slows every create on ext4 for minutes), writes back what earlier runs left \
 dirty (sync), drops the caches (--cold) or re-reads the source (warm), and touches fresh memory; \
@@ -32,7 +34,7 @@ pub struct Args {
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub workload: Vec<String>,
     /// Tools, comma-separated.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', help = format!("Tools, comma-separated ({KNOWN_TOOLS}) [default: every ringio engine, ringio-a and every peer]"))]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', help = format!("Tools, comma-separated ({KNOWN_TOOLS}) [default: every ringio engine, ringio-a, every peer and cat]"))]
     pub tools: Vec<String>,
     /// Timed runs per tool.
     #[arg(long, value_name = "N", default_value_t = 5)]
@@ -60,7 +62,7 @@ fn default_tools() -> Vec<String> {
         .map(|e| format!("ringio:{}", e.name()))
         .collect();
     tools.push("ringio-a".into());
-    for peer in ["cp", "cp-a", "rsync", "xcp", "fcp", "cpz", "wcp"] {
+    for peer in ["cp", "cp-a", "rsync", "xcp", "fcp", "cpz", "wcp", "cat"] {
         tools.push(peer.into());
     }
     tools
@@ -110,10 +112,20 @@ pub fn run(args: &Args) -> Result<i32> {
                 );
             };
             eprintln!("preparing workload {} ({})", w.name, w.description);
-            let src = prepare(&args.dir, w)?;
+            let Some(src) = prepare(&args.dir, w)? else {
+                let WorkloadSource::RealTree(candidates) = &w.source else {
+                    unreachable!("only a real tree can be missing")
+                };
+                eprintln!(
+                    "skipping workload {}: this machine has none of {}",
+                    w.name,
+                    candidates.join(", ")
+                );
+                continue;
+            };
             let shape = match &w.source {
                 WorkloadSource::Generated(s) => Some(s.clone()),
-                WorkloadSource::RealTree => None,
+                WorkloadSource::RealTree(_) => None,
             };
             sources.push((w.name.to_string(), w.description.to_string(), src, shape));
         }

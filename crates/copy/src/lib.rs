@@ -49,5 +49,6 @@ pub use plan::{
     Reflink, Resume, Sparse, Tuning,
 };
 pub use progress::{Progress, Reporter, Summary};
+pub use rank::link_owner;
 pub use run::copy;
 pub use sys::{pread, raise_nofile_limit};

@@ -104,11 +104,13 @@ impl<'a> Queue<'a> {
         st.tasks.is_empty() && st.busy == 0
     }
 
-    /// Removes the older half (rounded up) of the tasks `movable` accepts, oldest first.
+    /// Removes the older half of the tasks `movable` accepts, oldest first: rounded up while a
+    /// worker is busy, down when none is (an idle rank keeps its one task: giving it away
+    /// would only swap thief and victim, and two idle ranks could pass it back and forth).
     pub fn take_oldest_half(&self, movable: impl Fn(&Task<'a>) -> bool) -> Vec<Task<'a>> {
         let mut st = self.state.lock().expect("queue lock");
         let count = st.tasks.iter().filter(|t| movable(t)).count();
-        let mut want = count.div_ceil(2);
+        let mut want = (count + usize::from(st.busy > 0)) / 2;
         let mut taken = Vec::with_capacity(want);
         let mut kept = Vec::with_capacity(st.tasks.len() - want);
         for task in st.tasks.drain(..) {

@@ -7,6 +7,17 @@ use std::sync::Mutex;
 use crate::item::WorkItem;
 use crate::sys::Stat;
 
+/// The rank of `size` that copies every name of the multiply linked inode `(dev, ino)` in a
+/// copy spread over ranks: one rank links them all. (The simulator places links with it too.)
+pub fn link_owner(dev: u64, ino: u64, size: u32) -> u32 {
+    // splitmix64 finalizer: inode numbers are dense, ranks should be even.
+    let mut x = dev.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ino;
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^= x >> 31;
+    (x % u64::from(size.max(1))) as u32
+}
+
 /// A directory this rank created (or merged into), whose metadata is applied after every rank
 /// is done, deepest level first.
 pub(crate) struct DeferredDir {
@@ -39,12 +50,7 @@ impl RankShare {
 
     /// The rank that copies every name of the inode `(dev, ino)`: one rank links them all.
     pub fn owner(&self, dev: u64, ino: u64) -> u32 {
-        // splitmix64 finalizer: inode numbers are dense, ranks should be even.
-        let mut x = dev.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ino;
-        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        x ^= x >> 31;
-        (x % u64::from(self.size)) as u32
+        link_owner(dev, ino, self.size)
     }
 
     pub fn send(&self, to: u32, item: WorkItem) {

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::ffi::CString;
+use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
@@ -14,6 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::ctx::Ctx;
 use crate::engine::bigfile::BigFile;
+use crate::engine::Mover;
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::item::WorkItem;
@@ -37,6 +39,17 @@ pub trait Exchange {
     fn barrier(&mut self);
     /// The largest `value` over all ranks.
     fn max(&mut self, value: u64) -> u64;
+    /// Lockstep rounds (`cp --mpi --mpi-lockstep`): no worker threads start, and
+    /// [`Exchange::run`] runs this rank's tasks itself, one per round, with [`Port::step`].
+    fn lockstep(&self) -> bool {
+        false
+    }
+}
+
+/// What [`Port::step`] runs tasks with: the engine and a directory buffer, as a worker has.
+struct Stepper<'a> {
+    mover: Box<dyn Mover<'a> + 'a>,
+    dir_buf: Vec<MaybeUninit<u8>>,
 }
 
 /// This rank's work, as the exchange sees it.
@@ -48,6 +61,8 @@ pub struct Port<'q, 'a> {
     /// Big files with chunks out on other ranks, by id: the file, and how many chunk ranges
     /// are still out. The last one back finishes the file here.
     lent: Mutex<HashMap<u64, (Arc<BigFile<'a>>, u32)>>,
+    /// In lockstep rounds, what runs this rank's tasks (there are no workers).
+    stepper: Option<Mutex<Stepper<'a>>>,
 }
 
 impl std::fmt::Debug for Port<'_, '_> {
@@ -99,6 +114,18 @@ impl Port<'_, '_> {
             }
         }
         items
+    }
+
+    /// Lockstep rounds only: runs the newest queued task to its end, the I/O it started
+    /// included, on the calling thread. False when nothing is queued.
+    pub fn step(&self) -> bool {
+        let stepper = self
+            .stepper
+            .as_ref()
+            .expect("Port::step needs an exchange in lockstep");
+        let mut stepper = stepper.lock().expect("stepper lock");
+        let Stepper { mover, dir_buf } = &mut *stepper;
+        walk::step(self.ctx, self.queue, mover.as_mut(), dir_buf)
     }
 
     /// Queues work from another rank.
@@ -196,7 +223,10 @@ fn run_wave<'a>(
 ) {
     let plan = ctx.plan;
     let share = ctx.share.as_ref().expect("a ranked run");
-    let queue = Queue::new(setup.threads);
+    // Lockstep: one task at a time, run by the exchange; the queue sizes its batches for one.
+    let lockstep = exchange.lockstep();
+    let workers = if lockstep { 0 } else { setup.threads };
+    let queue = Queue::new(workers.max(1));
     queue.hold_open(true);
     let mut roots: Vec<Option<Arc<DirNode<'a>>>> = plan.roots.iter().map(|_| None).collect();
     let index = |root: &CopyRoot| plan.roots.iter().position(|r| std::ptr::eq(r, root));
@@ -220,9 +250,15 @@ fn run_wave<'a>(
         queue: &queue,
         roots: &roots,
         lent: Mutex::default(),
+        stepper: lockstep.then(|| {
+            Mutex::new(Stepper {
+                mover: run::new_mover(plan, setup.use_uring, ctx.reporter),
+                dir_buf: vec![MaybeUninit::uninit(); walk::DIR_BUF],
+            })
+        }),
     };
     std::thread::scope(|scope| {
-        for _ in 0..setup.threads {
+        for _ in 0..workers {
             scope.spawn(|| {
                 let mut mover = run::new_mover(plan, setup.use_uring, ctx.reporter);
                 walk::worker(ctx, &queue, mover.as_mut());

@@ -23,10 +23,13 @@ use crate::remote;
 use crate::resume;
 use crate::sys::{self, Kind, Stat};
 
+/// Bytes of the buffer a worker reads directories into (getdents64).
+pub(crate) const DIR_BUF: usize = 64 * 1024;
+
 /// A worker: takes tasks until the tree is done, keeping its engine's pipeline full.
 pub(crate) fn worker<'a>(ctx: &'a Ctx<'a>, queue: &Queue<'a>, mover: &mut dyn Mover<'a>) {
     let mut busy = false;
-    let mut dir_buf = vec![MaybeUninit::<u8>::uninit(); 64 * 1024];
+    let mut dir_buf = vec![MaybeUninit::<u8>::uninit(); DIR_BUF];
     loop {
         // Prefer queued work; run our own in-flight I/O to completion before sleeping on the
         // queue, since only we can finish it.
@@ -51,6 +54,24 @@ pub(crate) fn worker<'a>(ctx: &'a Ctx<'a>, queue: &Queue<'a>, mover: &mut dyn Mo
         mover.poll(queue);
     }
     mover.drain(queue);
+}
+
+/// Runs the newest queued task to its end on the calling thread, the I/O it started included
+/// (`cp --mpi` in lockstep rounds). False when nothing is queued.
+pub(crate) fn step<'a>(
+    ctx: &'a Ctx<'a>,
+    queue: &Queue<'a>,
+    mover: &mut dyn Mover<'a>,
+    dir_buf: &mut [MaybeUninit<u8>],
+) -> bool {
+    let Some(task) = queue.try_pop() else {
+        return false;
+    };
+    if !ctx.stopped() {
+        run_task(ctx, queue, mover, task, dir_buf);
+    }
+    mover.drain(queue);
+    true
 }
 
 fn run_task<'a>(

@@ -64,7 +64,9 @@ impl<W> Msg<W> {
 pub trait WorkPool<W> {
     /// Nothing queued, nothing running, nothing waiting to be sent.
     fn is_idle(&self) -> bool;
-    /// Takes half of the oldest work for a thief (empty when there is nothing to spare).
+    /// Takes half of the oldest work for a thief (empty when there is nothing to spare). An
+    /// idle pool keeps its only unit: two idle ranks stealing from each other would otherwise
+    /// pass it back and forth without ever running it.
     fn give_half(&mut self) -> Vec<W>;
     /// Work arrived (stolen or pushed).
     fn accept(&mut self, work: Vec<W>);
@@ -123,7 +125,7 @@ impl Stats {
 }
 
 /// Backoff after a failed steal: starts here (ns), doubles, and stops growing at the cap.
-const BACKOFF_MIN_NS: u64 = 20_000;
+pub const BACKOFF_MIN_NS: u64 = 20_000;
 const BACKOFF_MAX_NS: u64 = 5_000_000;
 
 /// One rank's protocol state. Feed it events; it queues messages in its outbox.

@@ -13,11 +13,15 @@ use ringio_copy::item::WorkItem;
 use ringio_copy::ranked::{Exchange, Port};
 use ringio_copy::Progress;
 
-use crate::protocol::{Rank, Stats, WorkPool};
+use crate::protocol::{Phase, Rank, Stats, WorkPool};
+use crate::sim::ROUND_NS;
 use crate::wire;
 
 /// The tag of every protocol message.
 const TAG: i32 = 19;
+
+/// The tag of a lockstep round's bundle of messages from one rank to another.
+const ROUND_TAG: i32 = 20;
 
 /// How often rank 0 tallies the job's counters under `--progress`.
 pub const TALLY_EVERY: Duration = Duration::from_millis(250);
@@ -75,8 +79,16 @@ impl Mpi {
             world: &self.world,
             seed,
             progress,
+            lockstep: false,
             stats: Stats::default(),
         }
+    }
+
+    /// Every rank's `value`, by rank.
+    pub fn gather(&self, value: u64) -> Vec<u64> {
+        let mut mine = vec![0u64; self.size() as usize];
+        mine[self.rank() as usize] = value;
+        self.sum(&mine)
     }
 }
 
@@ -85,8 +97,104 @@ pub struct MpiExchange<'m> {
     world: &'m SimpleCommunicator,
     seed: u64,
     progress: Option<&'m Progress>,
+    lockstep: bool,
     /// Protocol counters, summed over the waves of the copy.
     pub stats: Stats,
+}
+
+impl MpiExchange<'_> {
+    /// Runs the copy in lockstep rounds (`--mpi-lockstep`), as [`crate::sim::lockstep`] runs
+    /// virtual ranks: in each round every rank runs its newest task to the end, lets the
+    /// protocol act and sends; every message is delivered, in the order of its sender's rank,
+    /// before the next round, and the protocol's clock advances [`crate::sim::ROUND_NS`] per round. With
+    /// the same tree and seed, a run's messages depend on nothing else: the check of the
+    /// simulator against real ranks. Slow (a round costs a message to every rank): not for
+    /// real copies.
+    pub fn with_lockstep(mut self) -> Self {
+        self.lockstep = true;
+        self
+    }
+
+    fn run_lockstep(&mut self, port: &Port<'_, '_>) {
+        let world = self.world;
+        let (me, size) = (world.rank() as u32, world.size() as u32);
+        let mut rank: Rank<WorkItem> = Rank::new(me, size, self.seed);
+        let mut pool = PortPool(port);
+        let mut now = 0u64;
+        loop {
+            port.step();
+            for (to, item) in port.take_outbox() {
+                rank.push(to, item);
+            }
+            rank.poll(now, &mut pool);
+            let mut bundles = vec![Vec::new(); size as usize];
+            for (to, msg) in rank.take_outbox() {
+                let bytes = wire::encode(&msg);
+                let bundle: &mut Vec<u8> = &mut bundles[to as usize];
+                bundle.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                bundle.extend_from_slice(&bytes);
+            }
+            for (from, bundle) in swap_bundles(world, bundles).into_iter().enumerate() {
+                let mut rest = &bundle[..];
+                while let Some((len, tail)) = rest.split_first_chunk::<4>() {
+                    let len = u32::from_le_bytes(*len) as usize;
+                    let msg = tail
+                        .get(..len)
+                        .and_then(wire::decode)
+                        .unwrap_or_else(|| panic!("rank {me}: malformed message from rank {from}"));
+                    rest = &tail[len..];
+                    rank.on_message(now, from as u32, msg, &mut pool);
+                }
+            }
+            if rank.wants_barrier() {
+                rank.barrier_posted();
+            }
+            // The barrier completes in the round in which the last rank enters it; by then no
+            // message is in flight (each was delivered in the round it was sent).
+            let entered = u64::from(rank.phase() == Phase::Barrier);
+            let mut everyone = 0u64;
+            world.all_reduce_into(&entered, &mut everyone, SystemOperation::min());
+            if everyone == 1 {
+                rank.barrier_done();
+                break;
+            }
+            now += ROUND_NS;
+        }
+        add_stats(&mut self.stats, &rank.stats);
+    }
+}
+
+/// Sends `bundles[r]` to every other rank `r` and returns what each rank sent here, by rank.
+fn swap_bundles(world: &SimpleCommunicator, bundles: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    let me = world.rank() as usize;
+    let mut received: Vec<Vec<u8>> = vec![Vec::new(); bundles.len()];
+    mpi::request::scope(|scope| {
+        let sends: Vec<_> = bundles
+            .iter()
+            .enumerate()
+            .filter(|&(to, _)| to != me)
+            .map(|(to, bundle)| {
+                world.process_at_rank(to as i32).immediate_send_with_tag(
+                    scope,
+                    &bundle[..],
+                    ROUND_TAG,
+                )
+            })
+            .collect();
+        for (from, slot) in received.iter_mut().enumerate() {
+            if from != me {
+                *slot = world
+                    .process_at_rank(from as i32)
+                    .receive_vec_with_tag::<u8>(ROUND_TAG)
+                    .0;
+            }
+        }
+        for send in sends {
+            send.wait();
+        }
+    });
+    received[me] = bundles.into_iter().nth(me).unwrap_or_default();
+    received
 }
 
 impl std::fmt::Debug for MpiExchange<'_> {
@@ -158,7 +266,14 @@ impl Sending {
 }
 
 impl Exchange for MpiExchange<'_> {
+    fn lockstep(&self) -> bool {
+        self.lockstep
+    }
+
     fn run(&mut self, port: &Port<'_, '_>) {
+        if self.lockstep {
+            return self.run_lockstep(port);
+        }
         let world = self.world;
         let me = world.rank() as u32;
         let started = Instant::now();
@@ -211,7 +326,7 @@ impl Exchange for MpiExchange<'_> {
                     Err(request) => barrier = Some(request),
                 }
             }
-            if rank.phase() == crate::protocol::Phase::Finished {
+            if rank.phase() == Phase::Finished {
                 break;
             }
             // Poll fast while things happen, then back off to a millisecond: ranks often

@@ -3,13 +3,19 @@
 //! with random message delays and a shared metadata server of limited rate.
 //!
 //! The model:
-//! * **Tree.** Directories hold `files_per_dir` files and a random number of subdirectories
-//!   (0 to 2 × `fanout`, drawn from a hash of the directory, so every rank count sees the same
-//!   tree) down to `depth`. A fraction `linked` of the files are extra names of multiply linked
-//!   inodes, sent to their owner rank as the runtime does.
-//! * **Work units** as in ringio-copy: reading a directory queues its subdirectories and its
-//!   files in batches of 128; a rank runs one unit at a time, newest first (depth-first), and
-//!   gives the oldest half to thieves.
+//! * **Tree** ([`Tree`]). A synthetic one ([`SyntheticTree`]): directories hold
+//!   `files_per_dir` files and a random number of subdirectories (0 to 2 × `fanout`, drawn from
+//!   a hash of the directory, so every rank count sees the same tree) down to `depth`; a fraction
+//!   `linked` of the files are extra names of multiply linked inodes. Or a real tree, listed
+//!   from disk ([`ListedTree`]).
+//! * **Work units** as ringio-copy's worker runs them (`walk.rs`), one unit at a time per rank,
+//!   newest first (depth-first); thieves get the oldest half of what may move. Reading a
+//!   directory queues its subdirectories; its files go in batches of 128, a full batch queued
+//!   while fewer than two units wait and copied at once otherwise, and the last, partial batch
+//!   is copied with the read. Copying a name of an inode another rank owns sends it there.
+//! * **Lockstep** ([`lockstep`]): every unit takes one round and messages arrive between rounds,
+//!   as `ringio cp --mpi --mpi-lockstep SEED` runs real ranks. On the same tree with the same
+//!   seed, the two send the same messages: the check of this model against real ranks.
 //! * **Metadata.** A file costs `ops_per_file` metadata operations, a directory `ops_per_dir`,
 //!   counted in creates: on Lustre a create costs the metadata target (and the object targets)
 //!   far more than a stat, so creates set the pace. One client rank issues at most
@@ -22,6 +28,23 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use crate::protocol::{Msg, Phase, Rank, RankId, WorkPool};
+
+mod lockstep;
+mod tree;
+
+pub use lockstep::{lockstep, LockstepReport};
+pub use tree::{Link, ListedTree, Listing, SyntheticTree, Tree};
+
+/// Protocol nanoseconds per lockstep round: the shortest steal backoff, so a failed steal
+/// waits one round, then two, four, ...
+pub const ROUND_NS: u64 = crate::protocol::BACKOFF_MIN_NS;
+
+/// Entries in one batch of a directory's files (ringio-copy's `BATCH`).
+const BATCH: usize = 128;
+
+/// A reader queues a full batch only while fewer units than this wait, and copies it itself
+/// otherwise (ringio-copy's `Queue::hungry`, for one worker).
+const HUNGRY: usize = 2;
 
 /// What the simulator runs.
 #[derive(Debug, Clone)]
@@ -109,12 +132,12 @@ pub struct SimReport {
 }
 
 /// A unit of simulated work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Unit {
-    /// Read directory `id` at `depth`.
-    Dir { id: u64, depth: u32 },
-    /// Copy `count` files.
-    Files { count: u32 },
+    /// Create directory `id`'s twin and read it. The root's stays with rank 0.
+    Dir { id: u64, movable: bool },
+    /// Copy `count` names, and these names of multiply linked inodes.
+    Files { count: u32, linked: Vec<Link> },
 }
 
 #[derive(Default)]
@@ -127,13 +150,94 @@ impl WorkPool<Unit> for Pool {
     fn is_idle(&self) -> bool {
         self.queue.is_empty() && !self.busy
     }
+    /// The older half of the units that may move, oldest first: rounded up while a unit runs,
+    /// down otherwise (as ringio-copy's `Queue::take_oldest_half`).
     fn give_half(&mut self) -> Vec<Unit> {
-        let n = self.queue.len().div_ceil(2);
-        self.queue.drain(..n).collect()
+        let movable = |u: &Unit| !matches!(u, Unit::Dir { movable: false, .. });
+        let count = self.queue.iter().filter(|u| movable(u)).count();
+        let mut want = (count + usize::from(self.busy)) / 2;
+        let mut given = Vec::with_capacity(want);
+        let mut kept = VecDeque::with_capacity(self.queue.len() - want);
+        for unit in self.queue.drain(..) {
+            if want > 0 && movable(&unit) {
+                want -= 1;
+                given.push(unit);
+            } else {
+                kept.push_back(unit);
+            }
+        }
+        self.queue = kept;
+        given
     }
     fn accept(&mut self, work: Vec<Unit>) {
         self.queue.extend(work);
     }
+}
+
+/// What running one unit did.
+#[derive(Debug, Default)]
+struct Ran {
+    dirs: u64,
+    /// Names copied here (names sent to their owner rank are copied there).
+    files: u64,
+}
+
+/// Runs `unit` on rank `me` of `ranks`, as a ringio-copy worker does: units it makes go on
+/// `pool`, names of inodes another rank owns go out through `rank`.
+fn run_unit(
+    tree: &dyn Tree,
+    unit: Unit,
+    me: RankId,
+    ranks: u32,
+    pool: &mut Pool,
+    rank: &mut Rank<Unit>,
+) -> Ran {
+    let mut ran = Ran::default();
+    let copy = |names: &[Option<Link>], ran: &mut Ran, rank: &mut Rank<Unit>| {
+        for name in names {
+            match *name {
+                Some(link) if tree.owner(link, ranks) != me => rank.push(
+                    tree.owner(link, ranks),
+                    Unit::Files {
+                        count: 0,
+                        linked: vec![link],
+                    },
+                ),
+                _ => ran.files += 1,
+            }
+        }
+    };
+    match unit {
+        Unit::Dir { id, .. } => {
+            ran.dirs += 1;
+            let listing = tree.list(id);
+            let full = listing.files.len() / BATCH * BATCH;
+            for batch in listing.files[..full].chunks(BATCH) {
+                if pool.queue.len() < HUNGRY {
+                    let linked: Vec<Link> = batch.iter().flatten().copied().collect();
+                    pool.queue.push_back(Unit::Files {
+                        count: (batch.len() - linked.len()) as u32,
+                        linked,
+                    });
+                } else {
+                    copy(batch, &mut ran, rank);
+                }
+            }
+            for sub in listing.subdirs {
+                pool.queue.push_back(Unit::Dir {
+                    id: sub,
+                    movable: true,
+                });
+            }
+            copy(&listing.files[full..], &mut ran, rank);
+        }
+        Unit::Files { count, linked } => {
+            ran.files += u64::from(count);
+            let names: Vec<Option<Link>> = linked.into_iter().map(Some).collect();
+            copy(&names, &mut ran, rank);
+        }
+    }
+    ran
 }
 
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -146,7 +250,7 @@ enum Event {
     Deliver(RankId, usize),
 }
 
-fn mix(mut x: u64) -> u64 {
+pub(crate) fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^ (x >> 31)
@@ -154,6 +258,7 @@ fn mix(mut x: u64) -> u64 {
 
 struct World {
     cfg: SimConfig,
+    tree: SyntheticTree,
     now: u64,
     seq: u64,
     events: BinaryHeap<Reverse<(u64, u64, Event)>>,
@@ -161,8 +266,6 @@ struct World {
     free: Vec<usize>,
     ranks: Vec<Rank<Unit>>,
     pools: Vec<Pool>,
-    /// The unit each rank runs.
-    running: Vec<Option<Unit>>,
     wake_at: Vec<Option<u64>>,
     idle_since: Vec<Option<u64>>,
     idle_total: u64,
@@ -195,54 +298,26 @@ impl World {
         ((now + client).max(self.mds_free_at) - now).ceil() as u64
     }
 
-    /// Runs a unit's effects when it finishes: children and linked names.
-    fn complete(&mut self, r: usize, unit: Unit) {
-        self.last_work = self.now;
-        match unit {
-            Unit::Dir { id, depth } => {
-                self.dirs += 1;
-                let mut files = self.cfg.files_per_dir;
-                let linked = (f64::from(files) * self.cfg.linked).round() as u32;
-                let ranks = u64::from(self.cfg.ranks.max(1));
-                files -= linked;
-                for i in 0..linked {
-                    let owner = (mix(id ^ (u64::from(i) << 40)) % ranks) as RankId;
-                    if owner as usize == r {
-                        files += 1;
-                    } else {
-                        self.ranks[r].push(owner, Unit::Files { count: 1 });
-                    }
-                }
-                let mut left = files;
-                while left > 0 {
-                    let count = left.min(128);
-                    left -= count;
-                    self.pools[r].queue.push_back(Unit::Files { count });
-                }
-                if depth < self.cfg.depth {
-                    let children = mix(id) % (2 * u64::from(self.cfg.fanout) + 1);
-                    for c in 0..children {
-                        self.pools[r].queue.push_back(Unit::Dir {
-                            id: mix(id.wrapping_mul(31).wrapping_add(c + 1)),
-                            depth: depth + 1,
-                        });
-                    }
-                }
-            }
-            Unit::Files { count } => self.files += u64::from(count),
-        }
-    }
-
     /// After anything happened at rank `r`: start work, let the protocol act, send.
     fn settle(&mut self, r: usize) {
-        if self.running[r].is_none() {
+        if !self.pools[r].busy {
             if let Some(unit) = self.pools[r].queue.pop_back() {
-                let ops = match unit {
-                    Unit::Dir { .. } => u64::from(self.cfg.ops_per_dir),
-                    Unit::Files { count } => u64::from(count) * u64::from(self.cfg.ops_per_file),
-                };
+                // The unit's effects (units queued, names sent) happen as it starts, as a
+                // worker queues and sends while it reads; its metadata operations take the
+                // time.
+                let ran = run_unit(
+                    &self.tree,
+                    unit,
+                    r as RankId,
+                    self.cfg.ranks.max(1),
+                    &mut self.pools[r],
+                    &mut self.ranks[r],
+                );
+                self.dirs += ran.dirs;
+                self.files += ran.files;
+                let ops = ran.dirs * u64::from(self.cfg.ops_per_dir)
+                    + ran.files * u64::from(self.cfg.ops_per_file);
                 let took = self.metadata_time(ops);
-                self.running[r] = Some(unit);
                 self.pools[r].busy = true;
                 self.schedule(self.now + took, Event::Finished(r as RankId));
             }
@@ -295,8 +370,11 @@ impl World {
 /// Runs the simulation to the end of the final barrier.
 pub fn simulate(cfg: &SimConfig) -> SimReport {
     let n = cfg.ranks.max(1);
+    let tree = SyntheticTree::of(cfg);
+    let root = tree.root();
     let mut world = World {
         cfg: cfg.clone(),
+        tree,
         now: 0,
         seq: 0,
         events: BinaryHeap::new(),
@@ -304,7 +382,6 @@ pub fn simulate(cfg: &SimConfig) -> SimReport {
         free: Vec::new(),
         ranks: (0..n).map(|i| Rank::new(i, n, cfg.seed)).collect(),
         pools: (0..n).map(|_| Pool::default()).collect(),
-        running: vec![None; n as usize],
         wake_at: vec![None; n as usize],
         idle_since: vec![None; n as usize],
         idle_total: 0,
@@ -317,8 +394,8 @@ pub fn simulate(cfg: &SimConfig) -> SimReport {
         in_barrier: 0,
     };
     world.pools[0].queue.push_back(Unit::Dir {
-        id: mix(cfg.seed),
-        depth: 0,
+        id: root,
+        movable: false,
     });
     for r in 0..n as usize {
         world.settle(r);
@@ -328,9 +405,8 @@ pub fn simulate(cfg: &SimConfig) -> SimReport {
         let r = match event {
             Event::Finished(r) => {
                 let r = r as usize;
-                let unit = world.running[r].take().expect("a running unit");
                 world.pools[r].busy = false;
-                world.complete(r, unit);
+                world.last_work = world.now;
                 r
             }
             Event::Wake(r) => {

@@ -338,6 +338,12 @@ pub struct CpArgs {
     /// across ranks). --progress shows the whole job on rank 0.
     #[arg(long)]
     pub mpi: bool,
+
+    /// With --mpi: run in lockstep rounds with this seed (one task per rank per round, every
+    /// message delivered between rounds), so that the ranks' messages depend only on the tree
+    /// and the seed. For checking the simulator against real ranks (docs/SCALING.md); slow.
+    #[arg(long, value_name = "SEED", requires = "mpi", hide = true)]
+    pub mpi_lockstep: Option<u64>,
 }
 
 /// One option that changes what is preserved, in command-line order.

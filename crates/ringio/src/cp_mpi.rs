@@ -112,7 +112,9 @@ fn run_ranks(args: &CpArgs) -> Result<i32> {
         }
     };
     let progress = Progress::new();
-    let seed = started.elapsed().as_nanos() as u64 ^ (u64::from(rank) << 32);
+    let seed = args
+        .mpi_lockstep
+        .unwrap_or_else(|| started.elapsed().as_nanos() as u64 ^ (u64::from(rank) << 32));
     // --progress: rank 0 shows the whole job's counters, tallied over the ranks: a bar on a
     // terminal, else (mpirun's stderr is usually a pipe to a log) a line every few seconds.
     let shown = args.progress && rank == 0;
@@ -130,6 +132,9 @@ fn run_ranks(args: &CpArgs) -> Result<i32> {
             };
         }
         let mut exchange = mpi.exchange(seed, shown.then_some(&job));
+        if args.mpi_lockstep.is_some() {
+            exchange = exchange.with_lockstep();
+        }
         let summary =
             ringio_copy::ranked::copy_ranked(&plan, &progress, &Lines, rank, size, &mut exchange);
         done.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -154,28 +159,23 @@ fn run_ranks(args: &CpArgs) -> Result<i32> {
         job.bytes.store(bytes, std::sync::atomic::Ordering::Relaxed);
         crate::progress::finish(bar, &job, &totals);
     }
-    // Each rank's share of the bytes, in its own slot.
-    let mut mine = vec![0u64; size as usize];
-    mine[rank as usize] = summary.bytes;
-    let shares = mpi.sum(&mine);
+    let shares = mpi.gather(summary.bytes);
+    let sent = mpi.gather(stats.messages());
     if args.verbose && rank == 0 {
         let secs = started.elapsed().as_secs_f64();
         eprintln!(
             "ringio: {files} entries, {dirs} dirs, {bytes} bytes in {secs:.3} s on {size} ranks \
              with the {} engine{}; {messages} messages ({steals} steal requests, {stolen} \
              answered with work, {pushes} sent unasked: hard-link names to their owner, \
-             finished chunks); bytes per rank: {}",
+             finished chunks); messages per rank: {}; bytes per rank: {}",
             summary.engine,
             if errors > 0 {
                 format!(", {errors} errors")
             } else {
                 String::new()
             },
-            shares
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
+            list(&sent),
+            list(&shares)
         );
     }
     let mut code = if interrupted > 0 {
@@ -194,6 +194,16 @@ fn run_ranks(args: &CpArgs) -> Result<i32> {
         code = mpi.sum(&[mine as u64])[0] as i32;
     }
     Ok(code)
+}
+
+/// "1, 2, 3".
+#[cfg(feature = "mpi")]
+fn list(values: &[u64]) -> String {
+    values
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `--progress` when stderr is not a terminal: the job's totals as a line every 5 seconds.

@@ -2,7 +2,8 @@
 //! across directories, read-only directories, sparse files, xattrs and symlinks; `ringio
 //! verify` finds no difference. The 4-rank copy runs 50 times (termination races). A rank
 //! killed mid-copy, then `--resume` over 4 ranks or one plain `ringio cp --resume`, gives the
-//! exact tree. Every test skips when Open MPI's `mpirun` is not there.
+//! exact tree. Real ranks in lockstep send the messages the simulator predicts for the same
+//! tree. Every test skips when Open MPI's `mpirun` is not there.
 #![cfg(feature = "mpi")]
 
 #[macro_use]
@@ -63,19 +64,52 @@ fn mpi_cp(ranks: u32, args: &[&str], dir: &Path) -> Command {
     cmd
 }
 
-/// Runs `cmd`, killing it (and failing) after two minutes: a hang is a termination bug.
+/// Runs `cmd`, killing it (and failing) after two minutes: a hang is a termination bug. Its
+/// output is read while it runs (`-v` can print more than a pipe holds).
 fn run(mut cmd: Command) -> Output {
+    use std::io::Read;
+    use std::sync::{Arc, Mutex};
     let mut child = cmd.spawn().expect("spawn mpirun");
+    // Readers append to shared buffers, so a hung job's output can be shown without waiting
+    // for ranks that still hold the pipes.
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        let bytes = Arc::new(Mutex::new(Vec::new()));
+        let sink = bytes.clone();
+        let reader = std::thread::spawn(move || {
+            let mut chunk = [0u8; 8192];
+            while let Ok(n @ 1..) = pipe.read(&mut chunk) {
+                sink.lock().unwrap().extend_from_slice(&chunk[..n]);
+            }
+        });
+        (bytes, reader)
+    };
+    let (stdout, out_reader) = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let (stderr, err_reader) = drain(Box::new(child.stderr.take().expect("piped stderr")));
     let started = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
         if started.elapsed() > Duration::from_secs(120) {
             let _ = child.kill();
-            let out = child.wait_with_output().expect("wait");
+            let status = child.wait().expect("wait");
+            let out = Output {
+                status,
+                stdout: stdout.lock().unwrap().clone(),
+                stderr: stderr.lock().unwrap().clone(),
+            };
             panic!("mpirun hung for two minutes: {}", describe(&out));
         }
         std::thread::sleep(Duration::from_millis(5));
+    };
+    out_reader.join().expect("stdout reader");
+    err_reader.join().expect("stderr reader");
+    let take = |bytes: Arc<Mutex<Vec<u8>>>| std::mem::take(&mut *bytes.lock().unwrap());
+    Output {
+        status,
+        stdout: take(stdout),
+        stderr: take(stderr),
     }
-    child.wait_with_output().expect("wait")
 }
 
 fn verify(src: &Path, dst: &Path) {
@@ -250,6 +284,85 @@ fn four_ranks_fifty_times() {
         ));
         assert!(out.status.success(), "round {round}: {}", describe(&out));
         verify(&src, &scratch.join(&dst));
+    }
+}
+
+/// A tree for the lockstep check: nested directories, some with more than two batches of
+/// files, names at the top, and hard-link groups across directories. No file is big enough to
+/// be cut into chunks: the simulator does not model chunks.
+fn lockstep_source(scratch: &Scratch) -> PathBuf {
+    let src = scratch.join("src");
+    for a in 0..6 {
+        for b in 0..=(a % 3) {
+            let dir = src.join(format!("a{a}/b{b}"));
+            fs::create_dir_all(&dir).unwrap();
+            for f in 0..[5, 40, 130, 300][(a + b) % 4] {
+                fs::write(dir.join(format!("f{f}")), format!("{a}/{b}/{f}\n")).unwrap();
+            }
+        }
+    }
+    for f in 0..10 {
+        fs::write(src.join(format!("top{f}")), format!("top {f}\n")).unwrap();
+    }
+    for group in 0..30 {
+        let first = src.join(format!("a{}/b0/g{group}", group % 6));
+        fs::write(&first, format!("group {group}\n")).unwrap();
+        for name in 1..3 {
+            let other = src.join(format!("a{}/b0/g{group}-{name}", (group + name) % 6));
+            fs::hard_link(&first, other).unwrap();
+        }
+    }
+    src
+}
+
+/// The messages each rank sent, from `-v`'s summary line.
+fn messages_per_rank(out: &Output) -> Vec<u64> {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let list = err
+        .split("messages per rank: ")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .unwrap_or_else(|| panic!("no per-rank messages in: {}", describe(out)));
+    list.split(", ")
+        .map(|n| n.trim().parse().unwrap())
+        .collect()
+}
+
+/// The simulator checked against real ranks: the same tree, copied by 2 and 4 real ranks in
+/// lockstep rounds (`--mpi-lockstep`) and by as many virtual ranks in the simulator's lockstep
+/// (ringio-mpi's `sim::lockstep`, fed the listing of the real tree). Each rank's message count
+/// must agree within 10%.
+#[test]
+fn virtual_and_real_ranks_send_the_same_messages() {
+    need_mpirun!();
+    let scratch = Scratch::new();
+    let src = lockstep_source(&scratch);
+    let tree = ringio_mpi::sim::ListedTree::read(&src, ringio_copy::link_owner).unwrap();
+    for (ranks, seed) in [(2, 5), (4, 11), (4, 12)] {
+        let dst = format!("dst{ranks}-{seed}");
+        let out = run(mpi_cp(
+            ranks,
+            &["-a", "-v", "--mpi-lockstep", &seed.to_string(), "src", &dst],
+            scratch.path(),
+        ));
+        assert!(out.status.success(), "{}", describe(&out));
+        verify(&src, &scratch.join(&dst));
+        let real = messages_per_rank(&out);
+        let sim = ringio_mpi::sim::lockstep(&tree, ranks, seed);
+        let virtual_: Vec<u64> = sim.stats.iter().map(|s| s.messages()).collect();
+        eprintln!("{ranks} ranks, seed {seed}: real {real:?}, virtual {virtual_:?}");
+        assert_eq!(real.len(), virtual_.len());
+        assert!(
+            virtual_.iter().sum::<u64>() > 10 * u64::from(ranks),
+            "{sim:?}"
+        );
+        for (rank, (&r, &v)) in real.iter().zip(&virtual_).enumerate() {
+            assert!(
+                r.abs_diff(v) * 10 <= r.max(v),
+                "rank {rank} of {ranks} (seed {seed}): {r} messages real, {v} virtual \
+                 (real {real:?}, virtual {virtual_:?})"
+            );
+        }
     }
 }
 

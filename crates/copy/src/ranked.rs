@@ -7,8 +7,9 @@
 
 use std::collections::HashMap;
 use std::ffi::CString;
+use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -289,6 +290,31 @@ fn finish_directories(ctx: &Ctx<'_>, exchange: &mut dyn Exchange) {
     }
 }
 
+/// Opens the directory `path` (relative, `/`-separated) below `top`, in pieces shorter than
+/// PATH_MAX, so a tree of any depth can be reached. `follow`: follow a symlink at the end of
+/// each piece.
+fn open_below(top: OwnedFd, path: &[u8], follow: bool) -> io::Result<OwnedFd> {
+    const PIECE: usize = libc::PATH_MAX as usize - 1;
+    let mut fd = top;
+    let mut rest = path;
+    while !rest.is_empty() {
+        let cut = if rest.len() <= PIECE {
+            rest.len()
+        } else {
+            rest[..=PIECE]
+                .iter()
+                .rposition(|&b| b == b'/')
+                .filter(|&at| at > 0)
+                .ok_or_else(|| io::Error::from_raw_os_error(libc::ENAMETOOLONG))?
+        };
+        let piece =
+            CString::new(&rest[..cut]).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        fd = sys::open_dir(fd.as_fd(), &piece, follow)?;
+        rest = rest.get(cut + 1..).unwrap_or_default();
+    }
+    Ok(fd)
+}
+
 fn apply(ctx: &Ctx<'_>, dir: &DeferredDir) {
     let root = &ctx.plan.roots[dir.root as usize];
     let rel = std::ffi::OsStr::from_bytes(&dir.path);
@@ -300,14 +326,10 @@ fn apply(ctx: &Ctx<'_>, dir: &DeferredDir) {
     let follow_root = ctx.plan.dereference != Dereference::Never;
     let follow_below = ctx.plan.dereference == Dereference::Always;
     let open = |top: &PathBuf, follow_top: bool| {
-        let c = |bytes: &[u8]| {
-            CString::new(bytes).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
-        };
-        let top_fd = sys::open_dir(rustix::fs::CWD, &c(top.as_os_str().as_bytes())?, follow_top)?;
-        if dir.path.is_empty() {
-            return Ok(top_fd);
-        }
-        sys::open_dir(top_fd.as_fd(), &c(&dir.path)?, follow_below)
+        let top = CString::new(top.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let top_fd = sys::open_dir(rustix::fs::CWD, &top, follow_top)?;
+        open_below(top_fd, &dir.path, follow_below)
     };
     let src = match open(&root.src, follow_root) {
         Ok(fd) => fd,

@@ -287,6 +287,51 @@ fn four_ranks_fifty_times() {
     }
 }
 
+/// Directories deeper than PATH_MAX (30 levels of 200-byte names) get their mode and times
+/// too: each rank applies its directories' metadata at the end, opening them below the root
+/// in pieces shorter than PATH_MAX.
+#[test]
+fn directory_metadata_beyond_path_max() {
+    need_mpirun!();
+    let scratch = Scratch::new();
+    fs::create_dir(scratch.join("src")).unwrap();
+    let levels = 30;
+    let name = |level: usize| format!("level{level:02}-{}", "x".repeat(192));
+    let mut dir = deep::Dir::open(&scratch.join("src"));
+    for level in 0..levels {
+        dir.mkdir(&name(level), 0o755 - (level as u32 % 3) * 0o10);
+        dir = dir.open_child(&name(level));
+        for f in 0..3 {
+            dir.write_file(&format!("f{f}"), format!("{level}/{f}\n").as_bytes(), 0o644);
+        }
+    }
+    // Times last: filling a directory changes its own.
+    let mut dir = deep::Dir::open(&scratch.join("src"));
+    for level in 0..levels {
+        dir.set_times(
+            &name(level),
+            Ts::new(1_400_000_000 + level as i64 * 1000, 7),
+        );
+        dir = dir.open_child(&name(level));
+    }
+    drop(dir);
+    let out = run(mpi_cp(2, &["-a", "src", "dst"], scratch.path()));
+    assert!(out.status.success(), "{}", describe(&out));
+    let mut src = deep::Dir::open(&scratch.join("src"));
+    let mut dst = deep::Dir::open(&scratch.join("dst"));
+    for level in 0..levels {
+        let (s, d) = (src.stat(&name(level)), dst.stat(&name(level)));
+        assert_eq!(
+            (d.st_mode, d.st_mtime, d.st_mtime_nsec),
+            (s.st_mode, s.st_mtime, s.st_mtime_nsec),
+            "level {level}: mode or mtime not kept"
+        );
+        src = src.open_child(&name(level));
+        dst = dst.open_child(&name(level));
+        assert_eq!(dst.read_file("f2"), format!("{level}/2\n").as_bytes());
+    }
+}
+
 /// A tree for the lockstep check: nested directories, some with more than two batches of
 /// files, names at the top, and hard-link groups across directories. No file is big enough to
 /// be cut into chunks: the simulator does not model chunks.

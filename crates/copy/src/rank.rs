@@ -2,6 +2,7 @@
 //! this is, the work it must send to others (names of multiply linked inodes go to their
 //! owner), and the directories whose metadata waits for the end of the whole job.
 
+use std::collections::HashSet;
 use std::sync::Mutex;
 
 use crate::item::WorkItem;
@@ -36,21 +37,29 @@ pub(crate) struct RankShare {
     /// Work for other ranks: (rank, item).
     pub outbox: Mutex<Vec<(u32, WorkItem)>>,
     pub deferred: Mutex<Vec<DeferredDir>>,
+    /// Multiply linked inodes that a command-line file operand names, as (dev, ino): rank 0
+    /// copies the operands, so it owns these, and their names inside trees go to it.
+    pub operand_links: HashSet<(u64, u64)>,
 }
 
 impl RankShare {
-    pub fn new(rank: u32, size: u32) -> Self {
+    pub fn new(rank: u32, size: u32, operand_links: HashSet<(u64, u64)>) -> Self {
         RankShare {
             rank,
             size,
             outbox: Mutex::default(),
             deferred: Mutex::default(),
+            operand_links,
         }
     }
 
     /// The rank that copies every name of the inode `(dev, ino)`: one rank links them all.
     pub fn owner(&self, dev: u64, ino: u64) -> u32 {
-        link_owner(dev, ino, self.size)
+        if self.operand_links.contains(&(dev, ino)) {
+            0
+        } else {
+            link_owner(dev, ino, self.size)
+        }
     }
 
     pub fn send(&self, to: u32, item: WorkItem) {

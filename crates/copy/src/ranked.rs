@@ -5,7 +5,7 @@
 //!
 //! The library knows nothing of MPI: the exchange could be any transport.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::io;
 use std::mem::MaybeUninit;
@@ -205,7 +205,8 @@ pub fn copy_ranked(
     exchange: &mut dyn Exchange,
 ) -> Summary {
     let setup = Setup::new(plan, reporter);
-    let ctx = setup.ctx(progress, reporter, Some(RankShare::new(rank, size)));
+    let share = RankShare::new(rank, size, operand_links(&setup.plan));
+    let ctx = setup.ctx(progress, reporter, Some(share));
     // Every rank runs every wave: each ends in collective steps.
     for wave in run::waves(&setup.plan.roots) {
         run_wave(&ctx, &setup, &wave, exchange);
@@ -214,6 +215,23 @@ pub fn copy_ranked(
         run::sync_destinations(&ctx);
     }
     setup.summary(&ctx)
+}
+
+/// The multiply linked inodes that command-line file operands name (under `--preserve=links`):
+/// every rank finds the same ones, and rank 0, which copies the operands, owns them.
+fn operand_links(plan: &CopyPlan) -> HashSet<(u64, u64)> {
+    if !plan.preserve.links {
+        return HashSet::new();
+    }
+    let follow = plan.dereference != Dereference::Never;
+    plan.roots
+        .iter()
+        .filter_map(|root| {
+            let src = CString::new(root.src.as_os_str().as_bytes()).ok()?;
+            let stat = sys::statx_at(rustix::fs::CWD, &src, follow).ok()?;
+            (stat.kind() != sys::Kind::Dir && stat.nlink > 1).then_some((stat.dev, stat.ino))
+        })
+        .collect()
 }
 
 fn run_wave<'a>(

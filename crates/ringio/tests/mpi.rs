@@ -287,6 +287,45 @@ fn four_ranks_fifty_times() {
     }
 }
 
+/// `cp -a FILE DIR DEST/` where FILE is another name of a file inside DIR: as with GNU cp, the
+/// copies are linked too. Rank 0 copies file operands, so it owns their inodes, and the names
+/// met inside the tree, on any rank, are sent to it.
+#[test]
+fn file_operands_linked_into_a_tree_stay_linked() {
+    need_mpirun!();
+    let scratch = Scratch::new();
+    let src = scratch.join("src");
+    for d in 0..4 {
+        fs::create_dir_all(src.join(format!("d{d}"))).unwrap();
+        for f in 0..30 {
+            fs::write(src.join(format!("d{d}/f{f}")), format!("{d}/{f}\n")).unwrap();
+        }
+    }
+    let mut operands = Vec::new();
+    for i in 0..8 {
+        let name = format!("solo{i}");
+        fs::hard_link(src.join(format!("d{}/f{i}", i % 4)), scratch.join(&name)).unwrap();
+        operands.push(name);
+    }
+    fs::create_dir(scratch.join("dst")).unwrap();
+    let mut args: Vec<&str> = vec!["-a"];
+    args.extend(operands.iter().map(String::as_str));
+    args.extend(["src", "dst/"]);
+    let out = run(mpi_cp(4, &args, scratch.path()));
+    assert!(out.status.success(), "{}", describe(&out));
+    verify(&src, &scratch.join("dst/src"));
+    for i in 0..8 {
+        let solo = fs::metadata(scratch.join(format!("dst/solo{i}"))).unwrap();
+        let inner = fs::metadata(scratch.join(format!("dst/src/d{}/f{i}", i % 4))).unwrap();
+        assert_eq!(
+            (solo.ino(), solo.nlink()),
+            (inner.ino(), 2),
+            "solo{i} and src/d{}/f{i} were copied apart",
+            i % 4
+        );
+    }
+}
+
 /// Directories deeper than PATH_MAX (30 levels of 200-byte names) get their mode and times
 /// too: each rank applies its directories' metadata at the end, opening them below the root
 /// in pieces shorter than PATH_MAX.

@@ -318,6 +318,48 @@ pub fn pread_nowait(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Resu
     }
 }
 
+/// True when every page of the first `len` bytes of `fd` is in the page cache, by cachestat(2)
+/// (Linux 6.5+); `None` where the kernel lacks it. One system call, whatever the size.
+pub fn fully_cached(fd: BorrowedFd<'_>, len: u64) -> Option<bool> {
+    /// `SYS_cachestat`: the same number on every architecture (the unified syscall table).
+    const SYS_CACHESTAT: libc::c_long = 451;
+    #[repr(C)]
+    struct Range {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Cachestat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    if len == 0 {
+        return Some(true);
+    }
+    let range = Range { off: 0, len };
+    let mut stat = Cachestat::default();
+    // SAFETY: cachestat reads `range` and writes one `struct cachestat` into `stat`; both are
+    // laid out as the kernel's uapi structs.
+    let rc = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            fd.as_raw_fd(),
+            &range as *const Range,
+            &mut stat as *mut Cachestat,
+            0u32,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    let page = rustix::param::page_size() as u64;
+    Some(stat.nr_cache >= len.div_ceil(page))
+}
+
 /// pwrite of the whole buffer, resubmitting short writes.
 pub fn pwrite_all(fd: BorrowedFd<'_>, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
     while !buf.is_empty() {
@@ -419,5 +461,33 @@ fn cvt(rc: libc::c_int) -> io::Result<()> {
         Err(io::Error::last_os_error())
     } else {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::os::fd::AsFd;
+
+    use super::*;
+
+    #[test]
+    fn cachestat_sees_a_file_leave_the_page_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let mut file = std::fs::File::create(&path).unwrap();
+        file.write_all(&vec![7u8; 1 << 20]).unwrap();
+        file.sync_all().unwrap();
+        let len = 1 << 20;
+        let Some(cached) = fully_cached(file.as_fd(), len) else {
+            eprintln!("SKIPPED: no cachestat(2) in this kernel (Linux 6.5+)");
+            return;
+        };
+        assert!(cached, "a file just written is in the page cache");
+        // SAFETY: fadvise on our own descriptor; its pages are clean after the fsync.
+        let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(rc, 0);
+        assert_eq!(fully_cached(file.as_fd(), len), Some(false));
+        assert_eq!(fully_cached(file.as_fd(), 0), Some(true));
     }
 }

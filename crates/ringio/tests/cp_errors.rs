@@ -409,6 +409,7 @@ fn no_space_left(engine: &str) {
     let mut big = vec![0u8; (40 << 20) + 1];
     Prng::new(52).fill(&mut big);
     write_file(scratch.join("big"), &big);
+    evict(scratch.join("big"));
     let out = cp_in(&scratch, engine, &["big", "mnt/big"]);
     assert_exit(&out, 1);
     assert_stderr_has(&out, "No space left on device");
@@ -467,6 +468,9 @@ fn interrupted_by_sigint(engine: &str) {
     let mut interrupted = 0;
     for (round, delay_ms) in [0u64, 20, 60, 150].into_iter().enumerate() {
         let dst = scratch.join(format!("dst{round}"));
+        for i in 0..3u64 {
+            evict(src.join(format!("d{}", i % 4)).join(format!("f{i:03}")));
+        }
         let mut running = Cp::new()
             .engine(engine)
             .arg("-r")

@@ -27,6 +27,7 @@ fn source(scratch: &Scratch) -> std::path::PathBuf {
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
     fs::write(src.join("big.bin"), big).unwrap();
+    evict(src.join("big.bin"));
     src
 }
 

@@ -190,6 +190,8 @@ fn source(scratch: &Scratch, seed: u64, big: bool) -> PathBuf {
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
             .collect();
         fs::write(src.join("big.bin"), bytes).unwrap();
+        // Cold, so that its chunks spread over the ranks (a cached file goes whole to one).
+        evict(src.join("big.bin"));
         // Enough small files that a kill lands mid-copy.
         let many = src.join("many");
         for d in 0..20 {

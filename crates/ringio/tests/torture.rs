@@ -77,6 +77,8 @@ fn build(root: &Path) -> Vec<String> {
         let mut data = vec![0u8; size as usize];
         rng.fill(&mut data);
         fs::write(sizes.join(format!("size-{size}")), data).unwrap();
+        // Cold, so that the copy splits the biggest into chunks (a cached file goes whole).
+        evict(sizes.join(format!("size-{size}")));
     }
 
     // Holes at the start, in the middle, at the end, and nothing but a hole.

@@ -718,7 +718,16 @@ fn copy_opened<'a>(
                 return Err(side.into_error(dir, src, dst));
             }
         }
-        split_into_chunks(ctx, dir, src, dst, pair, stat, queue);
+        // A file already in the page cache goes whole to one worker (a task of its own, so
+        // other workers take other files): chunks of one cached file only contend for its
+        // inode lock (1 GiB warm: 0.24 s and 0.24 s of CPU whole, 0.24-0.31 s and 0.42-0.54 s
+        // of CPU in 16 MiB chunks on 4 workers). Reading from the disk is what chunks speed up.
+        let chunk = if sys::fully_cached(pair.src.as_fd(), stat.size) == Some(true) {
+            stat.size
+        } else {
+            tuning.chunk_size
+        };
+        split_into_chunks(ctx, dir, src, dst, pair, stat, chunk, queue);
         return Ok(());
     }
     let result = mover
@@ -740,6 +749,8 @@ fn copy_opened<'a>(
     finished
 }
 
+/// Queues the copy of a big file as tasks of `chunk` bytes (the last runs to end of file).
+#[allow(clippy::too_many_arguments)]
 fn split_into_chunks<'a>(
     ctx: &'a Ctx<'a>,
     dir: &Arc<DirNode<'a>>,
@@ -747,9 +758,9 @@ fn split_into_chunks<'a>(
     dst: &CStr,
     pair: OpenedPair,
     stat: &Stat,
+    chunk: u64,
     queue: &Queue<'a>,
 ) {
-    let chunk = ctx.plan.tuning.chunk_size;
     // Reserve the length up front so parallel writers do not race to extend the file.
     let _ = rustix::fs::ftruncate(&pair.dst, stat.size);
     let held = match DirHold::new(dir.clone()) {

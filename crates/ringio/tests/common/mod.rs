@@ -134,6 +134,20 @@ impl Drop for Scratch {
 }
 
 /// Writes `content` to `path`, creating parent directories.
+/// Writes `path` back and drops its pages from the page cache, so that a copy meets it cold.
+/// ringio splits a big file into parallel chunks only when it must read it from the disk (a
+/// cached one goes whole to one worker): tests of the chunk path start from a cold file.
+pub fn evict(path: impl AsRef<Path>) {
+    use std::os::fd::AsRawFd;
+    let path = path.as_ref();
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    file.sync_all()
+        .unwrap_or_else(|e| panic!("fsync {}: {e}", path.display()));
+    // SAFETY: fadvise on a descriptor we own; it only drops clean cached pages.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(rc, 0, "fadvise {}", path.display());
+}
+
 pub fn write_file(path: impl AsRef<Path>, content: impl AsRef<[u8]>) {
     let path = path.as_ref();
     if let Some(parent) = path.parent() {

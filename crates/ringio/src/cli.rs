@@ -319,7 +319,8 @@ pub struct CpArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub small_file_threshold: Option<u64>,
 
-    /// Files of at least twice this size are split into chunks of it, copied in parallel.
+    /// Files of at least twice this size that must be read from the disk are split into chunks
+    /// of it, copied in parallel (a file the page cache holds is copied whole by one worker).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub chunk_size: Option<u64>,
 

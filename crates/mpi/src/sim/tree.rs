@@ -122,12 +122,6 @@ impl ListedTree {
         }
         Ok(ListedTree { dirs, owner })
     }
-
-    /// Directories (the root included) and other entries.
-    pub fn size(&self) -> (u64, u64) {
-        let files = self.dirs.iter().map(|d| d.files.len() as u64).sum();
-        (self.dirs.len() as u64, files)
-    }
 }
 
 impl Tree for ListedTree {

@@ -155,12 +155,24 @@ fn a_wrong_copy_is_failed_and_a_missing_tool_skipped() {
     )
     .unwrap();
     fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    // A command with arguments of its own: they come before SRC and DST.
+    let flagged = s.join("needs-a-flag.sh");
+    fs::write(
+        &flagged,
+        "#!/bin/sh
+[ \"$1\" = --deep ] || exit 3
+cp -r \"$2\" \"$3\"
+",
+    )
+    .unwrap();
+    fs::set_permissions(&flagged, fs::Permissions::from_mode(0o755)).unwrap();
     let json = s.join("out.json");
     let out = Cp::bare()
         .args(["bench", "copy", "--runs", "1", "--tools"])
         .arg(format!(
-            "cp,cmd:broken={},cmd:ghost=/nonexistent/copier,wcp",
-            script.display()
+            "cp,cmd:broken={},cmd:ghost=/nonexistent/copier,wcp,cmd:flagged={} --deep",
+            script.display(),
+            flagged.display()
         ))
         .arg("--src")
         .arg(s.join("src"))
@@ -184,6 +196,7 @@ fn a_wrong_copy_is_failed_and_a_missing_tool_skipped() {
     assert_eq!(broken["ok"], false, "{broken}");
     assert_eq!(broken["verified"], "content", "{broken}");
     assert_eq!(runs_of("cp")[0]["ok"], true);
+    assert_eq!(runs_of("flagged")[0]["ok"], true);
     let table = String::from_utf8_lossy(&out.stdout);
     let row = |name: &str| {
         table

@@ -42,7 +42,7 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
 
 /// The tool names `--tools` knows, for help texts.
 pub const KNOWN_TOOLS: &str =
-    "ringio, ringio-a, ringio:ENGINE, cp, cp-a, rsync, xcp, fcp, cpz, wcp, cat, cmd:NAME=PROGRAM";
+    "ringio, ringio-a, ringio:ENGINE, cp, cp-a, rsync, xcp, fcp, cpz, wcp, cat, cmd:NAME=PROGRAM [ARG...]";
 
 /// Resolves one `--tools` entry. `ringio` is this binary.
 pub fn resolve_tool(spec: &str, ringio: &Path) -> Result<Tool, LabError> {
@@ -143,16 +143,28 @@ pub fn resolve_tool(spec: &str, ringio: &Path) -> Result<Tool, LabError> {
             }
         }
         _ => match spec.strip_prefix("cmd:").and_then(|s| s.split_once('=')) {
-            Some((name, program)) => Tool {
-                name: name.to_string(),
-                program: fs::metadata(program)
-                    .is_ok()
-                    .then(|| PathBuf::from(program)),
-                args: vec!["{src}".into(), "{dst}".into()],
-                install: format!("'{program}' does not exist"),
-                keeps: content,
-                reference: false,
-            },
+            // `cmd:NAME=PROGRAM ARG...`: the words after the program come before SRC and DST.
+            Some((name, command)) => {
+                let mut words = command.split_whitespace();
+                let program = words.next().unwrap_or_default();
+                if name.is_empty() || program.is_empty() {
+                    return Err(LabError::Invalid(format!(
+                        "tool '{spec}' needs a name and a program: cmd:NAME=PROGRAM [ARG...]"
+                    )));
+                }
+                let mut args: Vec<String> = words.map(String::from).collect();
+                args.extend(["{src}".to_string(), "{dst}".to_string()]);
+                Tool {
+                    name: name.to_string(),
+                    program: fs::metadata(program)
+                        .is_ok()
+                        .then(|| PathBuf::from(program)),
+                    args,
+                    install: format!("'{program}' does not exist"),
+                    keeps: content,
+                    reference: false,
+                }
+            }
             None => {
                 return Err(LabError::Invalid(format!(
                     "unknown tool '{spec}' (known: {KNOWN_TOOLS})"

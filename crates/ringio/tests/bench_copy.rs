@@ -159,10 +159,7 @@ fn a_wrong_copy_is_failed_and_a_missing_tool_skipped() {
     let flagged = s.join("needs-a-flag.sh");
     fs::write(
         &flagged,
-        "#!/bin/sh
-[ \"$1\" = --deep ] || exit 3
-cp -r \"$2\" \"$3\"
-",
+        "#!/bin/sh\n[ \"$1\" = --deep ] || exit 3\ncp -r \"$2\" \"$3\"\n",
     )
     .unwrap();
     fs::set_permissions(&flagged, fs::Permissions::from_mode(0o755)).unwrap();

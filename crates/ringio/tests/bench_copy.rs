@@ -5,6 +5,7 @@ mod common;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
 
 use common::*;
 
@@ -144,25 +145,29 @@ fn bench_copy_runs_verifies_and_writes_json() {
     assert!(!s.join("work/copies/trash").exists() && !s.join("work/copies/dst").exists());
 }
 
+/// An executable `/bin/sh` script named `name` in the scratch directory, running `body`.
+fn shell_script(s: &Scratch, name: &str, body: &str) -> PathBuf {
+    let path = s.join(name);
+    fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
 #[test]
 fn a_wrong_copy_is_failed_and_a_missing_tool_skipped() {
     let s = Scratch::new();
     gen(&s.join("src"), &["--files", "20", "--size", "100"]);
-    let script = s.join("drops-a-file.sh");
-    fs::write(
-        &script,
-        "#!/bin/sh\ncp -r \"$1\" \"$2\" && rm -f \"$2\"/0000.bin\n",
-    )
-    .unwrap();
-    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    let script = shell_script(
+        &s,
+        "drops-a-file.sh",
+        "cp -r \"$1\" \"$2\" && rm -f \"$2\"/0000.bin",
+    );
     // A command with arguments of its own: they come before SRC and DST.
-    let flagged = s.join("needs-a-flag.sh");
-    fs::write(
-        &flagged,
-        "#!/bin/sh\n[ \"$1\" = --deep ] || exit 3\ncp -r \"$2\" \"$3\"\n",
-    )
-    .unwrap();
-    fs::set_permissions(&flagged, fs::Permissions::from_mode(0o755)).unwrap();
+    let flagged = shell_script(
+        &s,
+        "needs-a-flag.sh",
+        "[ \"$1\" = --deep ] || exit 3\ncp -r \"$2\" \"$3\"",
+    );
     let json = s.join("out.json");
     let out = Cp::bare()
         .args(["bench", "copy", "--runs", "1", "--tools"])

@@ -36,6 +36,7 @@ mod remote;
 mod resume;
 mod run;
 mod sys;
+mod temp;
 pub mod transfer;
 pub mod verify;
 pub mod walk;

@@ -156,6 +156,8 @@ fn place(
         Some((target_dir, name)) => (target_dir.as_fd(), name.as_c_str()),
         None => (dir.dst_fd(), dst),
     };
+    // The temporary's lock must last until the rename, past the close that reports errors.
+    let lock = crate::temp::keep_lock(dst_fd.as_fd());
     let result = sys::close(dst_fd)
         .map_err(|e| CopyError::io(Op::Close, path(), e))
         .and_then(|()| {
@@ -165,5 +167,6 @@ fn place(
     if result.is_err() {
         let _ = sys::unlinkat(at, &temp);
     }
+    drop(lock);
     result
 }

@@ -541,10 +541,10 @@ fn ends_in_dot(path: &Path) -> bool {
     bytes[..end].ends_with(b".") && (end == 1 || matches!(bytes[end - 2], b'/' | b'.'))
 }
 
-/// An `--atomic` temporary (`.NAME.ringio-PID-N`).
+/// An `--atomic` temporary of ringio's (see [`crate::temp`]).
 fn is_temp_of_ours(name: &std::ffi::OsStr) -> bool {
     use std::os::unix::ffi::OsStrExt;
-    crate::resume::is_temp_name(name.as_bytes())
+    crate::temp::is_ours(name.as_bytes())
 }
 
 /// cp's words for a target that is not a usable directory: `target directory 'T': REASON`

@@ -8,6 +8,7 @@ use std::mem::MaybeUninit;
 use std::os::fd::BorrowedFd;
 
 use crate::sys::{self, Kind, Stat};
+use crate::temp;
 
 /// What the size and times alone say about an existing destination file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,54 +64,20 @@ pub(crate) fn same_content(
     }
 }
 
-/// True for a name `--atomic` writes under: `.NAME.ringio-PID-N`.
-pub(crate) fn is_temp_name(name: &[u8]) -> bool {
-    let Some(rest) = name.strip_prefix(b".") else {
-        return false;
-    };
-    let Some(at) = rest.windows(8).rposition(|w| w == b".ringio-") else {
-        return false;
-    };
-    let tail = &rest[at + 8..];
-    let mut parts = tail.split(|&b| b == b'-');
-    let digits =
-        |p: Option<&[u8]>| p.is_some_and(|p| !p.is_empty() && p.iter().all(u8::is_ascii_digit));
-    at > 0 && digits(parts.next()) && digits(parts.next()) && parts.next().is_none()
-}
-
-/// Removes the temporaries an interrupted `--atomic` run left in the directory `dir`.
+/// Removes the temporaries an interrupted `--atomic` run left in the directory `dir`: only
+/// ringio's own, and only those no live run holds (see [`crate::temp`]).
 pub(crate) fn remove_stale_temps(
     dir: BorrowedFd<'_>,
     buf: &mut [MaybeUninit<u8>],
 ) -> io::Result<()> {
-    let mut stale = Vec::new();
+    let mut candidates = Vec::new();
     sys::read_dir_entries(dir, buf, |name: &CStr, kind| {
-        if matches!(kind, Some(Kind::File) | None) && is_temp_name(name.to_bytes()) {
-            stale.push(name.to_owned());
+        if matches!(kind, Some(Kind::File) | None) && temp::is_ours(name.to_bytes()) {
+            candidates.push(name.to_owned());
         }
     })?;
-    for name in stale {
-        match sys::unlinkat(dir, &name) {
-            Ok(()) => {}
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
-            Err(e) => return Err(e),
-        }
+    for name in candidates {
+        temp::remove_if_stale(dir, &name)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn temporary_names() {
-        assert!(is_temp_name(b".f.ringio-123-0"));
-        assert!(is_temp_name(b".a.b.ringio-7-42"));
-        assert!(!is_temp_name(b"f.ringio-123-0"));
-        assert!(!is_temp_name(b"..ringio-1-2"));
-        assert!(!is_temp_name(b".f.ringio-12x-0"));
-        assert!(!is_temp_name(b".f.ringio-1"));
-        assert!(!is_temp_name(b".f.ringio-1-2-3"));
-    }
 }

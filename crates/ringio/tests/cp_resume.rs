@@ -16,6 +16,7 @@ use common::*;
 engine_tests!(
     killed_copies_resume_to_the_same_tree,
     resume_keeps_complete_files_and_recopies_the_rest,
+    resume_removes_only_its_own_stale_temporaries,
 );
 
 /// The source: every kind of entry and metadata (small tree) plus a file big enough to be split
@@ -162,10 +163,132 @@ fn resume_keeps_complete_files_and_recopies_the_rest(engine: &str) {
         fs::metadata(scratch.join("dst/sub/a-link")).unwrap().ino()
     );
 
-    // Stale temporaries of an interrupted --atomic run go.
-    write_file(scratch.join("dst/sub/.b.ringio-1-2"), "partial");
+    // A file that only looks like an --atomic temporary is the user's: it stays. (Stale
+    // temporaries of ringio's own are in `resume_removes_only_its_own_stale_temporaries`.)
+    write_file(scratch.join("dst/sub/.b.ringio-1-2"), "the user's");
     assert_success(&cp(engine, &["-a", "--resume", "src", "dst"], scratch.path()).run());
-    assert!(!scratch.join("dst/sub/.b.ringio-1-2").exists());
+    assert_eq!(
+        fs::read(scratch.join("dst/sub/.b.ringio-1-2")).unwrap(),
+        b"the user's"
+    );
+}
+
+/// The `--atomic` temporaries of `dir`: names that start `.NAME.ringio-`.
+fn temporaries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with('.') && n.contains(".ringio-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// A `cp -a --atomic` killed with SIGKILL while it writes the big file leaves that file's
+/// temporary behind. `--resume` removes it, and nothing else: not the user's files named like
+/// temporaries (old-style `.NAME.ringio-PID-N`, or the real shape with a wrong check), and not
+/// a temporary that a live run is writing (simulated by holding the leftover's lock here).
+fn resume_removes_only_its_own_stale_temporaries(engine: &str) {
+    let scratch = Scratch::new();
+    let src = source(&scratch);
+    let dst = scratch.join("dst");
+    let mut leftover = None;
+    for attempt in 0..8 {
+        let _ = fs::remove_dir_all(&dst);
+        evict(src.join("big.bin"));
+        let mut running = cp(engine, &["-a", "--atomic", "src", "dst"], scratch.path()).spawn();
+        let started = Instant::now();
+        let mut seen = Vec::new();
+        while running.try_status().is_none() && started.elapsed() < Duration::from_secs(20) {
+            seen = temporaries(&dst)
+                .into_iter()
+                .filter(|n| n.starts_with(".big.bin.ringio-"))
+                .collect();
+            if !seen.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        // SAFETY: signalling our own child, not yet reaped.
+        unsafe { libc::kill(running.pid(), libc::SIGKILL) };
+        let _ = running.wait();
+        if let Some(name) = seen.pop().filter(|n| dst.join(n).exists()) {
+            leftover = Some(name);
+            break;
+        }
+        eprintln!("attempt {attempt}: the copy ended before the kill, again");
+    }
+    let leftover = leftover.expect("no run was killed while writing big.bin");
+    let stale = dst.join(&leftover);
+
+    // The user's files that look like temporaries.
+    let mut forged = leftover.clone().into_bytes();
+    let last = forged.len() - 1;
+    forged[last] = if forged[last] == b'0' { b'1' } else { b'0' };
+    let forged = String::from_utf8(forged).unwrap();
+    let users = [
+        ".big.bin.ringio-1-2",
+        ".notes.ringio-4242-7",
+        forged.as_str(),
+    ];
+    for name in users {
+        write_file(dst.join(name), name);
+    }
+
+    // (-T: the user's files make dst look like no interrupted copy of src, so without it cp
+    // would copy into dst/src.)
+    // A live run holds its temporary's lock: the leftover, locked here, stands for one.
+    let live = fs::File::open(&stale).unwrap();
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(
+        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&live), libc::LOCK_EX) },
+        0
+    );
+    let again = cp(
+        engine,
+        &["-aT", "--atomic", "--resume", "src", "dst"],
+        scratch.path(),
+    );
+    assert_success(&again.run());
+    assert!(stale.exists(), "a live run's temporary was removed");
+    assert_eq!(
+        fs::read(dst.join("big.bin")).unwrap(),
+        fs::read(src.join("big.bin")).unwrap()
+    );
+
+    // Once no run holds it, it is stale, and it goes; the user's files stay.
+    drop(live);
+    let again = cp(
+        engine,
+        &["-aT", "--atomic", "--resume", "src", "dst"],
+        scratch.path(),
+    );
+    assert_success(&again.run());
+    assert!(!stale.exists(), "the stale temporary {leftover} was kept");
+    for name in users {
+        assert_eq!(fs::read(dst.join(name)).unwrap(), name.as_bytes(), "{name}");
+    }
+    let mut expected: Vec<String> = users.iter().map(|n| n.to_string()).collect();
+    expected.sort();
+    assert_eq!(temporaries(&dst), expected);
+    // Without them, one more --resume (which sets the directory's times again) leaves the
+    // tree exactly as the source.
+    for name in users {
+        fs::remove_file(dst.join(name)).unwrap();
+    }
+    assert_success(
+        &cp(
+            engine,
+            &["-a", "--atomic", "--resume", "src", "dst"],
+            scratch.path(),
+        )
+        .run(),
+    );
+    assert_trees_equal(&src, &dst, NO_ATIME);
 }
 
 /// While a copy runs, another thread keeps replacing the destination's fresh subdirectories with

@@ -4,7 +4,7 @@
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::bigfile::BigFile;
@@ -21,6 +21,7 @@ use crate::plan::{Backup, BackupMode, Dereference, LinkMode, Overwrite, Reflink,
 use crate::queue::{Queue, Task};
 use crate::resume::{self, QuickCheck};
 use crate::sys::{self, Kind, Stat};
+use crate::temp;
 
 /// Copies one entry of `dir` found by the walk (same name on both sides).
 pub(crate) fn copy_entry<'a>(
@@ -384,16 +385,6 @@ fn clone_possible(dir: BorrowedFd<'_>, src: BorrowedFd<'_>, stat: &Stat) -> io::
     }
 }
 
-fn temp_name(dst: &CStr) -> CString {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let mut name = b".".to_vec();
-    // Keep it within NAME_MAX whatever the original length.
-    name.extend_from_slice(&dst.to_bytes()[..dst.to_bytes().len().min(200)]);
-    name.extend_from_slice(format!(".ringio-{}-{n}", std::process::id()).as_bytes());
-    CString::new(name).expect("no NUL in a file name")
-}
-
 /// Follows the symlink `name` in `dir` to the file it finally names: that file's directory,
 /// opened, and its name there.
 fn resolve_link(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<(OwnedFd, CString)> {
@@ -454,7 +445,7 @@ pub(crate) fn open_pair(
         )
     };
     if ctx.plan.atomic {
-        let temp = temp_name(dst);
+        let mut temp = temp::name(dst);
         let link_target = match existing {
             Existing::Open {
                 through_link: true, ..
@@ -467,8 +458,12 @@ pub(crate) fn open_pair(
         let at = link_target
             .as_ref()
             .map_or(dir.dst_fd(), |(d, _)| d.as_fd());
-        let dst_fd = create(at, &temp)
-            .map_err(|e| CopyError::io(Op::Create, dir.dst_path(Some(&temp)), e))?;
+        let dst_fd = temp::create(
+            at,
+            &mut temp,
+            finalize::create_mode(ctx.plan, stat, dir.fresh),
+        )
+        .map_err(|e| CopyError::io(Op::Create, dir.dst_path(Some(&temp)), e))?;
         return Ok(Some(OpenedPair {
             src: src_fd,
             dst: dst_fd,

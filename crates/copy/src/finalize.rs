@@ -10,7 +10,7 @@ use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
 use crate::plan::{CopyPlan, Overwrite};
 use crate::sys::{self, Stat};
-use crate::xattr::{self, XattrError};
+use crate::xattr::{self, Target, XattrError};
 use std::sync::atomic::Ordering;
 
 /// The permission bits of a new entry whose mode is not preserved, before the umask: the
@@ -82,7 +82,7 @@ pub(crate) fn file(
             .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
     }
     if preserve.xattr {
-        xattrs(ctx, src, dst, path)?;
+        xattrs(ctx, Target::Fd(src), Target::Fd(dst), path)?;
     }
     if preserve.mode && (!created || needs_chmod(ctx, stat, fresh_dir)) {
         sys::fchmod(dst, kept_perm(stat, owner_kept))
@@ -154,7 +154,7 @@ pub(crate) fn directory(
         }
     }
     if preserve.xattr {
-        if let Err(e) = xattrs(ctx, src, dst, path) {
+        if let Err(e) = xattrs(ctx, Target::Fd(src), Target::Fd(dst), path) {
             ctx.fail(e);
         }
     }
@@ -191,8 +191,8 @@ pub(crate) fn directory(
 /// error per file.
 fn xattrs(
     ctx: &Ctx<'_>,
-    src: BorrowedFd<'_>,
-    dst: BorrowedFd<'_>,
+    src: Target<'_>,
+    dst: Target<'_>,
     path: &dyn Fn() -> PathBuf,
 ) -> Result<(), CopyError> {
     match xattr::copy_all(src, dst) {
@@ -218,9 +218,14 @@ pub(crate) fn dir_create_mode(plan: &CopyPlan, stat: &Stat) -> u32 {
     (base_mode(plan, stat, true) & !omitted(plan, stat)) | 0o700
 }
 
-/// Owner and times of a symlink or special file, set on the entry itself.
+/// Owner, extended attributes, mode and times of a symlink or special file, set on the entry
+/// `name` in `dir` itself; `src_dir`/`src_name` is its source (followed unless it is copied as
+/// a symlink, so under -L a FIFO reached through a link gives its own attributes).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn entry_at(
     ctx: &Ctx<'_>,
+    src_dir: BorrowedFd<'_>,
+    src_name: &CStr,
     dir: BorrowedFd<'_>,
     name: &CStr,
     stat: &Stat,
@@ -232,6 +237,19 @@ pub(crate) fn entry_at(
     if preserve.ownership {
         owner_kept = chown(ctx, stat, |uid, gid| sys::lchownat(dir, name, uid, gid))
             .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
+    }
+    if preserve.xattr {
+        let src = Target::At {
+            dir: src_dir,
+            name: src_name,
+            follow: !is_symlink,
+        };
+        let dst = Target::At {
+            dir,
+            name,
+            follow: false,
+        };
+        xattrs(ctx, src, dst, path)?;
     }
     if preserve.mode && !is_symlink {
         sys::fchmodat(dir, name, kept_perm(stat, owner_kept))

@@ -263,7 +263,8 @@ pub struct CpArgs {
     pub copy_contents: bool,
 
     /// Compare the copy with its source afterwards (as `ringio verify`, on what the options
-    /// promised to keep), print every difference, and exit 1 if there is any.
+    /// promised: the metadata kept, followed symlinks under -L/-H, links under -l/-s, no
+    /// content under --attributes-only), print every difference, and exit 1 if there is any.
     #[arg(long)]
     pub verify: bool,
 

@@ -395,15 +395,7 @@ pub fn run(args: &CpArgs) -> Result<i32> {
 /// `--verify`: compares each root with its copy, on what the plan promised to carry over.
 pub(crate) fn verify_copy(plan: &CopyPlan) -> Result<i32> {
     let started = Instant::now();
-    let mut opts = VerifyOptions::content_only();
-    let keep = plan.preserve;
-    opts.mode = keep.mode;
-    // Without root only the group is kept; an owner that differs is then expected.
-    opts.ownership = keep.ownership && rustix::process::geteuid().is_root();
-    opts.mtime = keep.timestamps;
-    opts.xattrs = keep.xattr;
-    opts.hard_links = keep.links;
-    opts.sparseness = plan.sparse != Sparse::Never;
+    let opts = VerifyOptions::promised_by(plan);
     let mut total = ringio_copy::verify::VerifyReport::default();
     for root in &plan.roots {
         match crate::verify::compare(&root.src, &root.dst, &opts, false) {

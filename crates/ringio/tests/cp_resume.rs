@@ -243,11 +243,10 @@ fn resume_removes_only_its_own_stale_temporaries(engine: &str) {
     // would copy into dst/src.)
     // A live run holds its temporary's lock: the leftover, locked here, stands for one.
     let live = fs::File::open(&stale).unwrap();
-    // SAFETY: flock on a descriptor this test owns.
-    assert_eq!(
-        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&live), libc::LOCK_EX) },
-        0
-    );
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&live);
+    // SAFETY: flock on a descriptor this test owns and keeps open.
+    let locked = unsafe { libc::flock(fd, libc::LOCK_EX) };
+    assert_eq!(locked, 0, "flock: {}", std::io::Error::last_os_error());
     let again = cp(
         engine,
         &["-aT", "--atomic", "--resume", "src", "dst"],

@@ -163,3 +163,268 @@ fn cp_verify_checks_the_copy() {
     assert_exit(&out, 0);
     assert!(String::from_utf8_lossy(&out.stderr).contains("no differences"));
 }
+
+engine_tests!(
+    cp_a_keeps_xattrs_of_every_file_type,
+    cp_verify_compares_what_l_followed,
+);
+
+/// Removes the extended attribute `name` of `path` itself (a symlink is not followed).
+fn remove_xattr(path: &Path, name: &str) {
+    let (c, n) = (cstring(path), std::ffi::CString::new(name).unwrap());
+    // SAFETY: both strings are NUL-terminated.
+    let rc = unsafe { libc::lremovexattr(c.as_ptr(), n.as_ptr()) };
+    assert_eq!(rc, 0, "lremovexattr {name} {}", path.display());
+}
+
+/// `cp -a` keeps the extended attributes of every file type, symlinks, FIFOs and devices
+/// included (`trusted.*`: Linux allows no `user.*` on them), as GNU cp does; `ringio verify`
+/// and `cp --verify` notice when one is missing.
+fn cp_a_keeps_xattrs_of_every_file_type(engine: &str) {
+    if !is_root() {
+        skip!("trusted.* extended attributes need root");
+    }
+    let s = Scratch::new();
+    let src = s.join("src");
+    write_file(src.join("file"), vec![5u8; 200_000]);
+    write_file(src.join("dir/small"), b"small");
+    symlink("file", src.join("link")).unwrap();
+    symlink("nowhere", src.join("dangling")).unwrap();
+    mkfifo(&src.join("fifo"), 0o640);
+    let dev = cstring(&src.join("chardev"));
+    // SAFETY: a NUL-terminated path inside the scratch directory; 1:3 is the null device.
+    let rc = unsafe { libc::mknod(dev.as_ptr(), libc::S_IFCHR | 0o600, libc::makedev(1, 3)) };
+    assert_eq!(rc, 0, "mknod: {}", std::io::Error::last_os_error());
+    let every = [
+        "file",
+        "dir",
+        "dir/small",
+        "link",
+        "dangling",
+        "fifo",
+        "chardev",
+    ];
+    for name in every {
+        if let Err(e) = set_xattr(&src.join(name), "trusted.ringio", name.as_bytes()) {
+            skip!("this filesystem takes no trusted.* xattr on {name}: {e}");
+        }
+    }
+    let dst = s.join("dst");
+    let out = Cp::new()
+        .engine(engine)
+        .args(["-a", "--verify"])
+        .arg(&src)
+        .arg(&dst)
+        .run();
+    assert_exit(&out, 0);
+    for name in every {
+        assert_eq!(
+            get_xattr(&dst.join(name), "trusted.ringio").ok().as_deref(),
+            Some(name.as_bytes()),
+            "{name}: trusted.ringio not copied"
+        );
+    }
+    assert_trees_equal(
+        &src,
+        &dst,
+        Check {
+            atime: false,
+            ..Check::ARCHIVE
+        },
+    );
+    assert_exit(&verify(&src, &dst, &[]), 0);
+    for name in ["link", "fifo", "chardev"] {
+        remove_xattr(&dst.join(name), "trusted.ringio");
+    }
+    assert_finds(
+        &src,
+        &dst,
+        &[],
+        &[
+            "link: extended attribute trusted.ringio: missing from the destination",
+            "fifo: extended attribute trusted.ringio: missing from the destination",
+            "chardev: extended attribute trusted.ringio: missing from the destination",
+        ],
+    );
+    // And where it is only in the copy.
+    set_xattr(&dst.join("dangling"), "trusted.extra", b"x").unwrap();
+    assert_finds(
+        &src,
+        &dst,
+        &[],
+        &["dangling: extended attribute trusted.extra: only in the destination"],
+    );
+}
+
+/// The source for the option tests: a file that goes through the data path, small ones, a
+/// symlink to a file and one to a directory, a FIFO.
+fn linked_source(s: &Scratch) -> std::path::PathBuf {
+    let src = s.join("src");
+    write_file(
+        src.join("big"),
+        (0..3u32 << 20).map(|i| (i * 7) as u8).collect::<Vec<_>>(),
+    );
+    write_file(src.join("dir/small"), b"small");
+    symlink("big", src.join("to-file")).unwrap();
+    symlink("dir", src.join("to-dir")).unwrap();
+    mkfifo(&src.join("fifo"), 0o644);
+    src
+}
+
+#[track_caller]
+fn assert_verified(out: &std::process::Output) {
+    assert_exit(out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no differences"), "{err}");
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// `cp -rL --verify` compares the followed source with the copy (files and directories where
+/// the source has symlinks); `-H` and a plain `cp` follow the operands alone.
+fn cp_verify_compares_what_l_followed(engine: &str) {
+    let s = Scratch::new();
+    linked_source(&s);
+    let cp = || Cp::new().engine(engine).current_dir(s.path());
+    assert_verified(&cp().args(["-rL", "--verify", "src", "dst-L"]).run());
+    assert!(fs::symlink_metadata(s.join("dst-L/to-dir"))
+        .unwrap()
+        .is_dir());
+    assert_verified(&cp().args(["-aL", "--verify", "src", "dst-aL"]).run());
+    symlink("src", s.join("operand")).unwrap();
+    assert_verified(&cp().args(["-rH", "--verify", "operand", "dst-H"]).run());
+    assert!(fs::symlink_metadata(s.join("dst-H/to-file"))
+        .unwrap()
+        .is_symlink());
+    assert_verified(&cp().args(["--verify", "src/to-file", "copied-file"]).run());
+}
+
+/// `cp -rl --verify`: hard links to the source are what was asked (cp -l follows symlinks,
+/// as GNU's does unless -P), with -P too; so is a single `cp -l`.
+#[test]
+fn cp_verify_accepts_the_hard_links_of_l() {
+    let s = Scratch::new();
+    linked_source(&s);
+    let cp = || Cp::new().current_dir(s.path());
+    assert_verified(&cp().args(["-rl", "--verify", "src", "dst-l"]).run());
+    assert_verified(&cp().args(["-rlP", "--verify", "src", "dst-lP"]).run());
+    assert_verified(&cp().args(["-al", "--verify", "src", "dst-al"]).run());
+    assert_verified(&cp().args(["-l", "--verify", "src/big", "one"]).run());
+}
+
+/// `cp -rs --verify`: symlinks that lead to the source are what was asked.
+#[test]
+fn cp_verify_accepts_the_symlinks_of_s() {
+    let s = Scratch::new();
+    let src = linked_source(&s);
+    let cp = || Cp::new().current_dir(s.path());
+    assert_verified(&cp().arg("-rs").arg("--verify").arg(&src).arg("dst-s").run());
+    assert!(fs::symlink_metadata(s.join("dst-s/big"))
+        .unwrap()
+        .is_symlink());
+    // Relative links work in the current directory.
+    assert_verified(&cp().args(["-s", "--verify", "src/big", "rel"]).run());
+}
+
+/// `cp --attributes-only -a --verify`: metadata is compared, never content, whether the files
+/// were created (empty) or existed with other bytes.
+#[test]
+fn cp_verify_attributes_only_compares_metadata() {
+    let s = Scratch::new();
+    linked_source(&s);
+    let cp = || Cp::new().current_dir(s.path());
+    assert_verified(
+        &cp()
+            .args(["--attributes-only", "-a", "--verify", "src", "fresh"])
+            .run(),
+    );
+    assert_eq!(fs::metadata(s.join("fresh/big")).unwrap().len(), 0);
+    write_file(s.join("existing/big"), b"other bytes");
+    assert_verified(
+        &cp()
+            .args([
+                "--attributes-only",
+                "-a",
+                "--verify",
+                "-T",
+                "src",
+                "existing",
+            ])
+            .run(),
+    );
+    assert_eq!(fs::read(s.join("existing/big")).unwrap(), b"other bytes");
+}
+
+/// The promises still hold the copy to them: a copy where a hard link or a symlink was
+/// promised, a symlink that leads elsewhere, a symlink kept where -L promised its target, and
+/// metadata under --attributes-only.
+#[test]
+fn promised_comparisons_still_find_differences() {
+    use ringio_copy::verify::{Follow, MadeAs, VerifyOptions};
+    let s = Scratch::new();
+    let src = linked_source(&s);
+    let differences = |dst: &Path, opts: VerifyOptions| -> Vec<String> {
+        let mut found = Vec::new();
+        ringio_copy::verify::verify(&src, dst, &opts, &mut |d| found.push(d.to_string())).unwrap();
+        found
+    };
+    let copy = s.join("copy");
+    assert_success(&Cp::new().arg("-a").arg(&src).arg(&copy).run());
+    let hard = VerifyOptions {
+        made_as: MadeAs::HardLinks,
+        follow: Follow::Always,
+        ..VerifyOptions::content_only()
+    };
+    let found = differences(&copy, hard.clone());
+    assert!(
+        found.contains(&"big: not a hard link to the source".to_string()),
+        "{found:?}"
+    );
+
+    let symbolic = VerifyOptions {
+        made_as: MadeAs::SymbolicLinks,
+        ..VerifyOptions::content_only()
+    };
+    let found = differences(&copy, symbolic.clone());
+    assert!(
+        found.contains(&"big: not a symbolic link to the source".to_string()),
+        "{found:?}"
+    );
+    let links = s.join("links");
+    assert_success(&Cp::new().arg("-rs").arg(&src).arg(&links).run());
+    assert!(differences(&links, symbolic.clone()).is_empty());
+    fs::remove_file(links.join("big")).unwrap();
+    symlink(src.join("dir/small"), links.join("big")).unwrap();
+    let found = differences(&links, symbolic);
+    assert_eq!(found, ["big: not a symbolic link to the source"]);
+
+    let followed = VerifyOptions {
+        follow: Follow::Always,
+        ..VerifyOptions::content_only()
+    };
+    let found = differences(&copy, followed);
+    assert!(
+        found.contains(
+            &"to-file: type: regular file in the source, symbolic link in the destination"
+                .to_string()
+        ),
+        "{found:?}"
+    );
+
+    let attributes = VerifyOptions {
+        content: false,
+        mode: true,
+        ..VerifyOptions::content_only()
+    };
+    fs::write(copy.join("big"), b"other").unwrap();
+    assert!(differences(&copy, attributes.clone()).is_empty());
+    chmod(copy.join("big"), 0o600);
+    let found = differences(&copy, attributes);
+    assert_eq!(
+        found,
+        ["big: mode: 0644 in the source, 0600 in the destination"]
+    );
+}

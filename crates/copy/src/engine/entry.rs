@@ -847,7 +847,16 @@ fn create_other(
         ctx.note_created_stat(dir.is_operand_dir(), &made);
     }
     let path = || dir.dst_path(Some(dst));
-    finalize::entry_at(ctx, dir.dst_fd(), dst, stat, is_symlink, &path)?;
+    finalize::entry_at(
+        ctx,
+        dir.src_fd(),
+        src,
+        dir.dst_fd(),
+        dst,
+        stat,
+        is_symlink,
+        &path,
+    )?;
     Ok(true)
 }
 

@@ -86,6 +86,11 @@ pub enum DifferenceKind {
         /// Bytes allocated to the copy.
         dst_allocated: u64,
     },
+    /// The destination entry is not the link to the source entry that `cp -l` or `-s` makes.
+    NotLinked {
+        /// What it should be: "a hard link" or "a symbolic link".
+        expected: &'static str,
+    },
     /// The entry could not be read on one side.
     Unreadable {
         /// Which side.
@@ -158,6 +163,7 @@ impl fmt::Display for Difference {
                 f,
                 "holes lost: {src_allocated} bytes allocated in the source, {dst_allocated} in the destination"
             ),
+            D::NotLinked { expected } => write!(f, "not {expected} to the source"),
             D::Unreadable { side, op, reason } => write!(f, "cannot {op} in the {side}: {reason}"),
         }
     }

@@ -21,17 +21,19 @@ use crate::sys::{self, Kind, Stat};
 
 mod content;
 mod difference;
+mod promise;
 mod report;
 mod walk;
 
 pub use difference::{Difference, DifferenceKind};
-pub use report::{VerifyError, VerifyOptions, VerifyReport, KEPT_DIFFERENCES};
+pub use report::{Follow, MadeAs, VerifyError, VerifyOptions, VerifyReport, KEPT_DIFFERENCES};
 
 use content::{compare_content, Compared, ContentJob, BLOCK};
 use walk::Walk;
 
-/// Compares the tree (or file, or symlink) at `src` with the one at `dst`. Symlinks are never
-/// followed, the roots included. Each difference is passed to `on_difference` as it is found,
+/// Compares the tree (or file, or symlink) at `src` with the one at `dst`. Source symlinks are
+/// followed as `opts.follow` says (by default never, the roots included); the destination's
+/// never are. Each difference is passed to `on_difference` as it is found,
 /// on the calling thread.
 pub fn verify(
     src: &Path,

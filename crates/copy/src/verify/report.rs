@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use super::difference::Difference;
 
-/// What [`verify`](super::verify) compares beyond names, types, sizes, content and symlink targets, which it
-/// always compares.
+/// What [`verify`](super::verify) compares beyond names, types and symlink targets, which it
+/// always compares, and what it takes the destination to be. [`VerifyOptions::promised_by`]
+/// derives it from a copy's plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifyOptions {
     /// Permission bits, with setuid, setgid and sticky (not for symlinks).
@@ -16,7 +17,8 @@ pub struct VerifyOptions {
     /// Modification time, to the nanosecond (access times move when a tree is read, so they
     /// are never compared).
     pub mtime: bool,
-    /// Extended attributes (ACLs included) of files and directories.
+    /// Extended attributes (ACLs included) of every entry: files, directories, symlinks, FIFOs
+    /// and devices.
     pub xattrs: bool,
     /// Files hard-linked together in one tree are hard-linked together in the other, and no
     /// others.
@@ -24,8 +26,38 @@ pub struct VerifyOptions {
     /// A file with holes has holes in the copy too: it allocates no more than the source
     /// (within a small allowance for the filesystem's allocation granularity).
     pub sparseness: bool,
+    /// Sizes and contents of regular files (not under `cp --attributes-only`, which copies
+    /// metadata alone).
+    pub content: bool,
+    /// Which source symlinks stand for what they point to (`cp -L`, `-H`).
+    pub follow: Follow,
+    /// What the destination's non-directories are: copies, or links to the source (`cp -l`,
+    /// `-s`).
+    pub made_as: MadeAs,
     /// Threads reading file contents.
     pub threads: usize,
+}
+
+/// Which source symlinks a comparison follows: the copy holds what they point to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follow {
+    /// None: a symlink is compared as a symlink (`cp -P`, and `ringio verify`).
+    Never,
+    /// The roots only (`cp -H`, and cp without -r).
+    Roots,
+    /// Every one (`cp -L`).
+    Always,
+}
+
+/// What the destination holds in place of each source entry that is not a directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MadeAs {
+    /// A copy, compared by type, content and the metadata asked for.
+    Copies,
+    /// A hard link to the source entry: the same inode (`cp -l`).
+    HardLinks,
+    /// A symbolic link whose target leads to the source entry (`cp -s`).
+    SymbolicLinks,
 }
 
 impl VerifyOptions {
@@ -38,6 +70,9 @@ impl VerifyOptions {
             xattrs: false,
             hard_links: false,
             sparseness: false,
+            content: true,
+            follow: Follow::Never,
+            made_as: MadeAs::Copies,
             threads: default_threads(),
         }
     }
@@ -51,6 +86,9 @@ impl VerifyOptions {
             xattrs: true,
             hard_links: true,
             sparseness: true,
+            content: true,
+            follow: Follow::Never,
+            made_as: MadeAs::Copies,
             threads: default_threads(),
         }
     }

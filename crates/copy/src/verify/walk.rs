@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use crate::sys::{self, Kind, Stat};
-use crate::xattr;
+use crate::xattr::{self, Target};
 
 use super::content::{Compared, ContentJob};
 use super::difference::{Difference, DifferenceKind};
-use super::report::{VerifyOptions, VerifyReport, KEPT_DIFFERENCES};
+use super::report::{Follow, MadeAs, VerifyOptions, VerifyReport, KEPT_DIFFERENCES};
 
 pub(super) struct Walk<'o> {
     pub(super) opts: &'o VerifyOptions,
@@ -91,7 +91,13 @@ impl Walk<'_> {
         while let Ok(result) = self.results.try_recv() {
             self.take(result);
         }
-        let s = match sys::statx_at(src_dir, src_name, false) {
+        // The roots are the entries with an empty path.
+        let follow = match self.opts.follow {
+            Follow::Never => false,
+            Follow::Roots => path.as_os_str().is_empty(),
+            Follow::Always => true,
+        };
+        let s = match sys::statx_at(src_dir, src_name, follow) {
             Ok(s) => s,
             Err(e) => return self.unreadable(&path, "source", "stat", e),
         };
@@ -102,6 +108,9 @@ impl Walk<'_> {
             }
             Err(e) => return self.unreadable(&path, "destination", "stat", e),
         };
+        if s.kind() != Kind::Dir && self.opts.made_as != MadeAs::Copies {
+            return self.linked(dst_dir, dst_name, &path, &s, &d, follow);
+        }
         if s.mode & libc::S_IFMT != d.mode & libc::S_IFMT {
             let (src, dst) = (kind_name(&s), kind_name(&d));
             return self.differ(&path, DifferenceKind::Type { src, dst });
@@ -110,9 +119,23 @@ impl Walk<'_> {
         if self.opts.hard_links && s.kind() != Kind::Dir {
             self.hard_links(&path, &s, &d);
         }
+        if self.opts.xattrs && matches!(s.kind(), Kind::Symlink | Kind::Special) {
+            // Not opened (a FIFO or a device would act on it): named through their directory.
+            let src = Target::At {
+                dir: src_dir,
+                name: src_name,
+                follow,
+            };
+            let dst = Target::At {
+                dir: dst_dir,
+                name: dst_name,
+                follow: false,
+            };
+            self.xattrs(&path, src, dst);
+        }
         match s.kind() {
-            Kind::Dir => self.directory(src_dir, dst_dir, src_name, dst_name, &path),
-            Kind::File => self.file(src_dir, dst_dir, src_name, dst_name, path, &s, &d),
+            Kind::Dir => self.directory(src_dir, dst_dir, src_name, dst_name, &path, follow),
+            Kind::File => self.file(src_dir, dst_dir, src_name, dst_name, path, &s, &d, follow),
             Kind::Symlink => {
                 let targets = (
                     sys::readlinkat(src_dir, src_name, s.size),
@@ -139,6 +162,39 @@ impl Walk<'_> {
                     );
                 }
             }
+        }
+    }
+
+    /// `cp -l` and `-s`: the destination entry must be a hard link to the source entry `s`
+    /// (its inode), or a symlink whose target, read from the destination's directory, leads to
+    /// it (followed as the source was).
+    fn linked(
+        &mut self,
+        dst_dir: BorrowedFd<'_>,
+        dst_name: &CStr,
+        path: &Path,
+        s: &Stat,
+        d: &Stat,
+        follow: bool,
+    ) {
+        let source = (s.dev, s.ino);
+        let (expected, reached) = if self.opts.made_as == MadeAs::HardLinks {
+            ("a hard link", Some((d.dev, d.ino)))
+        } else if d.kind() != Kind::Symlink {
+            ("a symbolic link", None)
+        } else {
+            let target = match sys::readlinkat(dst_dir, dst_name, d.size) {
+                Ok(t) => t,
+                Err(e) => return self.unreadable(path, "destination", "read symbolic link", e),
+            };
+            let reached = CString::new(target)
+                .ok()
+                .and_then(|t| sys::statx_at(dst_dir, &t, follow).ok())
+                .map(|t| (t.dev, t.ino));
+            ("a symbolic link", reached)
+        };
+        if reached != Some(source) {
+            self.differ(path, DifferenceKind::NotLinked { expected });
         }
     }
 
@@ -198,7 +254,25 @@ impl Walk<'_> {
         path: PathBuf,
         s: &Stat,
         d: &Stat,
+        follow: bool,
     ) {
+        if !self.opts.content {
+            // --attributes-only: metadata alone, and files keep whatever content they had.
+            if self.opts.xattrs {
+                let src = Target::At {
+                    dir: src_dir,
+                    name: src_name,
+                    follow,
+                };
+                let dst = Target::At {
+                    dir: dst_dir,
+                    name: dst_name,
+                    follow: false,
+                };
+                self.xattrs(&path, src, dst);
+            }
+            return;
+        }
         if s.size != d.size {
             let (src, dst) = (s.size, d.size);
             return self.differ(&path, DifferenceKind::Size { src, dst });
@@ -217,21 +291,21 @@ impl Walk<'_> {
                 );
             }
         }
-        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NOATIME;
-        let open = |dir, name| {
-            sys::openat(dir, name, flags, 0)
-                .or_else(|_| sys::openat(dir, name, libc::O_RDONLY | libc::O_NOFOLLOW, 0))
+        let open = |dir, name, follow: bool| {
+            let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
+            sys::openat(dir, name, libc::O_RDONLY | nofollow | libc::O_NOATIME, 0)
+                .or_else(|_| sys::openat(dir, name, libc::O_RDONLY | nofollow, 0))
         };
-        let src = match open(src_dir, src_name) {
+        let src = match open(src_dir, src_name, follow) {
             Ok(fd) => fd,
             Err(e) => return self.unreadable(&path, "source", "open", e),
         };
-        let dst = match open(dst_dir, dst_name) {
+        let dst = match open(dst_dir, dst_name, false) {
             Ok(fd) => fd,
             Err(e) => return self.unreadable(&path, "destination", "open", e),
         };
         if self.opts.xattrs {
-            self.xattrs(&path, src.as_fd(), dst.as_fd());
+            self.xattrs(&path, Target::Fd(src.as_fd()), Target::Fd(dst.as_fd()));
         }
         if s.size == 0 {
             return;
@@ -250,8 +324,9 @@ impl Walk<'_> {
         src_name: &CStr,
         dst_name: &CStr,
         path: &Path,
+        follow: bool,
     ) {
-        let src = match sys::open_dir(src_dir, src_name, false) {
+        let src = match sys::open_dir(src_dir, src_name, follow) {
             Ok(fd) => fd,
             Err(e) => return self.unreadable(path, "source", "open directory", e),
         };
@@ -260,7 +335,7 @@ impl Walk<'_> {
             Err(e) => return self.unreadable(path, "destination", "open directory", e),
         };
         if self.opts.xattrs {
-            self.xattrs(path, src.as_fd(), dst.as_fd());
+            self.xattrs(path, Target::Fd(src.as_fd()), Target::Fd(dst.as_fd()));
         }
         let (src_names, dst_names) = match (self.list(src.as_fd()), self.list(dst.as_fd())) {
             (Ok(a), Ok(b)) => (a, b),
@@ -314,7 +389,7 @@ impl Walk<'_> {
         Ok(names)
     }
 
-    fn xattrs(&mut self, path: &Path, src: BorrowedFd<'_>, dst: BorrowedFd<'_>) {
+    fn xattrs(&mut self, path: &Path, src: Target<'_>, dst: Target<'_>) {
         let (a, b) = match (xattr::read_all(src), xattr::read_all(dst)) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) => return self.unreadable(path, "source", "list extended attributes", e),

@@ -241,13 +241,18 @@ impl Walk {
             );
         }
         if c.xattrs {
+            // Of every entry itself, symlinks, FIFOs and devices included (llistxattr).
             let (sp, dp) = (under(&self.src, rel), under(&self.dst, rel));
+            let unsupported = |e: &io::Error| e.raw_os_error() == Some(libc::EOPNOTSUPP);
             match (list_xattrs(&sp), list_xattrs(&dp)) {
                 (Ok(sx), Ok(dx)) if sx != dx => {
                     self.diff(rel, format!("xattrs: src {sx:?} dst {dx:?}"))
                 }
                 (Ok(sx), Err(e)) if !sx.is_empty() => {
                     self.diff(rel, format!("xattrs: src {sx:?}, dst unreadable: {e}"))
+                }
+                (Err(e), _) if !unsupported(&e) => {
+                    self.diff(rel, format!("xattrs: src unreadable: {e}"))
                 }
                 _ => {}
             }

@@ -157,8 +157,12 @@ pub(crate) fn remove_if_stale(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<bo
     if !is_ours(name.to_bytes()) {
         return Ok(false);
     }
-    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
-    let fd = match sys::openat(dir, name, flags, 0) {
+    // flock needs a real open (not O_PATH); a temporary of a write-only source (mode 0200)
+    // opens for writing only. Neither truncates, and O_NONBLOCK keeps a FIFO from waiting.
+    let flags = libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
+    let fd = match sys::openat(dir, name, libc::O_RDONLY | flags, 0)
+        .or_else(|_| sys::openat(dir, name, libc::O_WRONLY | flags, 0))
+    {
         Ok(fd) => fd,
         // Gone already, a symlink (ELOOP), or not ours to open: leave it.
         Err(_) => return Ok(false),

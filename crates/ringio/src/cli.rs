@@ -188,8 +188,8 @@ pub struct CpArgs {
     /// is kept only when it is provably complete: under -a/-p when its size and ns mtime match
     /// the source's, otherwise when its size and content match (`checksum`: always compare
     /// content). Every other file is copied again, the temporaries of an interrupted --atomic
-    /// run are removed, and directory metadata is applied. On a complete tree it only reads
-    /// metadata.
+    /// run are removed (ringio's own only, never one a running copy holds), and directory
+    /// metadata is applied. On a complete tree it only reads metadata.
     #[arg(
         long,
         value_name = "CHECK",

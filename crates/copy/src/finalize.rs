@@ -93,7 +93,8 @@ pub(crate) fn file(
         sys::fchmod(dst, mode).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
     }
     if preserve.mode && !preserve.xattr {
-        xattr::copy_acls(src, dst, false).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+        xattr::copy_acls(Target::Fd(src), Target::Fd(dst), false)
+            .map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
     }
     if preserve.timestamps {
         sys::futimens(dst, stat.atime, stat.mtime)
@@ -176,7 +177,7 @@ pub(crate) fn directory(
         }
     }
     if preserve.mode && !preserve.xattr {
-        if let Err(e) = xattr::copy_acls(src, dst, true) {
+        if let Err(e) = xattr::copy_acls(Target::Fd(src), Target::Fd(dst), true) {
             ctx.fail(CopyError::io(Op::SetMode, path(), e));
         }
     }
@@ -238,22 +239,26 @@ pub(crate) fn entry_at(
         owner_kept = chown(ctx, stat, |uid, gid| sys::lchownat(dir, name, uid, gid))
             .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
     }
+    let src = Target::At {
+        dir: src_dir,
+        name: src_name,
+        follow: !is_symlink,
+    };
+    let dst = Target::At {
+        dir,
+        name,
+        follow: false,
+    };
     if preserve.xattr {
-        let src = Target::At {
-            dir: src_dir,
-            name: src_name,
-            follow: !is_symlink,
-        };
-        let dst = Target::At {
-            dir,
-            name,
-            follow: false,
-        };
         xattrs(ctx, src, dst, path)?;
     }
     if preserve.mode && !is_symlink {
         sys::fchmodat(dir, name, kept_perm(stat, owner_kept))
             .map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+        if !preserve.xattr {
+            // A FIFO's or a device's ACL is part of its mode, as a file's is (symlinks have none).
+            xattr::copy_acls(src, dst, false).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+        }
     }
     if preserve.timestamps {
         sys::lutimensat(dir, name, stat.atime, stat.mtime)

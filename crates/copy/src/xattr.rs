@@ -122,13 +122,13 @@ pub(crate) fn copy_all(src: Target<'_>, dst: Target<'_>) -> Result<(), XattrErro
 /// Copies the POSIX ACLs of `src` onto `dst` (the default ACL too for a directory): part of
 /// the mode that `-p` keeps, as with cp, when the other extended attributes are not kept. A
 /// source without ACLs, or a destination that takes none, leaves nothing to do.
-pub(crate) fn copy_acls(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, dir: bool) -> io::Result<()> {
+pub(crate) fn copy_acls(src: Target<'_>, dst: Target<'_>, dir: bool) -> io::Result<()> {
     let names: &[&CStr] = if dir {
         &[c"system.posix_acl_access", c"system.posix_acl_default"]
     } else {
         &[c"system.posix_acl_access"]
     };
-    let (src, dst) = (Resolved::Fd(src), Resolved::Fd(dst));
+    let (src, dst) = (src.resolve(), dst.resolve());
     let mut value = Vec::new();
     for name in names {
         match get(&src, name, &mut value) {

@@ -239,16 +239,8 @@ pub(crate) fn entry_at(
         owner_kept = chown(ctx, stat, |uid, gid| sys::lchownat(dir, name, uid, gid))
             .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
     }
-    let src = Target::At {
-        dir: src_dir,
-        name: src_name,
-        follow: !is_symlink,
-    };
-    let dst = Target::At {
-        dir,
-        name,
-        follow: false,
-    };
+    let src = Target::at(src_dir, src_name, !is_symlink);
+    let dst = Target::at(dir, name, false);
     if preserve.xattr {
         xattrs(ctx, src, dst, path)?;
     }

@@ -38,6 +38,11 @@ enum Resolved<'a> {
 }
 
 impl<'a> Target<'a> {
+    /// The entry `name` in `dir`, reached without opening it.
+    pub(crate) fn at(dir: BorrowedFd<'a>, name: &'a CStr, follow: bool) -> Self {
+        Target::At { dir, name, follow }
+    }
+
     fn resolve(self) -> Resolved<'a> {
         match self {
             Target::Fd(fd) => Resolved::Fd(fd),
@@ -237,11 +242,7 @@ mod tests {
         std::os::unix::fs::symlink("nowhere", dir.path().join("a")).unwrap();
         std::os::unix::fs::symlink("elsewhere", dir.path().join("b")).unwrap();
         let at = std::fs::File::open(dir.path()).unwrap();
-        let target = |name| Target::At {
-            dir: at.as_fd(),
-            name,
-            follow: false,
-        };
+        let target = |name| Target::at(at.as_fd(), name, false);
         if let Err(e) = target(c"a").resolve().set(c"trusted.t", b"v") {
             eprintln!("SKIPPED: no trusted xattrs on symlinks here: {e}");
             return;

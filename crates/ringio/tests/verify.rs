@@ -422,11 +422,21 @@ fn promised_comparisons_still_find_differences() {
     fs::write(copy.join("big"), b"other").unwrap();
     assert!(differences(&copy, attributes.clone()).is_empty());
     chmod(copy.join("big"), 0o600);
-    let found = differences(&copy, attributes);
+    let found = differences(&copy, attributes.clone());
     assert_eq!(
         found,
         ["big: mode: 0644 in the source, 0600 in the destination"]
     );
+    // Extended attributes of files whose content is not read count too.
+    if set_xattr(&src.join("big"), "user.k", b"v").is_ok() {
+        let with_xattrs = VerifyOptions {
+            xattrs: true,
+            ..attributes
+        };
+        let found = differences(&copy, with_xattrs);
+        let missing = "big: extended attribute user.k: missing from the destination";
+        assert!(found.contains(&missing.to_string()), "{found:?}");
+    }
 }
 
 /// An access ACL in the kernel's xattr form: owner rw, user 1000 r, group r, mask r, other r.

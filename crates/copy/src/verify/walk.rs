@@ -119,18 +119,16 @@ impl Walk<'_> {
         if self.opts.hard_links && s.kind() != Kind::Dir {
             self.hard_links(&path, &s, &d);
         }
-        if self.opts.xattrs && matches!(s.kind(), Kind::Symlink | Kind::Special) {
-            // Not opened (a FIFO or a device would act on it): named through their directory.
-            let src = Target::At {
-                dir: src_dir,
-                name: src_name,
-                follow,
-            };
-            let dst = Target::At {
-                dir: dst_dir,
-                name: dst_name,
-                follow: false,
-            };
+        let opened = match s.kind() {
+            Kind::Dir => true,
+            Kind::File => self.opts.content,
+            Kind::Symlink | Kind::Special => false,
+        };
+        if self.opts.xattrs && !opened {
+            // Entries the comparison does not open (a FIFO or a device would act on it) are
+            // named through their directory.
+            let src = Target::at(src_dir, src_name, follow);
+            let dst = Target::at(dst_dir, dst_name, false);
             self.xattrs(&path, src, dst);
         }
         match s.kind() {
@@ -257,20 +255,8 @@ impl Walk<'_> {
         follow: bool,
     ) {
         if !self.opts.content {
-            // --attributes-only: metadata alone, and files keep whatever content they had.
-            if self.opts.xattrs {
-                let src = Target::At {
-                    dir: src_dir,
-                    name: src_name,
-                    follow,
-                };
-                let dst = Target::At {
-                    dir: dst_dir,
-                    name: dst_name,
-                    follow: false,
-                };
-                self.xattrs(&path, src, dst);
-            }
+            // --attributes-only: metadata alone (xattrs were compared by name), and files keep
+            // whatever content they had.
             return;
         }
         if s.size != d.size {

@@ -19,6 +19,7 @@ engine_tests!(
     unreadable_file,
     unreadable_directory,
     directory_into_itself,
+    directory_into_itself_any_spelling,
     file_onto_itself,
     directory_without_recursive,
     destination_cannot_be_created,
@@ -186,6 +187,52 @@ fn directory_into_itself(engine: &str) {
         );
     }
     assert_eq!(fs::read(scratch.join("d/a")).unwrap(), b"a");
+}
+
+/// Every spelling of a destination below the source directory is refused, compared by
+/// identity: `.`, `./`, the absolute path, `../here`, `x/..`, a trailing slash, `-T`, and a
+/// symlink into the source. Each used to copy `sub/sub/sub/...` until stopped.
+fn directory_into_itself_any_spelling(engine: &str) {
+    let scratch = Scratch::new();
+    let here = scratch.join("here");
+    write_file(here.join("f"), "f");
+    fs::create_dir(here.join("x")).unwrap();
+    std::os::unix::fs::symlink(".", here.join("loop")).unwrap();
+    let abs = here.to_str().unwrap().to_owned();
+    let cases: &[&[&str]] = &[
+        &[".", "sub"],
+        &["./", "sub"],
+        &[&abs, "sub"],
+        &["../here", "sub"],
+        &["x/..", "sub"],
+        &[".", "sub/"],
+        &["-T", ".", "sub"],
+        &[".", "./sub"],
+        &[".", "loop/sub"],
+        &[".", "x/../loop/x/sub"],
+    ];
+    for args in cases {
+        let out = Cp::new()
+            .current_dir(&here)
+            .engine(engine)
+            .arg("-r")
+            .args(*args)
+            .timeout(Duration::from_secs(30))
+            .run();
+        assert_exit(&out, 1);
+        assert_stderr_has(&out, "into itself");
+        assert!(!here.join("sub").exists(), "{args:?}: sub was made");
+        assert!(!here.join("x/sub").exists(), "{args:?}: x/sub was made");
+    }
+    // The same directory by two names: the same file, as GNU says.
+    let out = Cp::new()
+        .current_dir(&here)
+        .engine(engine)
+        .args(["-rT", ".", &abs])
+        .run();
+    assert_exit(&out, 1);
+    assert_stderr_has(&out, "are the same file");
+    assert_eq!(fs::read(here.join("f")).unwrap(), b"f");
 }
 
 /// A file onto itself, by the same name, another spelling, a hard link, a symlink, or a

@@ -5,7 +5,7 @@ use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use crate::ctx::Ctx;
@@ -65,16 +65,25 @@ impl OpenedPair {
     }
 }
 
-/// Stops the process (SIGSTOP) at the two moments a source can change under a copy unseen:
-/// between the stat of its name and its open, and between its open and its data. Only when
-/// the environment sets `RINGIO_TEST_STOP_AT_OPEN`, read once: the tests of sources renamed,
-/// swapped, shrunk or grown mid-copy wait for the stop, change the source, and send SIGCONT,
-/// instead of relying on timing luck.
+/// Holds the copy at the two moments a source can change under it unseen: between the stat
+/// of its name and its open, and between its open and its data. Only when the environment
+/// sets `RINGIO_TEST_HOLD_DIR` (read once): at the k-th hold the copy creates the file `k`
+/// there and waits until it is gone. The tests of sources renamed, swapped, shrunk or grown
+/// mid-copy wait for the file, change the source, and remove it, instead of relying on timing.
 pub(crate) fn stop_for_tests() {
-    static STOP: OnceLock<bool> = OnceLock::new();
-    if *STOP.get_or_init(|| std::env::var_os("RINGIO_TEST_STOP_AT_OPEN").is_some()) {
-        let _ =
-            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::STOP);
+    static DIR: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
+    static HOLDS: AtomicUsize = AtomicUsize::new(0);
+    let Some(dir) = DIR.get_or_init(|| std::env::var_os("RINGIO_TEST_HOLD_DIR").map(Into::into))
+    else {
+        return;
+    };
+    let k = HOLDS.fetch_add(1, Ordering::SeqCst) + 1;
+    let marker = dir.join(k.to_string());
+    if std::fs::write(&marker, b"").is_err() {
+        return;
+    }
+    while marker.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
 

@@ -253,7 +253,9 @@ fn source_changes_mid_copy(engine: &str) {
         ("shrinks", &["--atomic"]),
         ("grows", &["--atomic", "-a"]),
     ];
-    for (change, opts) in cases {
+    for (i, (change, opts)) in cases.iter().enumerate() {
+        let hold = scratch.join(format!("hold-{i}"));
+        fs::create_dir(&hold).unwrap();
         fs::write(&big, &content).unwrap();
         evict(&big);
         let out_path = scratch.join("out");
@@ -269,10 +271,10 @@ fn source_changes_mid_copy(engine: &str) {
             .args(["--chunk-size", "1M"])
             .args(*opts)
             .args(["big", "out"])
-            .env("RINGIO_TEST_STOP_AT_OPEN", "1")
+            .env("RINGIO_TEST_HOLD_DIR", hold.to_str().unwrap())
             .spawn()
-            .serve_stops(|stop| {
-                // The second stop is after the open, before any data.
+            .serve_holds(&hold, |stop| {
+                // The second hold is after the open, before any data.
                 if stop == 2 {
                     let file = fs::OpenOptions::new().append(true).open(&big).unwrap();
                     if *change == "shrinks" {
@@ -309,13 +311,15 @@ fn source_swapped_before_open(engine: &str) {
         fs::set_permissions(scratch.join("secret"), fs::Permissions::from_mode(0o600)).unwrap();
         let _ = fs::remove_file(scratch.join("dst"));
         let mut stops = 0;
+        let hold = scratch.join(format!("hold-{size}"));
+        fs::create_dir(&hold).unwrap();
         let out = Cp::new()
             .current_dir(scratch.path())
             .engine(engine)
             .args(["-p", "s/f", "dst"])
-            .env("RINGIO_TEST_STOP_AT_OPEN", "1")
+            .env("RINGIO_TEST_HOLD_DIR", hold.to_str().unwrap())
             .spawn()
-            .serve_stops(|stop| {
+            .serve_holds(&hold, |stop| {
                 stops = stop;
                 if stop == 1 {
                     fs::rename(scratch.join("secret"), scratch.join("s/f")).unwrap();

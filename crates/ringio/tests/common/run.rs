@@ -278,32 +278,29 @@ impl Running {
         }
     }
 
-    /// For a child run with `RINGIO_TEST_STOP_AT_OPEN`, which stops itself (SIGSTOP) before
-    /// and after each source it opens: calls `at_stop(k)` at the k-th stop (from 1) while it
-    /// is stopped, then lets it go on (SIGCONT). Returns its output once it exits.
-    pub fn serve_stops(mut self, mut at_stop: impl FnMut(usize)) -> Output {
-        let mut stops = 0;
+    /// For a child run with `RINGIO_TEST_HOLD_DIR=hold`, which holds before and after each
+    /// source it opens until the marker file it made there is removed: calls `at_hold(k)` at
+    /// the k-th hold (from 1) while the child waits, then lets it go on. Returns its output
+    /// once it exits.
+    pub fn serve_holds(mut self, hold: &Path, mut at_hold: impl FnMut(usize)) -> Output {
+        let mut holds = 0;
         loop {
             if self.try_status().is_some() {
                 return self.wait();
             }
-            if !stopped(self.pid()) {
+            let marker = hold.join((holds + 1).to_string());
+            if !marker.exists() {
                 assert!(
                     self.started.elapsed() < self.timeout,
-                    "timed out waiting for {} to stop or exit",
+                    "timed out waiting for {} to hold or exit",
                     self.shown
                 );
                 std::thread::sleep(Duration::from_millis(2));
                 continue;
             }
-            stops += 1;
-            at_stop(stops);
-            // SAFETY: a signal to our own child, which has not been reaped.
-            unsafe { libc::kill(self.pid(), libc::SIGCONT) };
-            // Until it runs again, so the same stop is not counted twice.
-            while stopped(self.pid()) {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            holds += 1;
+            at_hold(holds);
+            std::fs::remove_file(&marker).expect("remove the hold marker");
         }
     }
 
@@ -413,15 +410,4 @@ pub fn stderr_lines(out: &Output) -> Vec<String> {
         .lines()
         .map(str::to_owned)
         .collect()
-}
-
-/// True when process `pid` is stopped by a signal (state `T` in /proc/PID/stat).
-fn stopped(pid: libc::pid_t) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // The state follows the command name, which is in parentheses and may hold anything.
-    stat.rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next())
-        == Some("T")
 }

@@ -3,18 +3,23 @@
 
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::Ordering;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::node::DirNode;
-use crate::sys::{self, Kind, Stat};
+use crate::sys::{self, Stat};
 
 /// An open source and the destination being written, under a temporary name with `--atomic`.
 pub(crate) struct OpenedPair {
     pub src: OwnedFd,
+    /// The source as opened (statx of `src`, not of its name): what its data and metadata are
+    /// copied from.
+    pub stat: Stat,
     pub dst: OwnedFd,
     /// The destination was made by this run (not an existing file written over).
     pub created: bool,
@@ -60,6 +65,28 @@ impl OpenedPair {
     }
 }
 
+/// Holds the copy at the two moments a source can change under it unseen: between the stat
+/// of its name and its open, and between its open and its data. Only when the environment
+/// sets `RINGIO_TEST_HOLD_DIR` (read once): at the k-th hold the copy creates the file `k`
+/// there and waits until it is gone. The tests of sources renamed, swapped, shrunk or grown
+/// mid-copy wait for the file, change the source, and remove it, instead of relying on timing.
+pub(crate) fn stop_for_tests() {
+    static DIR: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
+    static HOLDS: AtomicUsize = AtomicUsize::new(0);
+    let Some(dir) = DIR.get_or_init(|| std::env::var_os("RINGIO_TEST_HOLD_DIR").map(Into::into))
+    else {
+        return;
+    };
+    let k = HOLDS.fetch_add(1, Ordering::SeqCst) + 1;
+    let marker = dir.join(k.to_string());
+    if std::fs::write(&marker, b"").is_err() {
+        return;
+    }
+    while marker.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// Counts a finished entry and prints it under `-v`.
 pub(crate) fn count_done(ctx: &Ctx<'_>, dir: &DirNode<'_>, src: &CStr, dst: &CStr) {
     ctx.progress.files.fetch_add(1, Ordering::Relaxed);
@@ -82,38 +109,109 @@ pub(crate) fn count_done(ctx: &Ctx<'_>, dir: &DirNode<'_>, src: &CStr, dst: &CSt
     }
 }
 
-/// Metadata, close, rename into place (`--atomic`), count: the end of every regular file copy
-/// that is not chunked.
+/// How a file's bytes were read, for the check that its source did not change meanwhile.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Copied {
+    /// This many bytes, taken by the one read that also saw end of file: one moment's view
+    /// of the file, with nothing to check again.
+    Snapshot(u64),
+    /// This many bytes, over several reads or chunks (or moved in the kernel): the source is
+    /// stat'ed again after the last one.
+    Spread(u64),
+}
+
+/// The end of every regular file copy that is not chunked, and of a chunked one once its last
+/// chunk is done: the check that the source held still, metadata, close, rename into place
+/// (`--atomic`), count.
+///
+/// A source whose size or modification time changed while it was copied fails the copy: its
+/// copy would hold bytes of several versions of the file, or, where it shrank under chunks
+/// written in parallel, zeros it never had. That copy is removed (under `--atomic` the old
+/// destination stays as it was); written through a symlink, where the name is not this run's
+/// to remove, it is emptied.
 pub(crate) fn finish_file(
     ctx: &Ctx<'_>,
     dir: &DirNode<'_>,
     src: &CStr,
     dst: &CStr,
     pair: OpenedPair,
-    stat: &Stat,
-    copied: u64,
+    copied: Copied,
 ) -> Result<(), CopyError> {
+    if let Copied::Spread(_) = copied {
+        if !pair.stream && !ctx.plan.attributes_only {
+            if let Err(e) = held_still(pair.src.as_fd(), &pair.stat) {
+                return Err(give_up_changed(dir, src, dst, pair, e));
+            }
+        }
+    }
     let path = || dir.dst_path(Some(dst));
+    let stat = pair.stat;
     let meta = finalize::file(
         ctx,
         dir.dst_setgid,
         pair.src.as_fd(),
         pair.dst.as_fd(),
-        stat,
+        &stat,
         pair.created,
         dir.fresh,
         &path,
     );
     place(ctx, dir, dst, pair)?;
-    if copied != stat.size && stat.kind() == Kind::File && ctx.plan.verbose {
-        ctx.reporter.note(&format!(
-            "'{}' changed size while it was copied ({} bytes at start, {copied} copied)",
-            dir.src_path(Some(src)).display(),
-            stat.size
-        ));
-    }
     count_done(ctx, dir, src, dst);
     meta
+}
+
+/// Ok when the source open as `fd` still has the size and modification time of `stat`, which
+/// was taken when it was opened; otherwise what changed.
+pub(crate) fn held_still(fd: BorrowedFd<'_>, stat: &Stat) -> io::Result<()> {
+    let now = sys::fstatx(fd)?;
+    if now.size != stat.size {
+        return Err(io::Error::other(format!(
+            "{} bytes when opened, {} now",
+            stat.size, now.size
+        )));
+    }
+    if now.mtime != stat.mtime {
+        return Err(io::Error::other("modified"));
+    }
+    Ok(())
+}
+
+/// The error for a source that changed while it was copied, whose copy was `removed` (or
+/// emptied, where the name is not this run's to remove).
+pub(crate) fn changed_while_copied(
+    src: &Path,
+    dst: &Path,
+    why: &io::Error,
+    removed: bool,
+) -> CopyError {
+    CopyError::Refused(format!(
+        "'{}' changed while it was copied ({why}): its copy '{}' was {}",
+        src.display(),
+        dst.display(),
+        if removed { "removed" } else { "emptied" }
+    ))
+}
+
+/// Abandons the copy of a source that changed while it was copied, and says so.
+fn give_up_changed(
+    dir: &DirNode<'_>,
+    src: &CStr,
+    dst: &CStr,
+    pair: OpenedPair,
+    why: io::Error,
+) -> CopyError {
+    let ours = pair.temp.is_some() || pair.removable;
+    if !ours {
+        let _ = rustix::fs::ftruncate(&pair.dst, 0);
+    }
+    pair.abandon(dir, dst);
+    changed_while_copied(
+        &dir.src_path(Some(src)),
+        &dir.dst_path(Some(dst)),
+        &why,
+        ours,
+    )
 }
 
 /// Closes a complete destination file and, under `--atomic`, renames it over its real name

@@ -2,6 +2,7 @@
 
 use std::fs;
 use std::io;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use crate::error::CopyError;
@@ -566,29 +567,70 @@ fn not_a_directory(target: &Path, named_by_t: bool) -> CopyError {
     ))
 }
 
-/// Refuses `dst` when it lies inside the directory `src` (cp: "cannot copy a directory into
-/// itself"). Works on canonical paths of what exists: the deepest existing ancestor of `dst`.
-pub(crate) fn check_not_inside(src: &Path, dst: &Path) -> Result<(), CopyError> {
-    let Ok(src_real) = fs::canonicalize(src) else {
-        return Ok(());
-    };
-    let mut probe = Some(dst);
-    while let Some(p) = probe {
-        if let Ok(real) = fs::canonicalize(p) {
-            let tail = dst.strip_prefix(p).unwrap_or(Path::new(""));
-            let dst_real = real.join(tail);
-            if dst_real.starts_with(&src_real) {
-                return Err(CopyError::Refused(format!(
-                    "cannot copy a directory, '{}', into itself, '{}'",
-                    src.display(),
-                    dst.display()
-                )));
-            }
-            return Ok(());
+/// Refuses `dst` when it lies inside the directory `src` or is `src` itself (cp: "cannot copy a
+/// directory into itself"). Compares identities, not spellings: the deepest ancestor of `dst`
+/// that exists (`dst` itself when it does) is opened, and it and each directory above it, up
+/// to the root, is compared by (device, inode) with `src`. So `.`, `./`, `x/..`, `$PWD`,
+/// `../here` and a symlink into the source are all seen for what they name.
+pub(crate) fn check_not_inside(
+    src: &Path,
+    src_id: (u64, u64),
+    dst: &Path,
+) -> Result<(), CopyError> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut probe = dst;
+    let mut exists = true;
+    let mut dir = loop {
+        let name = if probe.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            probe
+        };
+        match rustix::fs::open(name, flags, Mode::empty()) {
+            Ok(fd) => break fd,
+            // Not there yet (or not a directory): what will hold it is the parent.
+            Err(_) => match probe.parent() {
+                Some(parent) => {
+                    probe = parent;
+                    exists = false;
+                }
+                None => return Ok(()),
+            },
         }
-        probe = p.parent().filter(|p| !p.as_os_str().is_empty());
+    };
+    loop {
+        let Ok(here) = crate::sys::fstatx(dir.as_fd()) else {
+            return Ok(());
+        };
+        let id = (here.dev, here.ino);
+        if id == src_id && exists {
+            // `cp -rT d d`: the destination is the source itself.
+            return Err(CopyError::Refused(format!(
+                "'{}' and '{}' are the same file",
+                src.display(),
+                dst.display()
+            )));
+        }
+        exists = false;
+        if id == src_id {
+            return Err(CopyError::Refused(format!(
+                "cannot copy a directory, '{}', into itself, '{}'",
+                src.display(),
+                dst.display()
+            )));
+        }
+        let Ok(up) = rustix::fs::openat(&dir, "..", flags, Mode::empty()) else {
+            return Ok(());
+        };
+        let Ok(above) = crate::sys::fstatx(up.as_fd()) else {
+            return Ok(());
+        };
+        if (above.dev, above.ino) == id {
+            return Ok(()); // the root
+        }
+        dir = up;
     }
-    Ok(())
 }
 
 #[cfg(test)]

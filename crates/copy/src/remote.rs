@@ -216,6 +216,7 @@ fn open_lent<'a>(
     };
     let pair = OpenedPair {
         src: src_fd,
+        stat,
         dst: dst_fd,
         created: false,
         temp: None,
@@ -223,7 +224,7 @@ fn open_lent<'a>(
         removable: false,
         stream: false,
     };
-    Some(BigFile::new(dir, src.clone(), dst, pair, stat).lent(owner, id))
+    Some(BigFile::new(dir, src.clone(), dst, pair).lent(owner, id))
 }
 
 /// Directories and entries.

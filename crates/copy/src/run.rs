@@ -376,7 +376,7 @@ pub(crate) fn start_root<'a>(
             root.src.display()
         )));
     }
-    check_not_inside(&root.src, &root.dst)?;
+    check_not_inside(&root.src, (stat.dev, stat.ino), &root.dst)?;
     let dst_c = path_cstring(&root.dst)?;
     let fresh = match sys::mkdirat(cwd, &dst_c, finalize::dir_create_mode(plan, &stat)) {
         Ok(()) => true,

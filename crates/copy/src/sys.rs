@@ -61,6 +61,11 @@ impl Stat {
         self.mode & 0o7777
     }
 
+    /// The same file: the same inode on the same device, of the same type.
+    pub fn same_file(&self, other: &Stat) -> bool {
+        self.dev == other.dev && self.ino == other.ino && self.kind() == other.kind()
+    }
+
     /// Fewer bytes allocated than the size: the file has holes (as cp's heuristic).
     pub fn looks_sparse(&self) -> bool {
         self.kind() == Kind::File && self.blocks.saturating_mul(512) < self.size

@@ -8,6 +8,7 @@
 mod common;
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
@@ -19,6 +20,9 @@ engine_tests!(
     unreadable_file,
     unreadable_directory,
     directory_into_itself,
+    directory_into_itself_any_spelling,
+    source_changes_mid_copy,
+    source_swapped_before_open,
     file_onto_itself,
     directory_without_recursive,
     destination_cannot_be_created,
@@ -186,6 +190,166 @@ fn directory_into_itself(engine: &str) {
         );
     }
     assert_eq!(fs::read(scratch.join("d/a")).unwrap(), b"a");
+}
+
+/// Every spelling of a destination below the source directory is refused, compared by
+/// identity: `.`, `./`, the absolute path, `../here`, `x/..`, a trailing slash, `-T`, and a
+/// symlink into the source. Each used to copy `sub/sub/sub/...` until stopped.
+fn directory_into_itself_any_spelling(engine: &str) {
+    let scratch = Scratch::new();
+    let here = scratch.join("here");
+    write_file(here.join("f"), "f");
+    fs::create_dir(here.join("x")).unwrap();
+    std::os::unix::fs::symlink(".", here.join("loop")).unwrap();
+    let abs = here.to_str().unwrap().to_owned();
+    let cases: &[&[&str]] = &[
+        &[".", "sub"],
+        &["./", "sub"],
+        &[&abs, "sub"],
+        &["../here", "sub"],
+        &["x/..", "sub"],
+        &[".", "sub/"],
+        &["-T", ".", "sub"],
+        &[".", "./sub"],
+        &[".", "loop/sub"],
+        &[".", "x/../loop/x/sub"],
+    ];
+    for args in cases {
+        let out = Cp::new()
+            .current_dir(&here)
+            .engine(engine)
+            .arg("-r")
+            .args(*args)
+            .timeout(Duration::from_secs(30))
+            .run();
+        assert_exit(&out, 1);
+        assert_stderr_has(&out, "into itself");
+        assert!(!here.join("sub").exists(), "{args:?}: sub was made");
+        assert!(!here.join("x/sub").exists(), "{args:?}: x/sub was made");
+    }
+    // The same directory by two names: the same file, as GNU says.
+    let out = Cp::new()
+        .current_dir(&here)
+        .engine(engine)
+        .args(["-rT", ".", &abs])
+        .run();
+    assert_exit(&out, 1);
+    assert_stderr_has(&out, "are the same file");
+    assert_eq!(fs::read(here.join("f")).unwrap(), b"f");
+}
+
+/// A big file copied while it shrinks or grows (changed while the copy is stopped just after
+/// opening it): the copy fails with the source's path, exit 1, and no copy is passed off as
+/// complete: no file under the final name, no zeros the source never had; under `--atomic` the
+/// old destination stays as it was; `-a` too. Evicted first, so the uring engine splits it.
+fn source_changes_mid_copy(engine: &str) {
+    let scratch = Scratch::new();
+    let big = scratch.join("big");
+    let content: Vec<u8> = (0..6u32 << 20).map(|i| (i % 251) as u8).collect();
+    let cases: &[(&str, &[&str])] = &[
+        ("shrinks", &[]),
+        ("grows", &[]),
+        ("shrinks", &["-a"]),
+        ("shrinks", &["--atomic"]),
+        ("grows", &["--atomic", "-a"]),
+    ];
+    for (i, (change, opts)) in cases.iter().enumerate() {
+        let hold = scratch.join(format!("hold-{i}"));
+        fs::create_dir(&hold).unwrap();
+        fs::write(&big, &content).unwrap();
+        evict(&big);
+        let out_path = scratch.join("out");
+        let atomic = opts.contains(&"--atomic");
+        if atomic {
+            fs::write(&out_path, "old").unwrap();
+        } else {
+            let _ = fs::remove_file(&out_path);
+        }
+        let out = Cp::new()
+            .current_dir(scratch.path())
+            .engine(engine)
+            .args(["--chunk-size", "1M"])
+            .args(*opts)
+            .args(["big", "out"])
+            .env("RINGIO_TEST_HOLD_DIR", hold.to_str().unwrap())
+            .spawn()
+            .serve_holds(&hold, |stop| {
+                // The second hold is after the open, before any data.
+                if stop == 2 {
+                    let file = fs::OpenOptions::new().append(true).open(&big).unwrap();
+                    if *change == "shrinks" {
+                        file.set_len(1 << 20).unwrap();
+                    } else {
+                        std::io::Write::write_all(&mut &file, &[7u8; 1 << 20]).unwrap();
+                    }
+                }
+            });
+        let what = format!("{engine} {change} {opts:?}");
+        assert_exit(&out, 1);
+        assert_stderr_has(&out, "'big' changed while it was copied");
+        if atomic {
+            assert_eq!(fs::read(&out_path).unwrap(), b"old", "{what}");
+        } else {
+            assert!(!out_path.exists(), "{what}: a copy was left");
+        }
+    }
+}
+
+/// A source name pointed at another file between its stat and its open (a 0600 secret renamed
+/// over a public 0644 file): the entry is skipped with GNU's words, exit 1, and nothing holds
+/// the secret's bytes with the public file's mode. A small file is opened before it is
+/// stat'ed where it can be, and is then copied whole as it was opened.
+fn source_swapped_before_open(engine: &str) {
+    let scratch = Scratch::new();
+    fs::create_dir(scratch.join("s")).unwrap();
+    for size in [1000usize, 300_000] {
+        let public = vec![b'p'; size];
+        let secret = vec![b's'; size];
+        write_file(scratch.join("s/f"), &public);
+        write_file(scratch.join("secret"), &secret);
+        fs::set_permissions(scratch.join("s/f"), fs::Permissions::from_mode(0o644)).unwrap();
+        fs::set_permissions(scratch.join("secret"), fs::Permissions::from_mode(0o600)).unwrap();
+        let _ = fs::remove_file(scratch.join("dst"));
+        let mut stops = 0;
+        let hold = scratch.join(format!("hold-{size}"));
+        fs::create_dir(&hold).unwrap();
+        let out = Cp::new()
+            .current_dir(scratch.path())
+            .engine(engine)
+            .args(["-p", "s/f", "dst"])
+            .env("RINGIO_TEST_HOLD_DIR", hold.to_str().unwrap())
+            .spawn()
+            .serve_holds(&hold, |stop| {
+                stops = stop;
+                if stop == 1 {
+                    fs::rename(scratch.join("secret"), scratch.join("s/f")).unwrap();
+                }
+            });
+        let dst = scratch.join("dst");
+        if out.status.success() {
+            // Opened before the swap: the public file, whole, with its own mode.
+            assert_eq!(fs::read(&dst).unwrap(), public, "{engine} {size}");
+            assert_eq!(mode_of(&dst), 0o644, "{engine} {size}");
+        } else {
+            assert_exit(&out, 1);
+            assert_stderr_has(
+                &out,
+                "skipping file 's/f', as it was replaced while being copied",
+            );
+            assert!(!dst.exists(), "{engine} {size}: a copy was left");
+        }
+        if size > 64 * 1024 {
+            // Above the small-file threshold every engine stats first, then opens.
+            assert!(
+                !out.status.success(),
+                "{engine} {size}: the swap went unseen"
+            );
+        }
+    }
+}
+
+fn mode_of(path: &Path) -> u32 {
+    fs::metadata(path).unwrap().permissions().mode() & 0o7777
 }
 
 /// A file onto itself, by the same name, another spelling, a hard link, a symlink, or a

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use super::data::DataPath;
 use crate::item::WorkItem;
 use crate::node::DirHold;
-use crate::opened::{finish_file, OpenedPair};
+use crate::opened::{finish_file, Copied, OpenedPair};
 use crate::sys::Stat;
 
 /// A file big enough to be split into chunks that workers copy in parallel. The last chunk to
@@ -28,13 +28,8 @@ pub(crate) struct BigFile<'a> {
 }
 
 impl<'a> BigFile<'a> {
-    pub fn new(
-        dir: DirHold<'a>,
-        src_name: CString,
-        dst_name: CString,
-        pair: OpenedPair,
-        stat: Stat,
-    ) -> Self {
+    pub fn new(dir: DirHold<'a>, src_name: CString, dst_name: CString, pair: OpenedPair) -> Self {
+        let stat = pair.stat;
         BigFile {
             dir,
             src_name,
@@ -114,16 +109,8 @@ impl Drop for BigFile<'_> {
             pair.abandon(&self.dir, &self.dst_name);
             return;
         }
-        let copied = self.copied.load(Ordering::Relaxed);
-        if let Err(e) = finish_file(
-            ctx,
-            &self.dir,
-            &self.src_name,
-            &self.dst_name,
-            pair,
-            &self.stat,
-            copied,
-        ) {
+        let copied = Copied::Spread(self.copied.load(Ordering::Relaxed));
+        if let Err(e) = finish_file(ctx, &self.dir, &self.src_name, &self.dst_name, pair, copied) {
             ctx.fail(e);
         }
     }

@@ -16,7 +16,7 @@ use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::links::Linked;
 use crate::node::{DirHold, DirNode};
-use crate::opened::{count_done, finish_file, OpenedPair};
+use crate::opened::{count_done, finish_file, stop_for_tests, Copied, OpenedPair};
 use crate::plan::{Backup, BackupMode, Dereference, LinkMode, Overwrite, Reflink, Resume};
 use crate::queue::{Queue, Task};
 use crate::resume::{self, QuickCheck};
@@ -424,8 +424,11 @@ pub(crate) fn open_pair(
         return Ok(None);
     };
     let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
+    stop_for_tests();
     let src_fd = sys::openat(dir.src_fd(), src, libc::O_RDONLY | nofollow, 0)
         .map_err(|e| CopyError::io(Op::Open, dir.src_path(Some(src)), e))?;
+    let src_stat = opened_as_stated(dir, src, src_fd.as_fd(), stat)?;
+    let stat = &src_stat;
     let source_stream = stat.kind() != Kind::File;
     if let Existing::Open {
         compare_first: true,
@@ -466,6 +469,7 @@ pub(crate) fn open_pair(
         .map_err(|e| CopyError::io(Op::Create, dir.dst_path(Some(&temp)), e))?;
         return Ok(Some(OpenedPair {
             src: src_fd,
+            stat: src_stat,
             dst: dst_fd,
             created: true,
             temp: Some(temp),
@@ -531,6 +535,7 @@ pub(crate) fn open_pair(
     }
     Ok(Some(OpenedPair {
         src: src_fd,
+        stat: src_stat,
         dst: dst_fd,
         created,
         temp: None,
@@ -538,6 +543,28 @@ pub(crate) fn open_pair(
         removable,
         stream,
     }))
+}
+
+/// The source as opened: the statx of its descriptor, when it is the file the walk stat'ed
+/// (same device, inode and type). Otherwise the name was pointed at another file between the
+/// two (a rename, a swap), and the entry is skipped with GNU cp's words: what was opened is
+/// not what the rules were applied to, and its metadata must not go to a copy of another file.
+pub(crate) fn opened_as_stated(
+    dir: &DirNode<'_>,
+    src: &CStr,
+    fd: BorrowedFd<'_>,
+    stated: &Stat,
+) -> Result<Stat, CopyError> {
+    let opened =
+        sys::fstatx(fd).map_err(|e| CopyError::io(Op::Stat, dir.src_path(Some(src)), e))?;
+    if !opened.same_file(stated) {
+        return Err(CopyError::Refused(format!(
+            "skipping file '{}', as it was replaced while being copied",
+            dir.src_path(Some(src)).display()
+        )));
+    }
+    stop_for_tests();
+    Ok(opened)
 }
 
 /// `--resume`: true when the existing destination `dst` already holds the source's bytes; its
@@ -617,7 +644,7 @@ fn copy_file<'a>(
                 stat,
                 link_replaces(ctx),
                 || match open_pair(ctx, dir, src, dst, stat, follow)? {
-                    Some(pair) => copy_opened(ctx, mover, dir, src, dst, stat, pair, None),
+                    Some(pair) => copy_opened(ctx, mover, dir, src, dst, pair, None),
                     None => Ok(()),
                 },
             )?;
@@ -639,13 +666,13 @@ fn copy_file<'a>(
                 Ok(())
             }
             Linked::Created(Some(pair)) => {
-                copy_opened(ctx, mover, dir, src, dst, stat, pair, Some(queue))
+                copy_opened(ctx, mover, dir, src, dst, pair, Some(queue))
             }
             Linked::Created(None) => Ok(()),
         }
     } else {
         match open_pair(ctx, dir, src, dst, stat, follow)? {
-            Some(pair) => copy_opened(ctx, mover, dir, src, dst, stat, pair, Some(queue)),
+            Some(pair) => copy_opened(ctx, mover, dir, src, dst, pair, Some(queue)),
             None => Ok(()),
         }
     }
@@ -653,17 +680,16 @@ fn copy_file<'a>(
 
 /// Copies the data of an opened pair and finishes the file; with a `queue`, a big file is
 /// split into chunks that any worker may copy.
-#[allow(clippy::too_many_arguments)]
 fn copy_opened<'a>(
     ctx: &'a Ctx<'a>,
     mover: &mut dyn Mover<'a>,
     dir: &Arc<DirNode<'a>>,
     src: &CStr,
     dst: &CStr,
-    stat: &Stat,
     pair: OpenedPair,
     queue: Option<&Queue<'a>>,
 ) -> Result<(), CopyError> {
+    let stat = &pair.stat.clone();
     let tuning = &ctx.plan.tuning;
     // A sparse file is split by the data it holds, not by its length.
     let weight = if mover.data_path().keeps_holes(stat) {
@@ -673,7 +699,7 @@ fn copy_opened<'a>(
     };
     let devs = (stat.dev, dir.dst_dev);
     if ctx.plan.attributes_only {
-        return finish_file(ctx, dir, src, dst, pair, stat, stat.size);
+        return finish_file(ctx, dir, src, dst, pair, Copied::Spread(stat.size));
     }
     if pair.stream {
         // A pipe or a device: in order, to end of input.
@@ -683,7 +709,7 @@ fn copy_opened<'a>(
         return match result {
             Ok(copied) => {
                 ctx.progress.bytes.fetch_add(copied, Ordering::Relaxed);
-                finish_file(ctx, dir, src, dst, pair, stat, copied)
+                finish_file(ctx, dir, src, dst, pair, Copied::Spread(copied))
             }
             Err(side) => {
                 pair.abandon(dir, dst);
@@ -705,7 +731,7 @@ fn copy_opened<'a>(
         {
             Ok(true) => {
                 ctx.progress.bytes.fetch_add(stat.size, Ordering::Relaxed);
-                return finish_file(ctx, dir, src, dst, pair, stat, stat.size);
+                return finish_file(ctx, dir, src, dst, pair, Copied::Spread(stat.size));
             }
             Ok(false) => {}
             Err(side) => {
@@ -722,7 +748,7 @@ fn copy_opened<'a>(
         } else {
             tuning.chunk_size
         };
-        split_into_chunks(ctx, dir, src, dst, pair, stat, chunk, queue);
+        split_into_chunks(ctx, dir, src, dst, pair, chunk, queue);
         return Ok(());
     }
     let result = mover
@@ -736,7 +762,7 @@ fn copy_opened<'a>(
         }
     };
     ctx.progress.bytes.fetch_add(copied, Ordering::Relaxed);
-    let finished = finish_file(ctx, dir, src, dst, pair, stat, copied);
+    let finished = finish_file(ctx, dir, src, dst, pair, Copied::Spread(copied));
     if ctx.plan.debug {
         // After the -v line, as GNU cp prints it.
         ctx.reporter.verbose_line(&mover.data_path().report.line());
@@ -744,43 +770,43 @@ fn copy_opened<'a>(
     finished
 }
 
-/// Queues the copy of a big file as tasks of `chunk` bytes (the last runs to end of file).
-#[allow(clippy::too_many_arguments)]
+/// Queues the copy of a big file as tasks of `chunk` bytes, up to its size as opened; a source
+/// that grows or shrinks meanwhile is caught when the last chunk is done (see
+/// [`finish_file`]). A file never has more than [`MAX_CHUNKS`] of them, whatever the chunk
+/// size asked for.
 fn split_into_chunks<'a>(
     ctx: &'a Ctx<'a>,
     dir: &Arc<DirNode<'a>>,
     src: &CStr,
     dst: &CStr,
     pair: OpenedPair,
-    stat: &Stat,
     chunk: u64,
     queue: &Queue<'a>,
 ) {
+    let size = pair.stat.size;
+    let chunk = chunk.max(size.div_ceil(MAX_CHUNKS)).max(1);
     // Reserve the length up front so parallel writers do not race to extend the file.
-    let _ = rustix::fs::ftruncate(&pair.dst, stat.size);
+    let _ = rustix::fs::ftruncate(&pair.dst, size);
     let held = match DirHold::new(dir.clone()) {
         Ok(held) => held,
         Err(e) => return ctx.fail(CopyError::io(Op::OpenDir, dir.dst_path(None), e)),
     };
-    let file = Arc::new(BigFile::new(
-        held,
-        src.to_owned(),
-        dst.to_owned(),
-        pair,
-        *stat,
-    ));
+    let file = Arc::new(BigFile::new(held, src.to_owned(), dst.to_owned(), pair));
     let mut offset = 0;
-    while offset < stat.size {
-        let last = offset + chunk >= stat.size;
-        let len = if last { u64::MAX - offset } else { chunk };
+    while offset < size {
+        let len = chunk.min(size - offset);
         queue.push(Task::Chunk {
             file: file.clone(),
             offset,
             len,
         });
-        offset += chunk;
+        offset += len;
     }
 }
+
+/// The most chunks one file is split into: each is a task in the queue, so their number is
+/// bounded whatever `--chunk-size` says.
+const MAX_CHUNKS: u64 = 4096;
 
 /// Symlinks and special files, hard-linked to an earlier copy where the source is.
 /// Returns false when skipped by policy.

@@ -16,13 +16,14 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use super::bigfile::BigFile;
 use super::data::DataPath;
-use super::entry::copy_entry;
-use super::entry::copy_stated;
+use super::entry::{copy_entry, copy_stated, opened_as_stated};
 use super::mover::Mover;
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::node::{DirHold, DirNode};
-use crate::opened::{count_done, finish_file, OpenedPair};
+use crate::opened::{
+    changed_while_copied, count_done, finish_file, held_still, stop_for_tests, Copied, OpenedPair,
+};
 use crate::plan::Dereference;
 use crate::queue::{Entry, Queue};
 use crate::sys::{self, Kind, Stat};
@@ -291,6 +292,7 @@ impl<'a> UringMover<'a> {
                     return;
                 }
                 op.stat = Some(stat);
+                stop_for_tests();
                 let dir = &op.dir;
                 let open_src =
                     opcode::OpenAt::new(types::Fd(dir.src_fd().as_raw_fd()), op.name.as_ptr())
@@ -305,7 +307,15 @@ impl<'a> UringMover<'a> {
             TAG_OPEN_SRC | TAG_OPEN_DST => {
                 if res >= 0 {
                     if tag == TAG_OPEN_SRC {
-                        op.src = res
+                        op.src = res;
+                        // What was opened must be what statx saw; its stat is the one used.
+                        // SAFETY: res is the descriptor this completion opened; op owns it.
+                        let fd = unsafe { BorrowedFd::borrow_raw(res) };
+                        let stated = op.stat.expect("stat of a file being opened");
+                        match opened_as_stated(&op.dir, &op.name, fd, &stated) {
+                            Ok(opened) => op.stat = Some(opened),
+                            Err(e) => op.error = Some(e),
+                        }
                     } else {
                         op.dst = res
                     }
@@ -318,6 +328,9 @@ impl<'a> UringMover<'a> {
                     op.error = Some(CopyError::io(kind, path, errno(res)));
                 }
                 if op.pending == 0 {
+                    if op.error.is_none() && !ctx.stopped() {
+                        op.error = mode_as_opened(op).err();
+                    }
                     if op.error.is_some() || ctx.stopped() {
                         let err = op.error.take();
                         self.finish(slot, err);
@@ -419,9 +432,23 @@ impl<'a> UringMover<'a> {
             self.finish(slot, None);
             return;
         }
+        let stat = op.stat.expect("stat of a file in flight");
+        // One read that saw end of file is one moment's view; more reads are checked again.
+        let one_read = op.offset == stat.size && stat.size < self.buffer_size as u64;
+        if !one_read {
+            // SAFETY: op.src is open until the CLOSE below completes.
+            let src = unsafe { BorrowedFd::borrow_raw(op.src) };
+            if let Err(e) = held_still(src, &stat) {
+                let (from, to) = (
+                    op.dir.src_path(Some(&op.name)),
+                    op.dir.dst_path(Some(&op.name)),
+                );
+                self.finish(slot, Some(changed_while_copied(&from, &to, &e, true)));
+                return;
+            }
+        }
         ctx.progress.bytes.fetch_add(op.offset, Ordering::Relaxed);
         if ctx.plan.preserve.any() {
-            let stat = op.stat.expect("stat of a file in flight");
             // SAFETY: op.dst is open until the CLOSE below completes.
             let dst = unsafe { BorrowedFd::borrow_raw(op.dst) };
             // SAFETY: likewise op.src.
@@ -495,6 +522,26 @@ impl<'a> UringMover<'a> {
     }
 }
 
+/// A source whose mode changed between its statx and its open (the destination was created
+/// with the mode statx saw) gets the mode it has as opened, as if stat'ed then.
+fn mode_as_opened(op: &FileOp<'_>) -> Result<(), CopyError> {
+    // Only a statx the ring made has the earlier view (its mask is set).
+    let (Some(opened), true) = (op.stat, op.statx.stx_mask != 0) else {
+        return Ok(());
+    };
+    let ctx = op.dir.ctx;
+    let stated = Stat::from(&*op.statx);
+    let was = finalize::create_mode(ctx.plan, &stated, op.dir.fresh);
+    let is = finalize::create_mode(ctx.plan, &opened, op.dir.fresh);
+    if was == is {
+        return Ok(());
+    }
+    // SAFETY: op.dst is open: both opens completed without error.
+    let dst = unsafe { BorrowedFd::borrow_raw(op.dst) };
+    sys::fchmod(dst, is & !ctx.umask)
+        .map_err(|e| CopyError::io(Op::SetMode, op.dir.dst_path(Some(&op.name)), e))
+}
+
 /// The OPENAT that creates `op`'s destination.
 fn open_dst(slot: usize, op: &FileOp<'_>, stat: &Stat) -> squeue::Entry {
     opcode::OpenAt::new(types::Fd(op.dir.dst_fd().as_raw_fd()), op.name.as_ptr())
@@ -534,17 +581,56 @@ impl<'a> UringMover<'a> {
     /// passes an O_CREAT open to an io-wq thread, and ext4 buffered writes go there too. So
     /// the first read is a `preadv2(RWF_NOWAIT)`; if the data is cached the copy finishes here,
     /// if not the file goes to the ring before anything is created.
+    ///
+    /// A file the walk listed as regular is opened first and its descriptor stat'ed: the stat,
+    /// the data and the metadata are then of one file whatever happens to the name meanwhile,
+    /// for the calls a statx by name and an open cost anyway. An entry of unknown type is
+    /// stat'ed by name first (opening a FIFO or a device may block or act), then checked.
     fn copy_in_place(
         &mut self,
         dir: &Arc<DirNode<'a>>,
         name: &CString,
+        kind: Option<Kind>,
         queue: &Queue<'a>,
     ) -> InPlace {
         let ctx = dir.ctx;
-        let stat = match sys::statx_at(dir.src_fd(), name, false) {
+        let stated = match kind {
+            Some(_) => None,
+            None => match sys::statx_at(dir.src_fd(), name, false) {
+                Ok(stat) if stat.kind() == Kind::File => Some(stat),
+                Ok(stat) => {
+                    copy_stated(
+                        ctx,
+                        self,
+                        dir,
+                        name.clone(),
+                        name.clone(),
+                        stat,
+                        false,
+                        queue,
+                    );
+                    return InPlace::Done;
+                }
+                Err(e) => {
+                    ctx.fail(CopyError::io(Op::Stat, dir.src_path(Some(name)), e));
+                    return InPlace::Done;
+                }
+            },
+        };
+        let Ok(src) = sys::openat(dir.src_fd(), name, libc::O_RDONLY | libc::O_NOFOLLOW, 0) else {
+            // Gone, unreadable, or now a symlink: the shared path stats it again and says why.
+            copy_entry(ctx, self, dir, name.clone(), queue);
+            return InPlace::Done;
+        };
+        let stat = match stated {
+            Some(stated) => opened_as_stated(dir, name, src.as_fd(), &stated),
+            None => sys::fstatx(src.as_fd())
+                .map_err(|e| CopyError::io(Op::Stat, dir.src_path(Some(name)), e)),
+        };
+        let stat = match stat {
             Ok(stat) => stat,
             Err(e) => {
-                ctx.fail(CopyError::io(Op::Stat, dir.src_path(Some(name)), e));
+                ctx.fail(e);
                 return InPlace::Done;
             }
         };
@@ -554,6 +640,7 @@ impl<'a> UringMover<'a> {
             || linked
             || self.data.keeps_holes(&stat)
         {
+            drop(src);
             copy_stated(
                 ctx,
                 self,
@@ -566,13 +653,9 @@ impl<'a> UringMover<'a> {
             );
             return InPlace::Done;
         }
-        let src = match sys::openat(dir.src_fd(), name, libc::O_RDONLY | libc::O_NOFOLLOW, 0) {
-            Ok(fd) => fd,
-            Err(e) => {
-                ctx.fail(CopyError::io(Op::Open, dir.src_path(Some(name)), e));
-                return InPlace::Done;
-            }
-        };
+        if stated.is_none() {
+            stop_for_tests();
+        }
         // One byte past the expected end, so end of file is seen in this read.
         let want = stat.size as usize + 1;
         if self.in_place_buf.len() < want {
@@ -619,22 +702,23 @@ impl<'a> UringMover<'a> {
                 return InPlace::Done;
             }
         };
-        let mut copied = n as u64;
+        let mut copied = Copied::Snapshot(n as u64);
         let mut result = sys::pwrite_all(dst.as_fd(), &self.in_place_buf[..n], 0)
             .map_err(|e| CopyError::io(Op::Write, dir.dst_path(Some(name)), e));
         if result.is_ok() && n == want {
             // The file grew since statx: copy the rest the ordinary way.
             let devs = (stat.dev, dir.dst_dev);
+            let at = n as u64;
             match self.data.copy_range(
                 ctx,
                 src.as_fd(),
                 dst.as_fd(),
                 devs,
-                copied,
-                u64::MAX - copied,
+                at,
+                u64::MAX - at,
                 stat.size,
             ) {
-                Ok(more) => copied += more,
+                Ok(more) => copied = Copied::Spread(at + more),
                 Err(side) => result = Err(side.into_error(dir, name, name)),
             }
         }
@@ -644,9 +728,11 @@ impl<'a> UringMover<'a> {
             ctx.fail(e);
             return InPlace::Done;
         }
-        ctx.progress.bytes.fetch_add(copied, Ordering::Relaxed);
+        let (Copied::Snapshot(bytes) | Copied::Spread(bytes)) = copied;
+        ctx.progress.bytes.fetch_add(bytes, Ordering::Relaxed);
         let pair = OpenedPair {
             src,
+            stat,
             dst,
             created: true,
             temp: None,
@@ -654,7 +740,7 @@ impl<'a> UringMover<'a> {
             removable: true,
             stream: false,
         };
-        if let Err(e) = finish_file(ctx, dir, name, name, pair, &stat, copied) {
+        if let Err(e) = finish_file(ctx, dir, name, name, pair, copied) {
             ctx.fail(e);
         }
         InPlace::Done
@@ -681,7 +767,7 @@ impl<'a> Mover<'a> for UringMover<'a> {
                 // clone that fails as unsupported sends the rest here.
                 Some(Kind::File) | None if fast && !self.data.may_clone(devs) => {
                     if self.ring_batches == 0 {
-                        match self.copy_in_place(dir, &name, queue) {
+                        match self.copy_in_place(dir, &name, kind, queue) {
                             InPlace::Done => continue,
                             InPlace::WouldBlock(stat, src) => {
                                 // A stray uncached file goes to the ring alone; a run of them

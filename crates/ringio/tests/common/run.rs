@@ -278,6 +278,32 @@ impl Running {
         }
     }
 
+    /// For a child run with `RINGIO_TEST_HOLD_DIR=hold`, which holds before and after each
+    /// source it opens until the marker file it made there is removed: calls `at_hold(k)` at
+    /// the k-th hold (from 1) while the child waits, then lets it go on. Returns its output
+    /// once it exits.
+    pub fn serve_holds(mut self, hold: &Path, mut at_hold: impl FnMut(usize)) -> Output {
+        let mut holds = 0;
+        loop {
+            if self.try_status().is_some() {
+                return self.wait();
+            }
+            let marker = hold.join((holds + 1).to_string());
+            if !marker.exists() {
+                assert!(
+                    self.started.elapsed() < self.timeout,
+                    "timed out waiting for {} to hold or exit",
+                    self.shown
+                );
+                std::thread::sleep(Duration::from_millis(2));
+                continue;
+            }
+            holds += 1;
+            at_hold(holds);
+            std::fs::remove_file(&marker).expect("remove the hold marker");
+        }
+    }
+
     /// Waits for the end and collects the output; kills the child and panics on timeout.
     pub fn wait(mut self) -> Output {
         let left = self.timeout.saturating_sub(self.started.elapsed());

@@ -49,7 +49,11 @@ impl MemoryBudget {
 
     /// The budget of this process, from its limits and the address space it maps now.
     pub fn from_limits() -> Self {
-        Self::new(sys::memory_limit(), sys::address_space_used())
+        let limit = sys::memory_limit();
+        if limit.is_some() {
+            sys::share_malloc_arena();
+        }
+        Self::new(limit, sys::address_space_used())
     }
 
     /// The budget under an address-space or data limit of `limit` bytes (`None`: none), with

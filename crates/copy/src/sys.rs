@@ -466,6 +466,18 @@ pub fn memory_limit() -> Option<u64> {
         .min()
 }
 
+/// Under an address-space limit, makes every thread allocate from one malloc arena: glibc
+/// reserves 64 MiB of address space for each further arena (128 MiB while it aligns one), so a
+/// few worker threads would take a `ulimit -v` of a couple of hundred MiB, and glibc aborts
+/// when a thread then cannot allocate its thread-local storage.
+pub fn share_malloc_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; M_ARENA_MAX takes any positive value.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
 /// The address space this process has mapped now (VmSize), in bytes; 0 when /proc is not there.
 pub fn address_space_used() -> u64 {
     let page = rustix::param::page_size() as u64;

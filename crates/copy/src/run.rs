@@ -641,6 +641,75 @@ mod tests {
     }
 
     #[test]
+    fn memory_budget_scales_every_option_down() {
+        let absurd = Tuning {
+            threads: 100_000,
+            block_size: 1 << 30,
+            queue_depth: u32::MAX,
+            small_file_threshold: 16 << 20,
+            chunk_size: 1,
+            ring_only: false,
+        };
+        let mib = 1u64 << 20;
+        for limit in [
+            None,
+            Some(4 << 30),
+            Some(200 * mib),
+            Some(100 * mib),
+            Some(20 * mib),
+        ] {
+            let budget = MemoryBudget::new(limit, 17 * mib);
+            assert!(budget.buffers <= BUFFER_BUDGET);
+            for engine in [
+                Engine::Uring,
+                Engine::Aio,
+                Engine::ReadWrite,
+                Engine::Splice,
+            ] {
+                let mut t = absurd;
+                budget.fit(&mut t, engine);
+                let what = format!("{limit:?} {engine:?}: {t:?}");
+                assert!(t.threads >= 1 && t.queue_depth >= 1, "{what}");
+                assert!(t.chunk_size >= MemoryBudget::MIN_CHUNK, "{what}");
+                // The buffers a worker may hold at once: files in flight, the `--bs`
+                // buffer, and AIO's buffered tail or io_uring's in-place buffer.
+                let bs = t.block_size as u64;
+                let slot = t.small_file_threshold.next_multiple_of(4096).max(4096);
+                let depth = u64::from(t.queue_depth);
+                let per_worker = match engine {
+                    Engine::Aio => depth * bs + 2 * bs,
+                    _ => depth * slot + slot + bs,
+                };
+                let total = t.threads as u64 * per_worker;
+                assert!(total <= budget.buffers, "{what}: {total}");
+                if let Some(limit) = limit {
+                    // Stacks and buffers within what the limit leaves.
+                    let stacks = t.threads as u64 * MemoryBudget::THREAD_SPACE;
+                    assert!(
+                        stacks <= limit.saturating_sub(17 * mib) / 2 + 4 * mib,
+                        "{what}"
+                    );
+                }
+            }
+        }
+        // Defaults stay as they were measured where memory is plentiful.
+        let mut t = Tuning {
+            threads: 4,
+            ..Tuning::default()
+        };
+        let defaults = t;
+        MemoryBudget::new(None, 0).fit(&mut t, Engine::Aio);
+        assert_eq!(t, defaults);
+        // A chunk size of 0 (no splitting) stays 0.
+        let mut t = Tuning {
+            chunk_size: 0,
+            ..Tuning::default()
+        };
+        MemoryBudget::new(None, 0).fit(&mut t, Engine::Uring);
+        assert_eq!(t.chunk_size, 0);
+    }
+
+    #[test]
     fn operands_of_one_name_wait_for_a_later_wave() {
         let root = |s: &str, d: &str| CopyRoot {
             parents: None,

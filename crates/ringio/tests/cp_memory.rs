@@ -66,6 +66,8 @@ struct Ran {
 }
 
 /// Runs `ringio ARGS` in `dir` with RLIMIT_AS at `limit`, and reaps it with its resource usage.
+// The child is reaped by wait4 (for its rusage), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
 fn run_limited(dir: &Path, args: &[&str], limit: u64) -> Ran {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringio"));
     cmd.args(args)

@@ -7,7 +7,7 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 
 use crate::ctx::Ctx;
-use crate::engine::bigfile::BigFile;
+use crate::engine::bigfile::{chunk_len, BigFile};
 use crate::error::{CopyError, Op};
 use crate::item::{WorkItem, KIND_DIR, KIND_FILE, KIND_SPECIAL, KIND_SYMLINK, KIND_UNKNOWN};
 use crate::node::{DirHold, DirNode};
@@ -34,14 +34,10 @@ pub(crate) fn clamp_len(file: &BigFile<'_>, offset: u64, len: u64) -> u64 {
     len.min(file.stat.size.saturating_sub(offset))
 }
 
-/// The most tasks one range from another rank becomes; a longer range takes longer pieces.
-const MAX_PIECES: u64 = 1024;
-
 /// Cuts `offset .. end` into pieces of about `step` bytes (a short last piece joins the one
-/// before it), never more than [`MAX_PIECES`] of them.
+/// before it), never more than [`MAX_CHUNKS`](crate::engine::bigfile::MAX_CHUNKS) of them.
 pub(crate) fn pieces(offset: u64, end: u64, step: u64) -> impl Iterator<Item = (u64, u64)> {
-    let span = end.saturating_sub(offset);
-    let step = step.max(span.div_ceil(MAX_PIECES)).max(1);
+    let step = chunk_len(end.saturating_sub(offset), step);
     let mut at = offset;
     std::iter::from_fn(move || {
         if at >= end {
@@ -153,7 +149,7 @@ pub(crate) fn forward_linked(
 /// Turns an item from another rank into the tasks that do it here: the directories above it
 /// are opened (not created: whoever sent it created them), and carry no metadata of their own.
 /// A chunk range is clamped to the file's size as opened here, and cut into `--chunk-size`
-/// tasks again for this rank's workers (at most [`MAX_PIECES`]), whatever length it claims.
+/// tasks again for this rank's workers (at most [`MAX_CHUNKS`](crate::engine::bigfile::MAX_CHUNKS)), whatever length it claims.
 pub(crate) fn resolve<'a>(
     ctx: &'a Ctx<'a>,
     root: Arc<DirNode<'a>>,
@@ -368,6 +364,7 @@ fn kind_of(code: u8) -> Option<Kind> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::bigfile::MAX_CHUNKS;
 
     #[test]
     fn pieces_cover_the_range_and_stay_few() {
@@ -380,7 +377,7 @@ mod tests {
         // and no overflow at the top of the range.
         let offset = 64 * mib;
         let all: Vec<_> = pieces(offset, u64::MAX, mib).collect();
-        assert!(all.len() as u64 <= MAX_PIECES, "{} pieces", all.len());
+        assert!(all.len() as u64 <= MAX_CHUNKS, "{} pieces", all.len());
         assert_eq!(all[0].0, offset);
         let (last_at, last_len) = *all.last().unwrap();
         assert_eq!(last_at + last_len, u64::MAX);

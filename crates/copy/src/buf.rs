@@ -15,15 +15,23 @@ pub struct AlignedBuf {
 unsafe impl Send for AlignedBuf {}
 
 impl AlignedBuf {
-    /// A zeroed buffer of `len` bytes (at least one page).
+    /// A zeroed buffer of `len` bytes (at least one page). Aborts when memory is short: for
+    /// buffers of a size the caller chose; [`AlignedBuf::try_new`] where the user did.
     pub fn new(len: usize) -> Self {
         let layout = Layout::from_size_align(len.max(4096), 4096).expect("sane buffer size");
+        Self::try_new(len).unwrap_or_else(|_| alloc::handle_alloc_error(layout))
+    }
+
+    /// A zeroed buffer of `len` bytes (at least one page), or ENOMEM.
+    pub fn try_new(len: usize) -> std::io::Result<Self> {
+        let nomem = || std::io::Error::from_raw_os_error(libc::ENOMEM);
+        let layout = Layout::from_size_align(len.max(4096), 4096).map_err(|_| nomem())?;
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe { alloc::alloc_zeroed(layout) };
         if ptr.is_null() {
-            alloc::handle_alloc_error(layout);
+            return Err(nomem());
         }
-        AlignedBuf { ptr, layout }
+        Ok(AlignedBuf { ptr, layout })
     }
 }
 

@@ -25,8 +25,10 @@ pub enum WorkItem {
         /// Names, each with its type from getdents ([`KIND_UNKNOWN`] when it did not say).
         names: Vec<(Vec<u8>, u8)>,
     },
-    /// Copy bytes `offset .. offset + len` (to end of file when the end passes `u64::MAX`) of
-    /// the big file `src` in `dir` into `dst` there, which rank `owner` created and sized.
+    /// Copy bytes `offset .. offset + len` of the big file `src` in `dir` into `dst` there,
+    /// which rank `owner` created and sized. The sender clamps the range to the file's size as
+    /// it opened it, and the receiver to the size as it opens it: a length is never taken as
+    /// a count of bytes to enumerate.
     Chunk {
         /// Index of the root in `CopyPlan::roots`.
         root: u32,
@@ -38,7 +40,8 @@ pub enum WorkItem {
         dst: Vec<u8>,
         /// First byte.
         offset: u64,
-        /// Bytes; `u64::MAX - offset` for "to end of file".
+        /// Bytes (the sender's clamp makes it real; an older sender's `u64::MAX - offset`,
+        /// "to end of file", is clamped by the receiver).
         len: u64,
         /// The rank that finishes the file.
         owner: u32,

@@ -241,19 +241,22 @@ pub struct Backup {
     pub suffix: String,
 }
 
-/// Engine knobs. Defaults come from measurements recorded in docs/BENCHMARKS.md.
+/// Engine knobs. Defaults come from measurements recorded in docs/BENCHMARKS.md. Any value is
+/// accepted: a run fits them to its descriptor and memory budgets before it starts (fewer
+/// threads, smaller and fewer buffers, bigger chunks), so no option can exhaust memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tuning {
     /// Worker threads.
     pub threads: usize,
-    /// Buffer size for the read/write data path.
+    /// Buffer size for the read/write data path (a buffer is never larger than its file needs).
     pub block_size: usize,
     /// Files in flight per io_uring worker.
     pub queue_depth: u32,
     /// Files up to this size go through the io_uring read/write pipeline; larger ones are moved
     /// by the kernel (FICLONE, copy_file_range).
     pub small_file_threshold: u64,
-    /// Files at least twice this size are split into chunks of this size, copied in parallel.
+    /// Files at least twice this size are split into chunks of this size, copied in parallel
+    /// (0: never split; a run raises anything else to at least 1 MiB and `block_size`).
     pub chunk_size: u64,
     /// io_uring engine: send every small file through the ring, even when its data is cached
     /// (by default cached files are copied in place with plain calls, which is faster).

@@ -88,6 +88,9 @@ impl Port<'_, '_> {
                 items.extend(remote::to_item(task));
                 continue;
             };
+            // What travels is a real length, within the file as opened: never "to end of
+            // file", which a thief would have to cut into pieces.
+            let len = remote::clamp_len(&file, offset, len);
             let id = Arc::as_ptr(&file) as u64;
             if let Some(WorkItem::Chunk {
                 id: last_id,
@@ -97,7 +100,7 @@ impl Port<'_, '_> {
             }) = items.last_mut()
             {
                 if *last_id == id && last_offset.saturating_add(*last_len) == offset {
-                    *last_len = offset.saturating_add(len) - *last_offset;
+                    *last_len = offset.saturating_add(len).saturating_sub(*last_offset);
                     continue;
                 }
             }

@@ -7,7 +7,7 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 
 use crate::ctx::Ctx;
-use crate::engine::bigfile::BigFile;
+use crate::engine::bigfile::{chunk_len, BigFile};
 use crate::error::{CopyError, Op};
 use crate::item::{WorkItem, KIND_DIR, KIND_FILE, KIND_SPECIAL, KIND_SYMLINK, KIND_UNKNOWN};
 use crate::node::{DirHold, DirNode};
@@ -27,7 +27,36 @@ pub(crate) fn movable(task: &Task<'_>) -> bool {
     }
 }
 
+/// `len` bytes from `offset` of `file`, clamped to the size the file had when it was opened:
+/// a length that means "to end of file" (`u64::MAX - offset`) never leaves as a count of bytes
+/// to enumerate.
+pub(crate) fn clamp_len(file: &BigFile<'_>, offset: u64, len: u64) -> u64 {
+    len.min(file.stat.size.saturating_sub(offset))
+}
+
+/// Cuts `offset .. end` into pieces of about `step` bytes (a short last piece joins the one
+/// before it), never more than [`MAX_CHUNKS`](crate::engine::bigfile::MAX_CHUNKS) of them.
+pub(crate) fn pieces(offset: u64, end: u64, step: u64) -> impl Iterator<Item = (u64, u64)> {
+    let step = chunk_len(end.saturating_sub(offset), step);
+    let mut at = offset;
+    std::iter::from_fn(move || {
+        if at >= end {
+            return None;
+        }
+        let rest = end - at;
+        let piece = if rest > step.saturating_add(step / 2) {
+            step
+        } else {
+            rest
+        };
+        let item = (at, piece);
+        at += piece;
+        Some(item)
+    })
+}
+
 /// The item a chunk of `file` stands for; `id` is how this rank will know the file again.
+/// The range is clamped to the file's size as opened.
 pub(crate) fn chunk_item(
     file: &BigFile<'_>,
     owner: u32,
@@ -42,7 +71,7 @@ pub(crate) fn chunk_item(
         src: file.src_name.to_bytes().to_vec(),
         dst: file.written_name()?.to_bytes().to_vec(),
         offset,
-        len,
+        len: clamp_len(file, offset, len),
         owner,
         id,
     })
@@ -119,7 +148,8 @@ pub(crate) fn forward_linked(
 
 /// Turns an item from another rank into the tasks that do it here: the directories above it
 /// are opened (not created: whoever sent it created them), and carry no metadata of their own.
-/// A chunk range is cut into `--chunk-size` tasks again, for this rank's workers.
+/// A chunk range is clamped to the file's size as opened here, and cut into `--chunk-size`
+/// tasks again for this rank's workers (at most [`MAX_CHUNKS`](crate::engine::bigfile::MAX_CHUNKS)), whatever length it claims.
 pub(crate) fn resolve<'a>(
     ctx: &'a Ctx<'a>,
     root: Arc<DirNode<'a>>,
@@ -151,24 +181,15 @@ pub(crate) fn resolve<'a>(
                 return Vec::new();
             };
             let file = Arc::new(file);
-            let end = offset.saturating_add(len);
+            let end = offset.saturating_add(clamp_len(&file, offset, len));
             let step = ctx.plan.tuning.chunk_size.max(1 << 20);
-            let mut tasks = Vec::new();
-            let mut at = offset;
-            while at < end {
-                let piece = if end - at > step + step / 2 {
-                    step
-                } else {
-                    end - at
-                };
-                tasks.push(Task::Chunk {
+            pieces(offset, end, step)
+                .map(|(offset, len)| Task::Chunk {
                     file: file.clone(),
-                    offset: at,
-                    len: piece,
-                });
-                at += piece;
-            }
-            tasks
+                    offset,
+                    len,
+                })
+                .collect()
         }
         WorkItem::ChunkDone { .. } => Vec::new(),
         other => resolve_walk(ctx, root, other).into_iter().collect(),
@@ -338,5 +359,29 @@ fn kind_of(code: u8) -> Option<Kind> {
         KIND_SYMLINK => Some(Kind::Symlink),
         KIND_SPECIAL => Some(Kind::Special),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::bigfile::MAX_CHUNKS;
+
+    #[test]
+    fn pieces_cover_the_range_and_stay_few() {
+        let mib = 1u64 << 20;
+        let got: Vec<_> = pieces(0, 9 * mib + 5, 4 * mib).collect();
+        assert_eq!(got, [(0, 4 * mib), (4 * mib, 5 * mib + 5)]);
+        assert_eq!(pieces(7, 7, mib).count(), 0);
+        assert_eq!(pieces(9, 7, mib).count(), 0);
+        // "To end of file" that reached here unclamped: still few pieces, covering it all,
+        // and no overflow at the top of the range.
+        let offset = 64 * mib;
+        let all: Vec<_> = pieces(offset, u64::MAX, mib).collect();
+        assert!(all.len() as u64 <= MAX_CHUNKS, "{} pieces", all.len());
+        assert_eq!(all[0].0, offset);
+        let (last_at, last_len) = *all.last().unwrap();
+        assert_eq!(last_at + last_len, u64::MAX);
+        assert!(all.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0));
     }
 }

@@ -22,8 +22,100 @@ use crate::rank::RankShare;
 use crate::sys::{self, Kind};
 use crate::walk;
 
-/// Bytes of I/O buffers all io_uring workers together may hold.
-const BUFFER_BUDGET: u64 = 32 << 20;
+/// Bytes of I/O buffers all workers together may hold when no limit asks for less.
+const BUFFER_BUDGET: u64 = 64 << 20;
+
+/// What memory a run may use, derived once from its limits (RLIMIT_AS, RLIMIT_DATA) and a
+/// fixed budget, as [`FdBudget`] is from RLIMIT_NOFILE: every buffer the options ask for is
+/// scaled down to fit it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MemoryBudget {
+    /// Bytes of I/O buffers all workers together may hold.
+    pub buffers: u64,
+    /// The most worker threads the address space has room for (stacks, rings, buffers).
+    pub threads: usize,
+}
+
+impl MemoryBudget {
+    /// Address space a worker takes besides its buffers: its stack (2 MiB with std's default),
+    /// its ring and what the allocator keeps for it, with room to spare.
+    const THREAD_SPACE: u64 = 4 << 20;
+    /// The least buffer memory worth starting a worker for.
+    const WORKER_BUFFERS: u64 = 256 << 10;
+    /// The smallest buffer (and request) size: one page.
+    const PAGE: usize = 4096;
+    /// The smallest chunk a big file is split into: a smaller one adds tasks, not speed.
+    pub const MIN_CHUNK: u64 = 1 << 20;
+
+    /// The budget of this process, from its limits and the address space it maps now.
+    pub fn from_limits() -> Self {
+        let limit = sys::memory_limit();
+        if limit.is_some() {
+            sys::share_malloc_arena();
+        }
+        Self::new(limit, sys::address_space_used())
+    }
+
+    /// The budget under an address-space or data limit of `limit` bytes (`None`: none), with
+    /// `used` bytes mapped already. Buffers get a quarter of what is left and threads half of
+    /// it, so the allocator, the kernel's rings and the walk keep the rest.
+    pub fn new(limit: Option<u64>, used: u64) -> Self {
+        match limit {
+            None => MemoryBudget {
+                buffers: BUFFER_BUDGET,
+                threads: usize::MAX,
+            },
+            Some(limit) => {
+                let free = limit.saturating_sub(used);
+                let buffers = (free / 4).min(BUFFER_BUDGET);
+                let threads = (free / 2 / (Self::THREAD_SPACE + Self::WORKER_BUFFERS)).max(1);
+                MemoryBudget {
+                    buffers: buffers.max(Self::WORKER_BUFFERS),
+                    threads: usize::try_from(threads).unwrap_or(usize::MAX),
+                }
+            }
+        }
+    }
+
+    /// Fits `tuning` (threads already fitted to descriptors) for `engine` within the budget:
+    /// fewer threads, smaller buffers and fewer of them, bigger chunks. Each worker gets an
+    /// equal share: half for the buffers of files in flight (io_uring slots, AIO requests), a
+    /// quarter for its `--bs` buffer, a quarter for the rest (AIO's buffered tail, io_uring's
+    /// in-place buffer).
+    pub fn fit(&self, tuning: &mut Tuning, engine: Engine) {
+        let page = Self::PAGE as u64;
+        let most_threads = (self.buffers / Self::WORKER_BUFFERS).max(1);
+        let threads = (tuning.threads.max(1) as u64)
+            .min(most_threads)
+            .min(self.threads as u64);
+        tuning.threads = threads as usize;
+        let share = self.buffers / threads;
+        let quarter = (share / 4 / page * page).max(page);
+        tuning.block_size = (tuning.block_size as u64)
+            .next_multiple_of(page)
+            .clamp(page, quarter) as usize;
+        let in_flight = (share / 2).max(page);
+        let depth = match engine {
+            Engine::Aio => (in_flight / tuning.block_size as u64).max(1),
+            _ => {
+                // io_uring: the small files in flight and the one copied in place each take a
+                // buffer of the threshold.
+                tuning.small_file_threshold = tuning.small_file_threshold.min(quarter);
+                let slot = tuning.small_file_threshold.next_multiple_of(page).max(page);
+                (in_flight / slot).max(1)
+            }
+        };
+        tuning.queue_depth = tuning
+            .queue_depth
+            .clamp(1, depth.min(u64::from(u32::MAX)) as u32);
+        if tuning.chunk_size > 0 {
+            tuning.chunk_size = tuning
+                .chunk_size
+                .max(Self::MIN_CHUNK)
+                .max(tuning.block_size as u64);
+        }
+    }
+}
 
 /// How a run shares RLIMIT_NOFILE out, so the descriptors it holds stay within the limit at
 /// any depth of tree.
@@ -83,18 +175,11 @@ impl Setup {
         let dir_roots = plan.roots.len();
         let budget = FdBudget::new(nofile as usize, dir_roots, &plan.tuning);
         plan.tuning.threads = budget.threads;
-        let threads = budget.threads;
-        // Slot buffers count in RSS once used: keep all of them within a fixed budget whatever
-        // the thread count.
-        let buffer = plan
-            .tuning
-            .small_file_threshold
-            .next_multiple_of(4096)
-            .max(4096);
-        let memory_depth = (BUFFER_BUDGET / threads as u64 / buffer).max(1);
-        plan.tuning.queue_depth = budget
-            .queue_depth
-            .min(memory_depth.min(u32::MAX as u64) as u32);
+        plan.tuning.queue_depth = budget.queue_depth;
+        // Buffers count in RSS once used: all of them stay within one budget whatever the
+        // options and the thread count.
+        MemoryBudget::from_limits().fit(&mut plan.tuning, plan.engine);
+        let threads = plan.tuning.threads;
         let use_uring = match plan.engine {
             Engine::Uring => match uring_available() {
                 Ok(()) => true,
@@ -553,6 +638,75 @@ mod tests {
         assert!(roomy.dir_pairs > 100_000);
         let usual = FdBudget::new(1024, 1, &tuning);
         assert!(usual.threads >= 1 && usual.dir_pairs >= 2 * usual.threads);
+    }
+
+    #[test]
+    fn memory_budget_scales_every_option_down() {
+        let absurd = Tuning {
+            threads: 100_000,
+            block_size: 1 << 30,
+            queue_depth: u32::MAX,
+            small_file_threshold: 16 << 20,
+            chunk_size: 1,
+            ring_only: false,
+        };
+        let mib = 1u64 << 20;
+        for limit in [
+            None,
+            Some(4 << 30),
+            Some(200 * mib),
+            Some(100 * mib),
+            Some(20 * mib),
+        ] {
+            let budget = MemoryBudget::new(limit, 17 * mib);
+            assert!(budget.buffers <= BUFFER_BUDGET);
+            for engine in [
+                Engine::Uring,
+                Engine::Aio,
+                Engine::ReadWrite,
+                Engine::Splice,
+            ] {
+                let mut t = absurd;
+                budget.fit(&mut t, engine);
+                let what = format!("{limit:?} {engine:?}: {t:?}");
+                assert!(t.threads >= 1 && t.queue_depth >= 1, "{what}");
+                assert!(t.chunk_size >= MemoryBudget::MIN_CHUNK, "{what}");
+                // The buffers a worker may hold at once: files in flight, the `--bs`
+                // buffer, and AIO's buffered tail or io_uring's in-place buffer.
+                let bs = t.block_size as u64;
+                let slot = t.small_file_threshold.next_multiple_of(4096).max(4096);
+                let depth = u64::from(t.queue_depth);
+                let per_worker = match engine {
+                    Engine::Aio => depth * bs + 2 * bs,
+                    _ => depth * slot + slot + bs,
+                };
+                let total = t.threads as u64 * per_worker;
+                assert!(total <= budget.buffers, "{what}: {total}");
+                if let Some(limit) = limit {
+                    // Stacks and buffers within what the limit leaves.
+                    let stacks = t.threads as u64 * MemoryBudget::THREAD_SPACE;
+                    assert!(
+                        stacks <= limit.saturating_sub(17 * mib) / 2 + 4 * mib,
+                        "{what}"
+                    );
+                }
+            }
+        }
+        // Defaults stay as they were measured where memory is plentiful.
+        let mut t = Tuning {
+            threads: 4,
+            ..Tuning::default()
+        };
+        let defaults = t;
+        MemoryBudget::new(None, 0).fit(&mut t, Engine::Aio);
+        assert_eq!(t, defaults);
+        // A chunk size of 0 (no splitting) stays 0.
+        let mut t = Tuning {
+            chunk_size: 0,
+            ..Tuning::default()
+        };
+        MemoryBudget::new(None, 0).fit(&mut t, Engine::Uring);
+        assert_eq!(t.chunk_size, 0);
     }
 
     #[test]

@@ -461,6 +461,46 @@ pub fn raise_nofile_limit() -> u64 {
     current
 }
 
+/// The tightest of the soft RLIMIT_AS and RLIMIT_DATA, in bytes; `None` when both are
+/// unlimited.
+pub fn memory_limit() -> Option<u64> {
+    use rustix::process::{getrlimit, Resource};
+    [Resource::As, Resource::Data]
+        .into_iter()
+        .filter_map(|r| getrlimit(r).current)
+        .min()
+}
+
+/// Under an address-space limit, makes every thread allocate from one malloc arena: glibc
+/// reserves 64 MiB of address space for each further arena (128 MiB while it aligns one), so a
+/// few worker threads would take a `ulimit -v` of a couple of hundred MiB, and glibc aborts
+/// when a thread then cannot allocate its thread-local storage.
+pub fn share_malloc_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; M_ARENA_MAX takes any positive value.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
+/// The address space this process has mapped now (VmSize), in bytes; 0 when /proc is not there.
+pub fn address_space_used() -> u64 {
+    let page = rustix::param::page_size() as u64;
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0, |pages| pages.saturating_mul(page))
+}
+
+/// A zeroed buffer of `len` bytes, or ENOMEM instead of aborting when memory is short.
+pub fn try_zeroed(len: usize) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(len)
+        .map_err(|_| io::Error::from_raw_os_error(libc::ENOMEM))?;
+    buf.resize(len, 0);
+    Ok(buf)
+}
+
 fn cvt(rc: libc::c_int) -> io::Result<()> {
     if rc < 0 {
         Err(io::Error::last_os_error())

@@ -303,16 +303,20 @@ pub struct CpArgs {
     #[arg(long, value_name = "ENGINE", default_value = "uring")]
     pub engine: EngineArg,
 
-    /// Buffer size for read/write copies, e.g. 128K, 1M.
+    /// Buffer size for read/write copies, e.g. 128K, 1M. Buffers are never larger than a
+    /// file needs, and all of them fit the run's memory budget (at most 64 MiB, less under
+    /// `ulimit -v`).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub bs: Option<u64>,
 
-    /// Worker threads [default: 2 per core, at least 4].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    /// Worker threads [default: 2 per core, at least 4]. At most what the descriptor and
+    /// memory limits leave room for.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub threads: Option<u32>,
 
-    /// Small files in flight per io_uring worker.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    /// Small files in flight per io_uring worker (AIO: requests in flight). At most what the
+    /// descriptor and memory limits leave room for.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub queue_depth: Option<u32>,
 
     /// Files up to this size go through io_uring read/write; larger ones are copied in the

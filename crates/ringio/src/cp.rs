@@ -162,7 +162,7 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
     }
     let mut tuning = Tuning::default();
     if let Some(bs) = args.bs {
-        tuning.block_size = usize::try_from(bs)?.min(1 << 30);
+        tuning.block_size = usize::try_from(bs).unwrap_or(usize::MAX);
     }
     if let Some(t) = args.threads {
         tuning.threads = t as usize;

@@ -3,7 +3,9 @@
 //! verify` finds no difference. The 4-rank copy runs 50 times (termination races). A rank
 //! killed mid-copy, then `--resume` over 4 ranks or one plain `ringio cp --resume`, gives the
 //! exact tree. Real ranks in lockstep send the messages the simulator predicts for the same
-//! tree. Every test skips when Open MPI's `mpirun` is not there.
+//! tree. Cold big files, whose chunk ranges (the last one included) other ranks steal, copy
+//! on 2 and 4 ranks with each rank's address space limited. Every test skips when Open MPI's
+//! `mpirun` is not there.
 #![cfg(feature = "mpi")]
 
 #[macro_use]
@@ -587,4 +589,70 @@ fn one_rank_world_beside_a_launcher_of_more_is_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("PMI_SIZE=4"), "{err}");
     assert!(!scratch.join("dst").exists());
+}
+
+/// Address space each process of an MPI job may map: the ranks, mpirun and its daemons inherit
+/// it. A rank that enumerates "to end of file" as bytes (or queues a chunk per byte) dies
+/// under it at once, instead of after gigabytes.
+const RANK_ADDRESS_SPACE: u64 = 1 << 30;
+
+/// Runs `cmd` with RLIMIT_AS (soft and hard) at `limit` bytes, inherited by its children.
+fn with_address_space(cmd: &mut Command, limit: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only setrlimit, on a stack value, in the child before exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let rl = libc::rlimit {
+                rlim_cur: limit as _,
+                rlim_max: limit as _,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &rl) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Big files that must come from the disk (not the page cache) are split into many chunks, and
+/// ranks steal ranges of them, the last chunk ("to end of file") included. Every stolen range
+/// must be clamped to the file's size: with 2 and 4 ranks, a few times each, each rank under
+/// an address-space limit, the copy is exact.
+#[test]
+fn cold_big_files_stolen_in_ranges_stay_within_memory() {
+    need_mpirun!();
+    const FILES: usize = 4;
+    let scratch = Scratch::new();
+    let src = scratch.join("src");
+    let mut rng = Prng::new(8);
+    // In one directory: one rank splits them all, and its older chunks (whole files, last
+    // chunks included) are what the others steal.
+    for i in 0..FILES {
+        let mut content = vec![0u8; (12 << 20) + i * 4099];
+        rng.fill(&mut content);
+        write_file(src.join(format!("big{i}")), &content);
+    }
+    let mut round = 0;
+    for ranks in [2, 4] {
+        for _ in 0..3 {
+            for i in 0..FILES {
+                evict(src.join(format!("big{i}")));
+            }
+            let dst = format!("dst{round}");
+            round += 1;
+            let mut cmd = mpi_cp(
+                ranks,
+                &["-a", "--threads", "2", "--chunk-size", "1M", "src", &dst],
+                scratch.path(),
+            );
+            with_address_space(&mut cmd, RANK_ADDRESS_SPACE);
+            let out = run(cmd);
+            assert!(
+                out.status.success(),
+                "{ranks} ranks, {dst}: {}",
+                describe(&out)
+            );
+            verify(&src, &scratch.join(&dst));
+        }
+    }
 }

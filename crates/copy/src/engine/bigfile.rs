@@ -10,6 +10,17 @@ use crate::node::DirHold;
 use crate::opened::{finish_file, Copied, OpenedPair};
 use crate::sys::Stat;
 
+/// The most chunk tasks one file (or one range of it lent by another rank) is cut into: a
+/// longer one takes longer chunks, so the tasks queued for a file stay few whatever its size
+/// and `--chunk-size`.
+pub(crate) const MAX_CHUNKS: u64 = 1024;
+
+/// The chunk length for `span` bytes cut into chunks of about `chunk`: `chunk`, or longer so
+/// there are at most [`MAX_CHUNKS`] of them.
+pub(crate) fn chunk_len(span: u64, chunk: u64) -> u64 {
+    chunk.max(span.div_ceil(MAX_CHUNKS)).max(1)
+}
+
 /// A file big enough to be split into chunks that workers copy in parallel. The last chunk to
 /// finish drops the last `Arc`, and `Drop` finalizes the file, or removes it if any chunk failed.
 pub(crate) struct BigFile<'a> {

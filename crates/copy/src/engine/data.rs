@@ -308,9 +308,10 @@ impl DataPath {
         src: BorrowedFd<'_>,
         dst: BorrowedFd<'_>,
     ) -> Result<u64, Side> {
-        if self.buf.len() != self.block_size {
-            self.buf = vec![0; self.block_size];
-        }
+        // A stream's length is unknown: a whole `--bs` buffer (already fitted to the run's
+        // memory budget), or an error if even that is not there.
+        transfer::grow(&mut self.buf, self.block_size as u64, self.block_size)
+            .map_err(Side::Read)?;
         let mut done = 0u64;
         loop {
             if ctx.stopped() {
@@ -393,8 +394,11 @@ impl DataPath {
                 return Ok(done);
             }
         }
-        if self.buf.len() != self.block_size {
-            self.buf = vec![0; self.block_size];
+        // No bigger than the rest of the range needs, and an error rather than an abort when
+        // memory is short.
+        if done < len {
+            let rest = (len - done).min(file_size.saturating_sub(offset + done));
+            transfer::grow(&mut self.buf, rest, self.block_size).map_err(Side::Read)?;
         }
         let skip_zeros = self.sparse == Sparse::Always;
         while done < len {

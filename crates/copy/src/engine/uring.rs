@@ -153,11 +153,20 @@ impl<'a> UringMover<'a> {
     /// The buffer of `slot`. Buffers are not registered with the ring: for buffered I/O the
     /// kernel copies to and from user memory either way, and registering pins every page up
     /// front (RSS, and milliseconds at startup).
-    fn buffer(&mut self, slot: usize) -> *mut u8 {
+    /// `None` when the memory for them is not there (the file fails with ENOMEM, no abort).
+    fn buffer(&mut self, slot: usize) -> Option<*mut u8> {
         if self.buffers.is_empty() {
-            self.buffers = vec![0; self.slots.len() * self.buffer_size];
+            self.buffers = sys::try_zeroed(self.slots.len() * self.buffer_size).ok()?;
         }
-        self.buffers[slot * self.buffer_size..].as_mut_ptr()
+        Some(self.buffers[slot * self.buffer_size..].as_mut_ptr())
+    }
+
+    /// Ends the file in `slot` for want of memory.
+    fn out_of_memory(&mut self, slot: usize) {
+        let op = self.slots[slot].as_mut().expect("live slot");
+        let nomem = io::Error::from_raw_os_error(libc::ENOMEM);
+        let err = CopyError::io(Op::Read, op.dir.src_path(Some(&op.name)), nomem);
+        self.finish(slot, Some(err));
     }
 
     /// A free slot, waiting for one if all are busy, and a hold on `dir` for the file that
@@ -397,7 +406,9 @@ impl<'a> UringMover<'a> {
     }
 
     fn read(&mut self, slot: usize, queue: &Queue<'a>) {
-        let buf = self.buffer(slot);
+        let Some(buf) = self.buffer(slot) else {
+            return self.out_of_memory(slot);
+        };
         let op = self.slots[slot].as_mut().expect("live slot");
         let size = op.stat.map_or(0, |s| s.size);
         // Ask for one byte past the expected end, so a file that grew is noticed in one read.
@@ -411,7 +422,9 @@ impl<'a> UringMover<'a> {
     }
 
     fn write(&mut self, slot: usize, queue: &Queue<'a>) {
-        let buf = self.buffer(slot);
+        let Some(buf) = self.buffer(slot) else {
+            return self.out_of_memory(slot);
+        };
         let op = self.slots[slot].as_mut().expect("live slot");
         op.pending = 1;
         // SAFETY: written < filled <= buffer size, so the pointer stays in this slot's buffer.
@@ -659,7 +672,13 @@ impl<'a> UringMover<'a> {
         // One byte past the expected end, so end of file is seen in this read.
         let want = stat.size as usize + 1;
         if self.in_place_buf.len() < want {
-            self.in_place_buf.resize(want, 0);
+            let mut more = Vec::new();
+            if more.try_reserve_exact(want).is_err() {
+                // Short of memory: the ring's own buffers, or the error, come next.
+                return InPlace::WouldBlock(stat, src);
+            }
+            more.resize(want, 0);
+            self.in_place_buf = more;
         }
         let mut n = 0;
         // Two tries: a miss that is not a cold cache (a page locked for a moment, or one that

@@ -39,18 +39,24 @@ struct IoEvent {
 const IOCB_CMD_PREAD: u16 = 0;
 const IOCB_CMD_PWRITE: u16 = 1;
 
-/// A Linux AIO context with `depth` page-aligned buffers (aligned for O_DIRECT).
+/// A Linux AIO context with up to `depth` page-aligned buffers (aligned for O_DIRECT), made
+/// as a copy needs them: no more, and no larger, than the bytes to copy take.
 pub(super) struct Aio {
     ctx: libc::c_ulong,
+    depth: usize,
+    /// The largest request.
     block: usize,
     buffers: Vec<AlignedBuf>,
+    /// The size of every buffer in `buffers`.
+    buffer_len: usize,
 }
 
 impl fmt::Debug for Aio {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Aio")
-            .field("depth", &self.buffers.len())
+            .field("depth", &self.depth)
             .field("block", &self.block)
+            .field("buffers", &self.buffers.len())
             .finish()
     }
 }
@@ -81,9 +87,23 @@ impl Aio {
         }
         Ok(Aio {
             ctx,
+            depth,
             block,
-            buffers: (0..depth).map(|_| AlignedBuf::new(block)).collect(),
+            buffers: Vec::new(),
+            buffer_len: 0,
         })
+    }
+
+    /// Makes `count` buffers of at least `len` bytes; ENOMEM when memory is short.
+    fn buffers_for(&mut self, count: usize, len: usize) -> io::Result<()> {
+        if self.buffer_len < len {
+            self.buffers.clear();
+            self.buffer_len = len;
+        }
+        while self.buffers.len() < count {
+            self.buffers.push(AlignedBuf::try_new(self.buffer_len)?);
+        }
+        Ok(())
     }
 
     fn submit(&mut self, iocbs: &mut [Iocb]) -> io::Result<()> {
@@ -114,15 +134,22 @@ impl Aio {
     }
 
     /// The read → write loop: every slot reads a block, writes what it read, then reads the
-    /// next block not yet claimed. Completions are reaped in batches.
+    /// next block not yet claimed. Completions are reaped in batches. `need`: the bytes of the
+    /// range the file holds now, which size the buffers (the loop still runs to `len` or end
+    /// of file, should the file grow).
     pub(super) fn copy(
         &mut self,
         src: BorrowedFd<'_>,
         dst: BorrowedFd<'_>,
         offset: u64,
         len: u64,
+        need: u64,
     ) -> Result<u64, TransferError> {
-        let depth = self.buffers.len();
+        let need = need.min(len);
+        let block = need.next_multiple_of(4096).clamp(4096, self.block as u64) as usize;
+        let depth = (need.div_ceil(block as u64) as usize).clamp(1, self.depth);
+        self.buffers_for(depth, block)
+            .map_err(TransferError::Read)?;
         // The kernel reads into and writes from these between submit and completion; the
         // buffers stay put (owned by `self`) until every request is reaped.
         let buffers: Vec<*mut u8> = self.buffers.iter_mut().map(|b| b.as_mut_ptr()).collect();
@@ -156,7 +183,7 @@ impl Aio {
             if next >= end {
                 break;
             }
-            let want = (end - next).min(self.block as u64) as usize;
+            let want = (end - next).min(block as u64) as usize;
             *stage = Stage::Reading { at: next, want };
             batch.push(read(slot, next, want, buffers[slot]));
             next += want as u64;
@@ -249,7 +276,7 @@ impl Aio {
                         written_total += filled as u64;
                         stages[slot] = Stage::Idle;
                         if error.is_none() && next < end.min(eof_at) {
-                            let want = (end - next).min(self.block as u64) as usize;
+                            let want = (end - next).min(block as u64) as usize;
                             stages[slot] = Stage::Reading { at: next, want };
                             batch.push(read(slot, next, want, buf));
                             next += want as u64;

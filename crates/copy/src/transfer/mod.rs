@@ -96,8 +96,14 @@ impl Transfer {
         len: u64,
         mut done: u64,
     ) -> Result<u64, TransferError> {
-        if self.buf.len() != self.block_size {
-            self.buf = vec![0; self.block_size];
+        if self.buf.len() < self.block_size && done < len {
+            // No bigger than the rest of the file needs (a 1000-byte file under `--bs 1G`
+            // takes a page), and an error rather than an abort when memory is short.
+            let size = rustix::fs::fstat(src)
+                .map_err(|e| TransferError::Read(e.into()))?
+                .st_size as u64;
+            let rest = (len - done).min(size.saturating_sub(offset + done));
+            grow(&mut self.buf, rest, self.block_size).map_err(TransferError::Read)?;
         }
         while done < len {
             let want = (len - done).min(self.buf.len() as u64) as usize;
@@ -191,15 +197,17 @@ impl Transfer {
             self.aio = Some(aio);
         }
         let aio = self.aio.as_mut().expect("made above");
+        // Buffers are sized to what the range needs of the file as it is now.
+        let size = rustix::fs::fstat(src)
+            .map_err(|e| TransferError::Read(e.into()))?
+            .st_size as u64;
         if !self.direct {
-            return aio.copy(src, dst, offset, len);
+            let need = len.min(size.saturating_sub(offset));
+            return aio.copy(src, dst, offset, len, need);
         }
         // O_DIRECT wants aligned offsets and lengths: the aligned body goes direct, the rest
         // (an unaligned start or tail) through the page cache.
         const ALIGN: u64 = 4096;
-        let size = rustix::fs::fstat(src)
-            .map_err(|e| TransferError::Read(e.into()))?
-            .st_size as u64;
         let end = offset.saturating_add(len).min(size);
         let body_start = offset.next_multiple_of(ALIGN);
         let body_end = end / ALIGN * ALIGN;
@@ -213,12 +221,14 @@ impl Transfer {
             reopen(dst, libc::O_WRONLY | libc::O_DIRECT),
         ) else {
             // No O_DIRECT here (tmpfs, or a destination we may not reopen): through the cache.
-            return aio.copy(src, dst, offset, len);
+            let need = len.min(size.saturating_sub(offset));
+            return aio.copy(src, dst, offset, len, need);
         };
         let body = aio.copy(
             src_direct.as_fd(),
             dst_direct.as_fd(),
             body_start,
+            body_end - body_start,
             body_end - body_start,
         );
         let done = body?;
@@ -228,6 +238,19 @@ impl Transfer {
         // The unaligned tail, buffered, up to `len` or end of file.
         self.read_write(src, dst, offset, len, done)
     }
+}
+
+/// Grows `buf` (zeroed) to what `need` more bytes take, in whole pages, at most `cap` bytes;
+/// ENOMEM when the memory is not there.
+pub(crate) fn grow(buf: &mut Vec<u8>, need: u64, cap: usize) -> io::Result<()> {
+    let want = need.min(cap as u64).next_multiple_of(4096).max(4096) as usize;
+    let want = want.min(cap.max(1));
+    if buf.len() < want {
+        // Let the old buffer go before the new one is made.
+        *buf = Vec::new();
+        *buf = sys::try_zeroed(want)?;
+    }
+    Ok(())
 }
 
 /// A new open file description for the file behind `fd`, with `flags`.

@@ -772,8 +772,8 @@ fn copy_opened<'a>(
 
 /// Queues the copy of a big file as tasks of `chunk` bytes, up to its size as opened; a source
 /// that grows or shrinks meanwhile is caught when the last chunk is done (see
-/// [`finish_file`]). A file never has more than [`MAX_CHUNKS`] of them, whatever the chunk
-/// size asked for.
+/// [`finish_file`]). A file never has more than [`super::bigfile::MAX_CHUNKS`] of them,
+/// whatever the chunk size asked for.
 fn split_into_chunks<'a>(
     ctx: &'a Ctx<'a>,
     dir: &Arc<DirNode<'a>>,
@@ -784,7 +784,7 @@ fn split_into_chunks<'a>(
     queue: &Queue<'a>,
 ) {
     let size = pair.stat.size;
-    let chunk = chunk.max(size.div_ceil(MAX_CHUNKS)).max(1);
+    let chunk = super::bigfile::chunk_len(size, chunk);
     // Reserve the length up front so parallel writers do not race to extend the file.
     let _ = rustix::fs::ftruncate(&pair.dst, size);
     let held = match DirHold::new(dir.clone()) {
@@ -803,10 +803,6 @@ fn split_into_chunks<'a>(
         offset += len;
     }
 }
-
-/// The most chunks one file is split into: each is a task in the queue, so their number is
-/// bounded whatever `--chunk-size` says.
-const MAX_CHUNKS: u64 = 4096;
 
 /// Symlinks and special files, hard-linked to an earlier copy where the source is.
 /// Returns false when skipped by policy.

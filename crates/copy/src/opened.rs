@@ -12,7 +12,7 @@ use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::node::DirNode;
-use crate::sys::{self, Stat};
+use crate::sys::{self, Kind, Stat};
 
 /// An open source and the destination being written, under a temporary name with `--atomic`.
 pub(crate) struct OpenedPair {
@@ -157,6 +157,15 @@ pub(crate) fn finish_file(
         &path,
     );
     place(ctx, dir, dst, pair)?;
+    let (Copied::Snapshot(bytes) | Copied::Spread(bytes)) = copied;
+    if bytes != stat.size && stat.kind() == Kind::File && ctx.plan.verbose {
+        // A file that held still and still read a size other than its stat's: a /proc file.
+        ctx.reporter.note(&format!(
+            "'{}' changed size while it was copied ({} bytes at start, {bytes} copied)",
+            dir.src_path(Some(src)).display(),
+            stat.size
+        ));
+    }
     count_done(ctx, dir, src, dst);
     meta
 }

@@ -597,8 +597,7 @@ impl<'a> UringMover<'a> {
     ///
     /// A file the walk listed as regular is opened first and its descriptor stat'ed: the stat,
     /// the data and the metadata are then of one file whatever happens to the name meanwhile,
-    /// for the calls a statx by name and an open cost anyway. An entry of unknown type is
-    /// stat'ed by name first (opening a FIFO or a device may block or act), then checked.
+    /// for the calls a statx by name and an open cost anyway.
     fn copy_in_place(
         &mut self,
         dir: &Arc<DirNode<'a>>,
@@ -607,43 +606,21 @@ impl<'a> UringMover<'a> {
         queue: &Queue<'a>,
     ) -> InPlace {
         let ctx = dir.ctx;
-        let stated = match kind {
-            Some(_) => None,
-            None => match sys::statx_at(dir.src_fd(), name, false) {
-                Ok(stat) if stat.kind() == Kind::File => Some(stat),
-                Ok(stat) => {
-                    copy_stated(
-                        ctx,
-                        self,
-                        dir,
-                        name.clone(),
-                        name.clone(),
-                        stat,
-                        false,
-                        queue,
-                    );
-                    return InPlace::Done;
-                }
-                Err(e) => {
-                    ctx.fail(CopyError::io(Op::Stat, dir.src_path(Some(name)), e));
-                    return InPlace::Done;
-                }
-            },
-        };
+        if kind.is_none() {
+            // Unknown type (a filesystem without d_type): opening a FIFO or a device may block
+            // or act, so the shared path stats it by name first.
+            copy_entry(ctx, self, dir, name.clone(), queue);
+            return InPlace::Done;
+        }
         let Ok(src) = sys::openat(dir.src_fd(), name, libc::O_RDONLY | libc::O_NOFOLLOW, 0) else {
             // Gone, unreadable, or now a symlink: the shared path stats it again and says why.
             copy_entry(ctx, self, dir, name.clone(), queue);
             return InPlace::Done;
         };
-        let stat = match stated {
-            Some(stated) => opened_as_stated(dir, name, src.as_fd(), &stated),
-            None => sys::fstatx(src.as_fd())
-                .map_err(|e| CopyError::io(Op::Stat, dir.src_path(Some(name)), e)),
-        };
-        let stat = match stat {
+        let stat = match sys::fstatx(src.as_fd()) {
             Ok(stat) => stat,
             Err(e) => {
-                ctx.fail(e);
+                ctx.fail(CopyError::io(Op::Stat, dir.src_path(Some(name)), e));
                 return InPlace::Done;
             }
         };
@@ -666,9 +643,7 @@ impl<'a> UringMover<'a> {
             );
             return InPlace::Done;
         }
-        if stated.is_none() {
-            stop_for_tests();
-        }
+        stop_for_tests();
         // One byte past the expected end, so end of file is seen in this read.
         let want = stat.size as usize + 1;
         if self.in_place_buf.len() < want {

@@ -30,6 +30,7 @@ mod parents;
 mod plan;
 mod progress;
 mod queue;
+pub mod quote;
 mod rank;
 pub mod ranked;
 mod remote;

@@ -33,6 +33,7 @@ mod queue;
 mod rank;
 pub mod ranked;
 mod remote;
+mod replaced;
 mod resume;
 mod run;
 mod sys;

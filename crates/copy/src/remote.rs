@@ -250,6 +250,7 @@ fn open_lent<'a>(
         // Kept so a chunk lent on again goes to the same name. The owner alone renames or
         // removes it: a lent file is never finished or abandoned here.
         temp: (written != dst).then_some(written),
+        replaces: None,
         link_target: None,
         removable: false,
         stream: false,

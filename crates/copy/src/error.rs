@@ -47,6 +47,13 @@ pub enum Op {
     SetXattr,
     /// Closing a file (errors here can mean lost writes).
     Close,
+    /// `--atomic` onto an existing file: giving its replacement the old file's owner and group.
+    KeepOwner,
+    /// `--atomic` onto an existing file: giving its replacement the old file's permissions.
+    KeepMode,
+    /// `--atomic` onto an existing file: reading the old file's extended attributes (ACL
+    /// included), or giving them to its replacement.
+    KeepXattr,
 }
 
 impl Op {
@@ -72,6 +79,9 @@ impl Op {
             Op::SetTimes => "preserve times for",
             Op::SetXattr => "preserve extended attributes for",
             Op::Close => "close",
+            Op::KeepOwner => "keep the owner and group of",
+            Op::KeepMode => "keep the permissions of",
+            Op::KeepXattr => "keep the extended attributes of",
         }
     }
 }

@@ -38,6 +38,9 @@ pub enum WorkItem {
         src: Vec<u8>,
         /// The destination name being written (a temporary name under `--atomic`).
         dst: Vec<u8>,
+        /// The destination's own name, which messages give (under `--atomic`, `dst` is a
+        /// temporary name the user never gave).
+        name: Vec<u8>,
         /// First byte.
         offset: u64,
         /// Bytes (the sender's clamp makes it real; an older sender's `u64::MAX - offset`,
@@ -106,6 +109,7 @@ impl WorkItem {
                 dir,
                 src,
                 dst,
+                name,
                 offset,
                 len,
                 owner,
@@ -117,6 +121,7 @@ impl WorkItem {
                 put_bytes(out, dir);
                 put_bytes(out, src);
                 put_bytes(out, dst);
+                put_bytes(out, name);
                 for n in [*offset, *len, u64::from(*owner), *id] {
                     out.extend_from_slice(&n.to_le_bytes());
                 }
@@ -161,11 +166,13 @@ impl WorkItem {
             b'C' => {
                 let src = take_bytes(input)?;
                 let dst = take_bytes(input)?;
+                let name = take_bytes(input)?;
                 Some(WorkItem::Chunk {
                     root,
                     dir: path,
                     src,
                     dst,
+                    name,
                     offset: take_u64(input)?,
                     len: take_u64(input)?,
                     owner: u32::try_from(take_u64(input)?).ok()?,
@@ -249,6 +256,7 @@ mod tests {
                 dir: b"d".to_vec(),
                 src: b"big".to_vec(),
                 dst: b".big.tmp".to_vec(),
+                name: b"big".to_vec(),
                 offset: 8 << 20,
                 len: u64::MAX - (8 << 20),
                 owner: 3,

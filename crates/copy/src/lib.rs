@@ -34,6 +34,7 @@ pub mod quote;
 mod rank;
 pub mod ranked;
 mod remote;
+mod replaced;
 mod resume;
 mod run;
 mod sys;

@@ -12,6 +12,7 @@ use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::node::DirNode;
+use crate::replaced::Replaced;
 use crate::sys::{self, Kind, Stat};
 
 /// An open source and the destination being written, under a temporary name with `--atomic`.
@@ -25,6 +26,9 @@ pub(crate) struct OpenedPair {
     pub created: bool,
     /// `--atomic`: the name written under, renamed to the real one when complete.
     pub temp: Option<CString>,
+    /// `--atomic` onto an existing file: what that file keeps through a write, given to the
+    /// temporary before the rename.
+    pub replaces: Option<Replaced>,
     /// `--atomic` through a symlink: the directory of the file the link points to, and that
     /// file's name there. The temporary is written in that directory and renamed over it.
     pub link_target: Option<(OwnedFd, CString)>,
@@ -146,6 +150,13 @@ pub(crate) fn finish_file(
     }
     let path = || dir.dst_path(Some(dst));
     let stat = pair.stat;
+    if let Some(old) = &pair.replaces {
+        // Short of the old file's attributes, the old file stays.
+        if let Err(e) = old.keep(ctx, pair.dst.as_fd(), &path) {
+            pair.abandon(dir, dst);
+            return Err(e);
+        }
+    }
     let meta = finalize::file(
         ctx,
         dir.dst_setgid,

@@ -321,7 +321,8 @@ pub struct CopyPlan {
     /// `--backup`: rename an existing destination aside before replacing it.
     pub backup: Option<Backup>,
     /// `--atomic`: write each file under a temporary name in its directory, then rename it into
-    /// place, so no reader ever sees a partly written file.
+    /// place, so no reader ever sees a partly written file. An existing file's attributes are
+    /// given to its replacement first (see `replaced.rs`).
     pub atomic: bool,
     /// `--fsync`: the copy is on stable storage before ringio exits.
     pub fsync: bool,

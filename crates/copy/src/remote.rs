@@ -70,6 +70,7 @@ pub(crate) fn chunk_item(
         dir,
         src: file.src_name.to_bytes().to_vec(),
         dst: file.written_name()?.to_bytes().to_vec(),
+        name: file.dst_name.to_bytes().to_vec(),
         offset,
         len: clamp_len(file, offset, len),
         owner,
@@ -160,6 +161,7 @@ pub(crate) fn resolve<'a>(
             dir,
             src,
             dst,
+            name,
             offset,
             len,
             owner,
@@ -167,7 +169,7 @@ pub(crate) fn resolve<'a>(
             ..
         } => {
             let file = open_chain(ctx, root, &dir, false)
-                .and_then(|dir| open_lent(ctx, dir, &src, &dst, owner, id));
+                .and_then(|dir| open_lent(ctx, dir, &src, (&dst, &name), owner, id));
             let Some(file) = file else {
                 // The owner must hear of it, or it waits for this chunk forever.
                 if let Some(share) = ctx.share.as_ref() {
@@ -196,12 +198,13 @@ pub(crate) fn resolve<'a>(
     }
 }
 
-/// Opens another rank's big file in `dir` to copy chunks of it.
+/// Opens another rank's big file in `dir` to copy chunks of it: `written` is the name its data
+/// goes to (under `--atomic`, a temporary), `name` the destination's own, which messages give.
 fn open_lent<'a>(
     ctx: &'a Ctx<'a>,
     dir: Arc<DirNode<'a>>,
     src: &[u8],
-    dst: &[u8],
+    (written, name): (&[u8], &[u8]),
     owner: u32,
     id: u64,
 ) -> Option<BigFile<'a>> {
@@ -212,7 +215,11 @@ fn open_lent<'a>(
             return None;
         }
     };
-    let (src, dst) = (cstring(ctx, src)?, cstring(ctx, dst)?);
+    let (src, written, dst) = (
+        cstring(ctx, src)?,
+        cstring(ctx, written)?,
+        cstring(ctx, name)?,
+    );
     let flags = libc::O_CLOEXEC | libc::O_NOFOLLOW;
     let src_fd = match sys::openat(dir.src_fd(), &src, libc::O_RDONLY | flags, 0) {
         Ok(fd) => fd,
@@ -221,7 +228,7 @@ fn open_lent<'a>(
             return None;
         }
     };
-    let dst_fd = match sys::openat(dir.dst_fd(), &dst, libc::O_WRONLY | flags, 0) {
+    let dst_fd = match sys::openat(dir.dst_fd(), &written, libc::O_WRONLY | flags, 0) {
         Ok(fd) => fd,
         Err(e) => {
             ctx.fail(CopyError::io(Op::Create, dir.dst_path(Some(&dst)), e));
@@ -240,7 +247,10 @@ fn open_lent<'a>(
         stat,
         dst: dst_fd,
         created: false,
-        temp: None,
+        // Kept so a chunk lent on again goes to the same name. The owner alone renames or
+        // removes it: a lent file is never finished or abandoned here.
+        temp: (written != dst).then_some(written),
+        replaces: None,
         link_target: None,
         removable: false,
         stream: false,

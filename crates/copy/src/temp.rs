@@ -128,7 +128,14 @@ pub(crate) fn create(dir: BorrowedFd<'_>, name: &mut CString, mode: u32) -> io::
             // A filesystem without flock: the name and its check still protect others' files.
             Err(_) => return Ok(fd),
         }
-        let ours = sys::fstatx(fd.as_fd())?;
+        let ours = match sys::fstatx(fd.as_fd()) {
+            Ok(stat) => stat,
+            Err(e) => {
+                // Made and locked by this call: not left behind.
+                let _ = sys::unlinkat(dir, name);
+                return Err(e);
+            }
+        };
         match sys::statx_at(dir, name, false) {
             Ok(there) if (there.dev, there.ino) == (ours.dev, ours.ino) => return Ok(fd),
             Ok(_) | Err(_) => *name = renamed(&dst),

@@ -20,6 +20,9 @@ use rustix::io::Errno;
 pub(crate) enum Target<'a> {
     /// An open regular file or directory.
     Fd(BorrowedFd<'a>),
+    /// A file opened with O_PATH, which the f*xattr calls refuse: reached as
+    /// `/proc/self/fd/N`, which leads to the file itself.
+    PathFd(BorrowedFd<'a>),
     /// The entry `name` in the directory `dir`; `follow`: a final symlink is followed.
     At {
         /// The directory.
@@ -46,6 +49,13 @@ impl<'a> Target<'a> {
     fn resolve(self) -> Resolved<'a> {
         match self {
             Target::Fd(fd) => Resolved::Fd(fd),
+            Target::PathFd(fd) => {
+                let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+                Resolved::Path {
+                    path: CString::new(path).expect("no NUL in a number"),
+                    follow: true,
+                }
+            }
             Target::At { dir, name, follow } => {
                 let mut path = format!("/proc/self/fd/{}/", dir.as_raw_fd()).into_bytes();
                 path.extend_from_slice(name.to_bytes());
@@ -147,6 +157,24 @@ pub(crate) fn copy_acls(src: Target<'_>, dst: Target<'_>, dir: bool) -> io::Resu
             Ok(()) | Err(Errno::OPNOTSUPP) => {}
             Err(e) => return Err(e.into()),
         }
+    }
+    Ok(())
+}
+
+/// Sets each of `attrs` on `dst`. A `security.*` attribute that `dst` already holds with the
+/// same value (a label a new file took from its directory) is left as it is: setting it again
+/// can need a permission that keeping it does not.
+pub(crate) fn set_all(dst: Target<'_>, attrs: &[(CString, Vec<u8>)]) -> io::Result<()> {
+    let dst = dst.resolve();
+    let mut held = Vec::new();
+    for (name, value) in attrs {
+        if name.to_bytes().starts_with(b"security.")
+            && get(&dst, name, &mut held).is_ok()
+            && held == *value
+        {
+            continue;
+        }
+        dst.set(name, value)?;
     }
     Ok(())
 }

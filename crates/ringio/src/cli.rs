@@ -244,7 +244,12 @@ pub struct CpArgs {
     pub reflink: ReflinkWhen,
 
     /// Write each file under a temporary name in its directory and rename it into place when
-    /// complete, so that no reader ever sees a partly written file.
+    /// complete, so that no reader ever sees a partly written file. An existing file's name
+    /// gets a new inode: other hard links of the old file keep the old content. The new file
+    /// keeps the old one's permissions, owner and group, ACL and the extended attributes this
+    /// user can read, as cp without --atomic keeps them (what -p or --preserve names comes
+    /// from the source); where they cannot be kept (another user's file), the copy fails and
+    /// the old file stays as it was.
     #[arg(long)]
     pub atomic: bool,
 

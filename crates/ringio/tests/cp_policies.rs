@@ -294,6 +294,457 @@ fn atomic_failure_keeps_the_old_file() {
     assert_eq!(fs::read_dir(s.path()).unwrap().count(), 2);
 }
 
+engine_tests!(
+    atomic_keeps_what_plain_cp_keeps,
+    atomic_leaves_other_hard_links_alone,
+    atomic_errors_name_the_destination,
+    atomic_keeps_content_and_refusals_of_plain_cp,
+);
+
+/// Extended attributes the `--atomic` tests set and compare: a user one, one only root sees,
+/// a file capability (which a write removes) and the access ACL.
+const KEPT_XATTRS: [&str; 4] = [
+    "user.kept",
+    "trusted.kept",
+    "security.capability",
+    "system.posix_acl_access",
+];
+
+/// What a copy left on one destination file.
+#[derive(Debug, PartialEq, Eq)]
+struct Kept {
+    content: String,
+    /// Permission bits with setuid, setgid and sticky.
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    /// Each of [`KEPT_XATTRS`], if present.
+    xattrs: Vec<(&'static str, Option<Vec<u8>>)>,
+}
+
+fn kept(path: &Path) -> Kept {
+    let meta = fs::metadata(path).unwrap();
+    Kept {
+        content: fs::read_to_string(path).unwrap(),
+        mode: meta.mode() & 0o7777,
+        uid: meta.uid(),
+        gid: meta.gid(),
+        xattrs: KEPT_XATTRS
+            .iter()
+            .map(|&name| (name, get_xattr(path, name).ok()))
+            .collect(),
+    }
+}
+
+/// A POSIX access ACL in the kernel's xattr form: owner, the named user `user`, group, mask
+/// and other, with these permissions.
+fn access_acl(user: u32, [owner, named, group, mask, other]: [u16; 5]) -> Vec<u8> {
+    const NO_ID: u32 = u32::MAX;
+    let mut acl = 2u32.to_le_bytes().to_vec();
+    for (tag, perm, id) in [
+        (0x01u16, owner, NO_ID),
+        (0x02, named, user),
+        (0x04, group, NO_ID),
+        (0x10, mask, NO_ID),
+        (0x20, other, NO_ID),
+    ] {
+        acl.extend(tag.to_le_bytes());
+        acl.extend(perm.to_le_bytes());
+        acl.extend(id.to_le_bytes());
+    }
+    acl
+}
+
+/// `cap_net_raw+ep` in the kernel's `security.capability` form (revision 2).
+fn net_raw_capability() -> Vec<u8> {
+    let mut cap = 0x0200_0001u32.to_le_bytes().to_vec();
+    for word in [1u32 << 13, 0, 0, 0] {
+        cap.extend(word.to_le_bytes());
+    }
+    cap
+}
+
+/// Who owns what in one run of [`twin_copies`]: the old destination files, the sources, and
+/// the user the copies run as (`None`: this process's own).
+#[derive(Clone, Copy)]
+struct Owners {
+    old: Option<(u32, u32)>,
+    source: Option<(u32, u32)>,
+    run_as: Option<(u32, u32)>,
+}
+
+/// The old destination files of [`twin_copies`], by name: their mode, and whether they carry
+/// an ACL. `link` is a symlink to `target`, which is written through.
+const OLD_FILES: [(&str, u32, bool); 7] = [
+    ("private", 0o600, false),
+    ("shared", 0o640, true),
+    ("setuid", 0o4755, false),
+    ("setgid", 0o2755, false),
+    ("setgid-no-exec", 0o2745, true),
+    ("sticky", 0o1644, false),
+    ("link", 0o600, true),
+];
+
+/// Sets up `root/src` and `root/dst` (old files with the modes, owners, ACLs and extended
+/// attributes of [`OLD_FILES`]) and copies every source into `dst` with `cp ARGS`. Returns
+/// what the copy left on each destination, and the inode each name had before.
+fn copy_over_old_files(
+    engine: &str,
+    root: &Path,
+    args: &[&str],
+    owners: Owners,
+    acls: bool,
+) -> Vec<(&'static str, Kept, u64)> {
+    let (src, dst) = (root.join("src"), root.join("dst"));
+    fs::create_dir_all(&src).unwrap();
+    fs::create_dir_all(&dst).unwrap();
+    let as_root = is_root() && owners.run_as.is_none();
+    for (name, mode, acl) in OLD_FILES {
+        let source = src.join(name);
+        write_file(&source, format!("new {name}\n"));
+        set_xattr(&source, "user.source", b"s").unwrap();
+        if acl && acls {
+            set_xattr(
+                &source,
+                "system.posix_acl_access",
+                &access_acl(3000, [6, 6, 4, 6, 4]),
+            )
+            .unwrap();
+        }
+        chmod(&source, 0o644);
+        let old = if name == "link" {
+            std::os::unix::fs::symlink("../target", dst.join(name)).unwrap();
+            root.join("target")
+        } else {
+            dst.join(name)
+        };
+        write_file(&old, format!("old {name}\n"));
+        if let Some((uid, gid)) = owners.old {
+            std::os::unix::fs::chown(&old, Some(uid), Some(gid)).unwrap();
+        }
+        if let Some((uid, gid)) = owners.source {
+            std::os::unix::fs::chown(&source, Some(uid), Some(gid)).unwrap();
+        }
+        if acl && acls {
+            let perms = [6, 4, 4, if mode & 0o010 != 0 { 5 } else { 4 }, 0];
+            set_xattr(&old, "system.posix_acl_access", &access_acl(2000, perms)).unwrap();
+        }
+        chmod(&old, mode);
+        set_xattr(&old, "user.kept", b"k").unwrap();
+        if as_root {
+            // Invisible to anyone else, so only root's --atomic can keep it.
+            set_xattr(&old, "trusted.kept", b"t").unwrap();
+        }
+        if is_root() && mode & 0o100 != 0 {
+            set_xattr(&old, "security.capability", &net_raw_capability()).unwrap();
+        }
+    }
+    if acls {
+        // New files in dst inherit an ACL; the old files have none of it.
+        let mut inherited = 2u32.to_le_bytes().to_vec();
+        for (tag, perm, id) in [
+            (0x01u16, 7u16, u32::MAX),
+            (0x02, 7, 2000),
+            (0x04, 5, u32::MAX),
+            (0x10, 7, u32::MAX),
+            (0x20, 5, u32::MAX),
+        ] {
+            inherited.extend(tag.to_le_bytes());
+            inherited.extend(perm.to_le_bytes());
+            inherited.extend(id.to_le_bytes());
+        }
+        set_xattr(&dst, "system.posix_acl_default", &inherited).unwrap();
+    }
+    if let Some((uid, gid)) = owners.run_as {
+        std::os::unix::fs::chown(root, Some(uid), Some(gid)).unwrap();
+        std::os::unix::fs::chown(&src, Some(uid), Some(gid)).unwrap();
+        std::os::unix::fs::chown(&dst, Some(uid), Some(gid)).unwrap();
+    }
+    let old_inodes: Vec<u64> = OLD_FILES
+        .iter()
+        .map(|(name, ..)| fs::metadata(dst.join(name)).unwrap().ino())
+        .collect();
+    let mut cp = Cp::new().engine(engine).current_dir(root).args(args);
+    for (name, ..) in OLD_FILES {
+        cp = cp.arg(format!("src/{name}"));
+    }
+    cp = cp.arg("dst");
+    if let Some((uid, gid)) = owners.run_as {
+        cp = cp.run_as(uid, gid);
+    }
+    let out = cp.run();
+    assert_success(&out);
+    let mut left: Vec<_> = fs::read_dir(&dst)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    let mut names: Vec<_> = OLD_FILES.iter().map(|(n, ..)| n.to_string()).collect();
+    names.sort();
+    assert_eq!(left, names, "{args:?}: a temporary was left behind");
+    OLD_FILES
+        .iter()
+        .zip(old_inodes)
+        .map(|((name, ..), ino)| (*name, kept(&dst.join(name)), ino))
+        .collect()
+}
+
+/// `--atomic` onto existing files leaves each with exactly what cp without it leaves (content,
+/// mode with setuid/setgid/sticky, owner, group, ACL, extended attributes), under every
+/// --preserve choice, as root and as another user; only the inode is new.
+fn atomic_keeps_what_plain_cp_keeps(engine: &str) {
+    let probe = Scratch::new();
+    write_file(probe.join("f"), "");
+    let acls = match set_xattr(
+        &probe.join("f"),
+        "system.posix_acl_access",
+        &access_acl(2000, [6, 4, 4, 4, 0]),
+    ) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("no POSIX ACLs here ({e}): ACLs are left out");
+            false
+        }
+    };
+    if set_xattr(&probe.join("f"), "user.probe", b"").is_err() {
+        skip!("no user extended attributes here");
+    }
+    let mut runs = vec![(
+        "this user",
+        Owners {
+            old: None,
+            source: None,
+            run_as: None,
+        },
+    )];
+    if is_root() {
+        runs[0].1.old = Some((4242, 4343));
+        runs[0].1.source = Some((5151, 5252));
+        runs.push((
+            "nobody",
+            Owners {
+                old: Some(NOBODY),
+                source: Some(NOBODY),
+                run_as: Some(NOBODY),
+            },
+        ));
+    } else {
+        eprintln!(
+            "not root: owners other than this user's, and runs as another user, are left out"
+        );
+    }
+    let option_sets: [&[&str]; 7] = [
+        &[],
+        &["-p"],
+        &["--preserve=mode"],
+        &["--preserve=ownership"],
+        &["--preserve=xattr"],
+        &["--no-preserve=mode"],
+        &["-a", "--no-preserve=ownership"],
+    ];
+    for (who, owners) in runs {
+        for options in option_sets {
+            let s = Scratch::new();
+            if let Some((uid, gid)) = owners.run_as {
+                s.give_to(uid, gid);
+            }
+            let plain = copy_over_old_files(engine, &s.join("plain"), options, owners, acls);
+            let mut args = vec!["--atomic"];
+            args.extend(options);
+            let atomic = copy_over_old_files(engine, &s.join("atomic"), &args, owners, acls);
+            for ((name, plain, old_ino), (_, atomic, _)) in plain.iter().zip(&atomic) {
+                assert_eq!(
+                    atomic, plain,
+                    "{who}, cp {options:?} onto '{name}': --atomic left {atomic:?}, cp without it {plain:?}"
+                );
+                let now = fs::metadata(s.join("plain/dst").join(name)).unwrap().ino();
+                assert_eq!(now, *old_ino, "cp without --atomic writes into '{name}'");
+            }
+            for (name, _, old_ino) in &atomic {
+                let now = fs::metadata(s.join("atomic/dst").join(name)).unwrap().ino();
+                assert_ne!(now, *old_ino, "--atomic makes a new inode for '{name}'");
+            }
+            let by_name = |name: &str| &atomic.iter().find(|(n, ..)| *n == name).unwrap().1;
+            let (private, shared) = (by_name("private"), by_name("shared"));
+            let old_owner = owners.old.unwrap_or((private.uid, private.gid));
+            let source_owner = owners.source.unwrap_or(old_owner);
+            match options {
+                [] => {
+                    assert_eq!(private.mode, 0o600, "{who}");
+                    assert_eq!((private.uid, private.gid), old_owner, "{who}");
+                    assert_eq!(private.xattrs[0].1.as_deref(), Some(&b"k"[..]), "{who}");
+                    if acls {
+                        assert!(shared.xattrs[3].1.is_some(), "{who}: the ACL is lost");
+                    }
+                }
+                ["-p"] => {
+                    assert_eq!(private.mode, 0o644, "{who}: -p takes the source's mode");
+                    assert_eq!((private.uid, private.gid), source_owner, "{who}");
+                }
+                ["--preserve=mode"] => {
+                    assert_eq!(private.mode, 0o644, "{who}: the source's mode");
+                    assert_eq!(
+                        (private.uid, private.gid),
+                        old_owner,
+                        "{who}: the old owner"
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// `--atomic` gives the name a new inode: another hard link of the old file keeps the old
+/// content and attributes, and the name keeps the old file's mode.
+fn atomic_leaves_other_hard_links_alone(engine: &str) {
+    let s = Scratch::new();
+    write_file(s.join("src"), "new\n");
+    write_file(s.join("dst"), "old\n");
+    chmod(s.join("dst"), 0o600);
+    fs::hard_link(s.join("dst"), s.join("other-name")).unwrap();
+    let before = fs::metadata(s.join("other-name")).unwrap();
+    let out = Cp::new()
+        .engine(engine)
+        .current_dir(s.path())
+        .args(["--atomic", "src", "dst"])
+        .run();
+    assert_success(&out);
+    assert_eq!(fs::read_to_string(s.join("dst")).unwrap(), "new\n");
+    assert_eq!(mode_of(s.join("dst")), 0o600);
+    assert_eq!(fs::read_to_string(s.join("other-name")).unwrap(), "old\n");
+    let after = fs::metadata(s.join("other-name")).unwrap();
+    assert_eq!((after.ino(), after.nlink()), (before.ino(), 1));
+    assert_eq!(mode_of(s.join("other-name")), 0o600);
+    assert_ne!(fs::metadata(s.join("dst")).unwrap().ino(), before.ino());
+}
+
+/// Errors under `--atomic` name the destination as the user gave it, never the temporary:
+/// a temporary that cannot be made (also through a symlink, in the target's directory), and
+/// an old file whose owner the temporary cannot be given. Either way the old file stays as
+/// it was and no temporary is left.
+fn atomic_errors_name_the_destination(engine: &str) {
+    let s = Scratch::new();
+    write_file(s.join("src"), "new\n");
+    fs::create_dir(s.join("locked")).unwrap();
+    write_file(s.join("locked/dst"), "old\n");
+    chmod(s.join("locked/dst"), 0o666);
+    std::os::unix::fs::symlink("locked/dst", s.join("via")).unwrap();
+    let as_user = |cp: Cp| match is_root() {
+        true => cp.run_as(NOBODY.0, NOBODY.1),
+        false => cp,
+    };
+    if is_root() {
+        // Others may write into locked/dst but not make names beside it.
+        std::os::unix::fs::chown(s.path(), Some(NOBODY.0), Some(NOBODY.1)).unwrap();
+        chmod(s.path(), 0o755);
+    } else {
+        chmod(s.join("locked"), 0o555);
+    }
+    for name in ["locked/dst", "via"] {
+        let plain = as_user(Cp::new().engine(engine).current_dir(s.path()))
+            .args(["src", name])
+            .run();
+        assert_success(&plain);
+        write_file(s.join("locked/dst"), "old\n");
+        let out = as_user(Cp::new().engine(engine).current_dir(s.path()))
+            .args(["--atomic", "src", name])
+            .run();
+        assert_exit(&out, 1);
+        assert_eq!(
+            stderr_lines(&out),
+            [format!(
+                "ringio: cannot create regular file '{name}': Permission denied"
+            )]
+        );
+        assert_eq!(fs::read_to_string(s.join("locked/dst")).unwrap(), "old\n");
+    }
+    chmod(s.join("locked"), 0o755);
+
+    if !is_root() {
+        skip!("giving an old file to another owner needs root");
+    }
+    // nobody may write into `theirs` (so cp without --atomic succeeds), but cannot give the
+    // temporary to its owner.
+    write_file(s.join("theirs"), "old\n");
+    std::os::unix::fs::chown(s.join("theirs"), Some(4242), Some(4343)).unwrap();
+    chmod(s.join("theirs"), 0o666);
+    let out = Cp::new()
+        .engine(engine)
+        .current_dir(s.path())
+        .args(["--atomic", "src", "theirs"])
+        .run_as(NOBODY.0, NOBODY.1)
+        .run();
+    assert_exit(&out, 1);
+    assert_eq!(
+        stderr_lines(&out),
+        ["ringio: cannot keep the owner and group of 'theirs': Operation not permitted"]
+    );
+    let theirs = kept(&s.join("theirs"));
+    assert_eq!(
+        (theirs.content.as_str(), theirs.mode, theirs.uid, theirs.gid),
+        ("old\n", 0o666, 4242, 4343)
+    );
+    let mut names: Vec<_> = fs::read_dir(s.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["locked", "src", "theirs", "via"],
+        "a temporary was left"
+    );
+    let plain = Cp::new()
+        .engine(engine)
+        .current_dir(s.path())
+        .args(["src", "theirs"])
+        .run_as(NOBODY.0, NOBODY.1)
+        .run();
+    assert_success(&plain);
+    assert_eq!(kept(&s.join("theirs")).uid, 4242);
+}
+
+/// What cp without `--atomic` keeps, `--atomic` keeps too: under --attributes-only the
+/// existing file's content, and with several operands of one name the first one's copy
+/// (cp's "will not overwrite just-created").
+fn atomic_keeps_content_and_refusals_of_plain_cp(engine: &str) {
+    let s = Scratch::new();
+    write_file(s.join("src"), "new\n");
+    write_file(s.join("dst"), "old content\n");
+    let out = Cp::new()
+        .engine(engine)
+        .current_dir(s.path())
+        .args(["--atomic", "--attributes-only", "-p", "src", "dst"])
+        .run();
+    assert_success(&out);
+    assert_eq!(fs::read_to_string(s.join("dst")).unwrap(), "old content\n");
+
+    for atomic in [None, Some("--atomic")] {
+        let s = Scratch::new();
+        write_file(s.join("a/f"), "first\n");
+        write_file(s.join("b/f"), "second\n");
+        fs::create_dir(s.join("into")).unwrap();
+        let out = Cp::new()
+            .engine(engine)
+            .current_dir(s.path())
+            .args(atomic)
+            .args(["a/f", "b/f", "into"])
+            .run();
+        assert_exit(&out, 1);
+        assert_eq!(
+            stderr_lines(&out),
+            ["ringio: will not overwrite just-created 'into/f' with 'b/f'"],
+            "{atomic:?}"
+        );
+        assert_eq!(
+            fs::read_to_string(s.join("into/f")).unwrap(),
+            "first\n",
+            "{atomic:?}"
+        );
+    }
+}
+
 /// -x copies a mount point as an empty directory and does not descend into it.
 #[test]
 fn one_file_system_stops_at_mount_points() {

@@ -19,6 +19,7 @@ use crate::node::{DirHold, DirNode};
 use crate::opened::{count_done, finish_file, stop_for_tests, Copied, OpenedPair};
 use crate::plan::{Backup, BackupMode, Dereference, LinkMode, Overwrite, Reflink, Resume};
 use crate::queue::{Queue, Task};
+use crate::replaced::{self, Replaced};
 use crate::resume::{self, QuickCheck};
 use crate::sys::{self, Kind, Stat};
 use crate::temp;
@@ -290,10 +291,7 @@ pub(crate) fn check_existing(
         )));
     }
     if plan.atomic && as_data && !replace && target.is_none_or(|t| t.kind() != Kind::File) {
-        return Err(CopyError::Refused(format!(
-            "cannot replace '{}' atomically: not a regular file",
-            dst_path().display()
-        )));
+        return Err(replaced::not_regular(&dst_path));
     }
     if let Some(backup) = &plan.backup {
         if backup_is_source(dir, src, dst, stat, backup) {
@@ -369,7 +367,6 @@ fn link_replaces(ctx: &Ctx<'_>) -> bool {
     resuming(ctx) || (ctx.plan.overwrite != Overwrite::NoClobber && !ctx.plan.interactive)
 }
 
-/// `--atomic`: a name in the same directory that no other entry uses.
 /// `--reflink=always` onto an existing file: whether `src` can be cloned into the destination
 /// directory, tried on an unnamed temporary file there (O_TMPFILE), so that where it cannot the
 /// existing file is left as it was. Where O_TMPFILE itself is unsupported the answer is yes, and
@@ -447,32 +444,49 @@ pub(crate) fn open_pair(
             finalize::create_mode(ctx.plan, stat, dir.fresh),
         )
     };
-    if ctx.plan.atomic {
+    // --attributes-only writes no data into an existing file, so no reader can see a part of
+    // it: it is opened as it is, and its content stays.
+    let in_place = ctx.plan.attributes_only && matches!(existing, Existing::Open { .. });
+    if ctx.plan.atomic && !in_place {
+        let dst_path = || dir.dst_path(Some(dst));
         let mut temp = temp::name(dst);
         let link_target = match existing {
             Existing::Open {
                 through_link: true, ..
             } => Some(
                 resolve_link(dir.dst_fd(), dst)
-                    .map_err(|e| CopyError::io(Op::Create, dir.dst_path(Some(dst)), e))?,
+                    .map_err(|e| CopyError::io(Op::Create, dst_path(), e))?,
             ),
             _ => None,
         };
-        let at = link_target
-            .as_ref()
-            .map_or(dir.dst_fd(), |(d, _)| d.as_fd());
-        let dst_fd = temp::create(
-            at,
-            &mut temp,
-            finalize::create_mode(ctx.plan, stat, dir.fresh),
-        )
-        .map_err(|e| CopyError::io(Op::Create, dir.dst_path(Some(&temp)), e))?;
+        let (at, name_there) = match &link_target {
+            Some((target_dir, name)) => (target_dir.as_fd(), name.as_c_str()),
+            None => (dir.dst_fd(), dst),
+        };
+        let replaces = match existing {
+            Existing::Open { .. } => Replaced::read(at, name_there, &dst_path)?,
+            Existing::Nothing => None,
+        };
+        let mode = match replaces {
+            Some(_) => replaced::TEMP_MODE,
+            None => finalize::create_mode(ctx.plan, stat, dir.fresh),
+        };
+        // Messages name the destination: the temporary's name means nothing to the user.
+        let dst_fd = temp::create(at, &mut temp, mode)
+            .map_err(|e| CopyError::io(Op::Create, dst_path(), e))?;
+        let created = replaces.is_none();
+        if created {
+            // The temporary becomes this new file: a later operand of the same name must see
+            // it as just created, as without --atomic.
+            ctx.note_created(dir.is_operand_dir(), dst_fd.as_fd());
+        }
         return Ok(Some(OpenedPair {
             src: src_fd,
             stat: src_stat,
             dst: dst_fd,
-            created: true,
+            created,
             temp: Some(temp),
+            replaces,
             link_target,
             removable: true,
             stream: source_stream,
@@ -539,6 +553,7 @@ pub(crate) fn open_pair(
         dst: dst_fd,
         created,
         temp: None,
+        replaces: None,
         link_target: None,
         removable,
         stream,

@@ -730,6 +730,7 @@ impl<'a> UringMover<'a> {
             dst,
             created: true,
             temp: None,
+            replaces: None,
             link_target: None,
             removable: true,
             stream: false,

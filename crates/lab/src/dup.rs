@@ -2,9 +2,10 @@
 //! method in a child process of its own and reports what each cost (the sendfile report's
 //! columns, from wait4's rusage).
 
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -78,50 +79,149 @@ pub struct Dup {
     pub used: DupMethod,
 }
 
-/// Copies `src` to `dst` (created or truncated) with `method`. A failed copy removes `dst`, so
-/// nothing half-written is left to look like a copy.
+/// Copies `src` to `dst` (created or truncated) with `method`. `dst` is truncated only after
+/// it proved to be another file than `src` ([`LabError::SameFile`] otherwise, with both left
+/// as they were). A failed copy removes `dst` (or empties it, when the name is a symlink to
+/// it), so nothing half-written is left to look like a copy.
 pub fn dup(src: &Path, dst: &Path, method: DupMethod, block_size: usize) -> Result<Dup, LabError> {
-    let result = dup_into(src, dst, method, block_size);
-    if result.is_err() && std::fs::metadata(src).is_ok() {
-        let _ = std::fs::remove_file(dst);
+    let input = File::open(src).map_err(|e| LabError::io("open", src, e))?;
+    let stat = input.metadata().map_err(|e| LabError::io("stat", src, e))?;
+    if stat.is_dir() {
+        // Before DST is opened: its reads would fail only after DST was emptied.
+        let is_a_directory = io::Error::from_raw_os_error(libc::EISDIR);
+        return Err(LabError::io("read", src, is_a_directory));
+    }
+    refuse_same_file(src, &stat, dst)?;
+    let output = open_destination(dst)?;
+    let out_stat = output
+        .metadata()
+        .map_err(|e| LabError::io("stat", dst, e))?;
+    // The check that counts: the descriptors' own inodes, so no rename or symlink swapped in
+    // since the path check can make the truncation below hit the source.
+    if same_inode(&stat, &out_stat) {
+        return Err(same_file(src, dst));
+    }
+    if out_stat.file_type().is_file() {
+        output
+            .set_len(0)
+            .map_err(|e| LabError::io("truncate", dst, e))?;
+    }
+    crate::hook::resize_after_stat(src);
+    let result = dup_into(src, &input, &stat, dst, &output, method, block_size);
+    if result.is_err() {
+        discard(dst, &output, &out_stat);
     }
     result
 }
 
-fn dup_into(src: &Path, dst: &Path, method: DupMethod, block_size: usize) -> Result<Dup, LabError> {
-    let input = File::open(src).map_err(|e| LabError::io("open", src, e))?;
-    let size = input
-        .metadata()
-        .map_err(|e| LabError::io("stat", src, e))?
-        .len();
-    let output = File::create(dst).map_err(|e| LabError::io("create", dst, e))?;
+/// Refuses, before any measurement or write, a `dst` that names `src`'s file by any spelling
+/// (the same name, a hard link, a symlink or a chain of them, a `/proc/self/fd` link).
+/// `--compare` asks this before running every method; [`dup`] asks it again through its open
+/// descriptors.
+pub fn check_distinct(src: &Path, dst: &Path) -> Result<(), LabError> {
+    let stat = std::fs::metadata(src).map_err(|e| LabError::io("stat", src, e))?;
+    refuse_same_file(src, &stat, dst)
+}
+
+/// The path check, which names the files even where `dst` could not be opened for writing (a
+/// read-only file): `dst` as it resolves now, if it exists.
+fn refuse_same_file(src: &Path, src_stat: &Metadata, dst: &Path) -> Result<(), LabError> {
+    match std::fs::metadata(dst) {
+        Ok(d) if same_inode(src_stat, &d) => Err(same_file(src, dst)),
+        _ => Ok(()),
+    }
+}
+
+fn same_inode(a: &Metadata, b: &Metadata) -> bool {
+    (a.dev(), a.ino()) == (b.dev(), b.ino())
+}
+
+fn same_file(src: &Path, dst: &Path) -> LabError {
+    LabError::SameFile {
+        src: src.to_path_buf(),
+        dst: dst.to_path_buf(),
+    }
+}
+
+/// `dst` for writing, created if missing, but not truncated: that waits until it proved to be
+/// another file than the source.
+fn open_destination(dst: &Path) -> Result<File, LabError> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dst)
+        .map_err(|e| LabError::io("create", dst, e))
+}
+
+/// After a failed copy: the name goes if it still leads straight to the file written (not
+/// through a symlink, not replaced meanwhile); a file reached otherwise is emptied instead.
+fn discard(dst: &Path, output: &File, out_stat: &Metadata) {
+    if !out_stat.file_type().is_file() {
+        return;
+    }
+    match std::fs::symlink_metadata(dst) {
+        Ok(named) if same_inode(&named, out_stat) => {
+            let _ = std::fs::remove_file(dst);
+        }
+        _ => {
+            let _ = output.set_len(0);
+        }
+    }
+}
+
+fn dup_into(
+    src: &Path,
+    input: &File,
+    stat: &Metadata,
+    dst: &Path,
+    output: &File,
+    method: DupMethod,
+    block_size: usize,
+) -> Result<Dup, LabError> {
     let bs = block_size.max(1);
     let via = |m: Method| -> Result<u64, LabError> {
         Transfer::new(m, bs)
             .copy(input.as_fd(), output.as_fd(), 0, u64::MAX)
             .map_err(|e| transfer_error(e, src, dst, method))
     };
-    let bytes = match method {
-        DupMethod::Rw => via(Method::ReadWrite)?,
-        DupMethod::Sendfile => via(Method::Sendfile)?,
-        DupMethod::Splice => via(Method::Splice)?,
-        DupMethod::CopyRange => via(Method::CopyRange)?,
+    let cloned = || -> Result<u64, LabError> {
+        // A clone is the whole file at one instant: its size is what the copy holds.
+        Ok(output
+            .metadata()
+            .map_err(|e| LabError::io("stat", dst, e))?
+            .len())
+    };
+    let (bytes, used) = match method {
+        DupMethod::Rw => (via(Method::ReadWrite)?, method),
+        DupMethod::Sendfile => (via(Method::Sendfile)?, method),
+        DupMethod::Splice => (via(Method::Splice)?, method),
+        DupMethod::CopyRange => (via(Method::CopyRange)?, method),
         DupMethod::Bigbuf => {
-            let mut all = Vec::with_capacity(size as usize);
-            (&input)
+            // The size is only a first guess at the buffer: the read goes on to end of file.
+            let mut all = Vec::with_capacity(stat.len() as usize);
+            (&*input)
                 .read_to_end(&mut all)
                 .map_err(|e| LabError::io("read", src, e))?;
-            (&output)
+            (&*output)
                 .write_all(&all)
                 .map_err(|e| LabError::io("write", dst, e))?;
-            all.len() as u64
+            (all.len() as u64, method)
         }
-        DupMethod::Uring => uring(&input, &output, bs, 8).map_err(|(op, e)| {
-            let path = if op == "write" { dst } else { src };
-            LabError::io(op, path, e)
-        })?,
+        DupMethod::Uring => {
+            // A file without a size (/proc, /sys) is read in order: pseudo-files regenerate
+            // everything before an offset they did not just read up to, so blocks in flight
+            // at scattered offsets would cost time quadratic in the file's length.
+            let sized = stat.file_type().is_file() && stat.len() > 0;
+            let depth = if sized { 8 } else { 1 };
+            let bytes = uring(input, output, bs, depth).map_err(|(op, e)| {
+                let path = if op == "write" { dst } else { src };
+                LabError::io(op, path, e)
+            })?;
+            (bytes, method)
+        }
         DupMethod::Reflink => {
-            rustix::fs::ioctl_ficlone(&output, &input).map_err(|e| {
+            rustix::fs::ioctl_ficlone(output, input).map_err(|e| {
                 LabError::Invalid(format!(
                     "cannot clone '{}' to '{}': {} (reflinks need btrfs, xfs or the like, both files on one filesystem)",
                     src.display(),
@@ -129,15 +229,19 @@ fn dup_into(src: &Path, dst: &Path, method: DupMethod, block_size: usize) -> Res
                     crate::error::reason(&e.into())
                 ))
             })?;
-            size
+            return Ok(Dup {
+                bytes: cloned()?,
+                used: method,
+            });
         }
         DupMethod::Auto => {
-            if rustix::fs::ioctl_ficlone(&output, &input).is_ok() {
+            if rustix::fs::ioctl_ficlone(output, input).is_ok() {
                 return Ok(Dup {
-                    bytes: size,
+                    bytes: cloned()?,
                     used: DupMethod::Reflink,
                 });
             }
+            let mut done = None;
             for (m, used) in [
                 (Method::CopyRange, DupMethod::CopyRange),
                 (Method::Sendfile, DupMethod::Sendfile),
@@ -149,18 +253,29 @@ fn dup_into(src: &Path, dst: &Path, method: DupMethod, block_size: usize) -> Res
                     0,
                     u64::MAX,
                 ) {
-                    Ok(bytes) => return Ok(Dup { bytes, used }),
+                    Ok(bytes) => {
+                        done = Some((bytes, used));
+                        break;
+                    }
                     Err(TransferError::Unsupported(_)) => continue,
                     Err(e) => return Err(transfer_error(e, src, dst, used)),
                 }
             }
-            unreachable!("read/write is always supported")
+            done.expect("read/write is always supported")
         }
     };
-    Ok(Dup {
-        bytes,
-        used: method,
-    })
+    // Every method above read to end of file; a regular file with a size must have held just
+    // that. (A size of 0 says nothing: /proc and /sys files, and pipes, have none.)
+    let stated = stat.len();
+    if stat.file_type().is_file() && stated > 0 && bytes != stated {
+        return Err(LabError::Changed {
+            path: src.to_path_buf(),
+            doing: "copied",
+            stated,
+            read: bytes,
+        });
+    }
+    Ok(Dup { bytes, used })
 }
 
 fn transfer_error(e: TransferError, src: &Path, dst: &Path, method: DupMethod) -> LabError {
@@ -176,7 +291,10 @@ fn transfer_error(e: TransferError, src: &Path, dst: &Path, method: DupMethod) -
     }
 }
 
-/// io_uring: `depth` slots, each reading a block then writing it, then reading the next.
+/// io_uring: `depth` slots, each reading a block then writing it, then reading the next. A
+/// short read is not the end of the file (pseudo-files such as /proc's return a page or a
+/// record at a time): the slot reads the rest of its block, and only a read of 0 bytes ends
+/// the file.
 fn uring(
     src: &File,
     dst: &File,
@@ -203,9 +321,14 @@ fn uring(
                 .offset(at + written as u64)
                 .build()
             } else {
-                opcode::Read::new(sfd, buf.as_mut_ptr(), bs as u32)
-                    .offset(at)
-                    .build()
+                // SAFETY: as above; `filled < bs`, so the rest of the block is in the buffer.
+                opcode::Read::new(
+                    sfd,
+                    unsafe { buf.as_mut_ptr().add(filled) },
+                    (bs - filled) as u32,
+                )
+                .offset(at + filled as u64)
+                .build()
             };
             // SAFETY: as above; one entry per slot fits the queue.
             unsafe {
@@ -247,6 +370,8 @@ fn uring(
                     (at, filled, written, true)
                 } else {
                     total += filled as u64;
+                    // Blocks are handed out in order, so once a read found the end, every
+                    // block before it is already in some slot.
                     if eof || failure.is_some() {
                         continue;
                     }
@@ -256,13 +381,14 @@ fn uring(
                 }
             } else if res == 0 {
                 eof = true;
-                continue;
-            } else {
-                if res < bs {
-                    // A regular file reads short only at its end.
-                    eof = true;
+                if filled == 0 {
+                    continue;
                 }
-                (at, res, 0, true)
+                (at, filled, 0, true)
+            } else if filled + res < bs {
+                (at, filled + res, 0, false)
+            } else {
+                (at, bs, 0, true)
             };
             if failure.is_none() {
                 slots[slot] = state;

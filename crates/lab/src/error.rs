@@ -20,6 +20,31 @@ pub enum LabError {
     /// The request itself cannot be carried out (bad combination of options, and the like).
     #[error("{0}")]
     Invalid(String),
+    /// The source and the destination are one file (one inode), whatever their names: writing
+    /// the one would destroy the other.
+    #[error("'{}' and '{}' are the same file", src.display(), dst.display())]
+    SameFile {
+        /// The source, as given.
+        src: PathBuf,
+        /// The destination, as given.
+        dst: PathBuf,
+    },
+    /// The file held another number of bytes than its size said: it shrank or grew while it
+    /// was being read, so what was read is no consistent picture of it.
+    #[error(
+        "'{}' changed size while {doing}: {stated} bytes by stat, {read} bytes read",
+        path.display()
+    )]
+    Changed {
+        /// The file.
+        path: PathBuf,
+        /// "read" or "copied".
+        doing: &'static str,
+        /// The size stat gave before the read.
+        stated: u64,
+        /// The bytes the read found.
+        read: u64,
+    },
 }
 
 impl LabError {

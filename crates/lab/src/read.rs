@@ -11,6 +11,7 @@ use std::time::Instant;
 use io_uring::{opcode, types, IoUring};
 
 use crate::error::LabError;
+use crate::fault::FaultGuard;
 use crate::xor::xor_at;
 use ringio_copy::buf::AlignedBuf;
 
@@ -94,6 +95,10 @@ pub struct ReadResult {
     pub bytes: u64,
     /// Wall time, from open to the last byte.
     pub seconds: f64,
+    /// Whether stat gave the file a size to split among threads and to map. Without one (a
+    /// /proc or /sys file, a pipe, a device, an empty file) it was read from start to end with
+    /// read(2) on one thread, whatever the method and thread count.
+    pub sized: bool,
 }
 
 impl ReadResult {
@@ -103,7 +108,11 @@ impl ReadResult {
     }
 }
 
-/// Reads `path` as `opts` says.
+/// Reads `path` as `opts` says, to its end: the size from stat is a hint. A regular file with
+/// a size is split among the threads (or mapped) by that size, and whatever lies past it is read
+/// too; a file without one is read sequentially to end of file. A file that turns out to hold
+/// another number of bytes than stat said (it shrank or grew while read) is an error,
+/// [`LabError::Changed`].
 pub fn read_file(path: &Path, opts: &ReadOptions) -> Result<ReadResult, LabError> {
     if opts.block_size == 0 || opts.threads == 0 {
         return Err(LabError::Invalid(
@@ -135,13 +144,16 @@ pub fn read_file(path: &Path, opts: &ReadOptions) -> Result<ReadResult, LabError
             LabError::io("open", path, e)
         }
     })?;
-    let size = file
-        .metadata()
-        .map_err(|e| LabError::io("stat", path, e))?
-        .len();
-    let len = match opts.count {
-        Some(blocks) => size.min(blocks.saturating_mul(opts.block_size as u64)),
-        None => size,
+    let meta = file.metadata().map_err(|e| LabError::io("stat", path, e))?;
+    let stated = meta.len();
+    let sized = meta.file_type().is_file() && stated > 0;
+    let limit = opts
+        .count
+        .map(|blocks| blocks.saturating_mul(opts.block_size as u64));
+    let len = if sized {
+        limit.map_or(stated, |l| l.min(stated))
+    } else {
+        0
     };
     let ranges = split(len, opts.threads, opts.block_size as u64);
     let reader = Reader {
@@ -149,26 +161,27 @@ pub fn read_file(path: &Path, opts: &ReadOptions) -> Result<ReadResult, LabError
         file: &file,
         opts,
     };
-    let results: Vec<Result<(u32, u64), LabError>> = match opts.method {
-        ReadMethod::Mmap => {
-            let map = Mapping::new(&file, len).map_err(|e| LabError::io("mmap", path, e))?;
-            std::thread::scope(|s| {
-                let handles: Vec<_> = ranges
-                    .iter()
-                    .map(|&(a, b)| {
-                        let map = &map;
-                        s.spawn(move || {
-                            Ok((xor_at(a, &map.bytes()[a as usize..b as usize]), b - a))
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("reader thread"))
-                    .collect()
-            })
+    let map = match opts.method {
+        ReadMethod::Mmap if len > 0 => {
+            Some(Mapping::new(&file, len).map_err(|e| LabError::io("mmap", path, e))?)
         }
-        _ => std::thread::scope(|s| {
+        _ => None,
+    };
+    crate::hook::resize_after_stat(path);
+    let results: Vec<Result<(u32, u64), LabError>> = match &map {
+        Some(map) => std::thread::scope(|s| {
+            let handles: Vec<_> = ranges
+                .iter()
+                .map(|&(a, b)| {
+                    s.spawn(move || Ok((xor_at(a, &map.bytes()[a as usize..b as usize]), b - a)))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("reader thread"))
+                .collect()
+        }),
+        None => std::thread::scope(|s| {
             let handles: Vec<_> = ranges
                 .iter()
                 .map(|&(a, b)| {
@@ -188,10 +201,52 @@ pub fn read_file(path: &Path, opts: &ReadOptions) -> Result<ReadResult, LabError
         xor ^= x;
         bytes += n;
     }
+    if let Some(map) = map {
+        // Past a truncation a mapping reads zeros, never short: in whole pages after a fault
+        // (which the guard saw), and in the rest of the file's last page without one (which
+        // only the size now tells).
+        let now = file
+            .metadata()
+            .map_err(|e| LabError::io("stat", path, e))?
+            .len();
+        if map.faulted() || now < len {
+            return Err(LabError::Changed {
+                path: path.to_path_buf(),
+                doing: "read",
+                stated,
+                read: now.min(len),
+            });
+        }
+    }
+    // Past the stated size: the whole of a file without one, or what a file grew by. A read
+    // limited by --count within the stated size has nothing to look for there.
+    let past_end = match limit {
+        Some(l) if sized && l <= len => None,
+        Some(l) => Some(l - len),
+        None => Some(u64::MAX),
+    };
+    if let Some(most) = past_end {
+        let (x, n) = if sized {
+            reader.past(len, most)?
+        } else {
+            reader.sequential(most)?
+        };
+        xor ^= x;
+        bytes += n;
+    }
+    if sized && bytes != len {
+        return Err(LabError::Changed {
+            path: path.to_path_buf(),
+            doing: "read",
+            stated,
+            read: bytes,
+        });
+    }
     Ok(ReadResult {
         xor,
         bytes,
         seconds: start.elapsed().as_secs_f64(),
+        sized,
     })
 }
 
@@ -259,6 +314,62 @@ impl Reader<'_> {
             at += n as u64;
         }
         Ok((xor, at - a))
+    }
+
+    /// Reads with pread from `from`, the stated end of a regular file, to end of file or `most`
+    /// bytes: what the file grew by since it was stat'ed.
+    fn past(&self, from: u64, most: u64) -> Result<(u32, u64), LabError> {
+        let bs = self.opts.block_size;
+        let mut buf = AlignedBuf::new(bs);
+        let fd = self.file.as_fd();
+        let end = from.saturating_add(most);
+        let (mut xor, mut at) = (0u32, from);
+        while at < end {
+            // O_DIRECT reads whole aligned blocks: from the block holding `at`, keeping the
+            // bytes from `at` on.
+            let (read_at, skip) = if self.opts.direct {
+                let aligned = at / 4096 * 4096;
+                (aligned, (at - aligned) as usize)
+            } else {
+                (at, 0)
+            };
+            let n =
+                ringio_copy::pread(fd, &mut buf[..bs], read_at).map_err(|e| self.err("read", e))?;
+            if n <= skip {
+                break;
+            }
+            let n = (n - skip).min((end - at).min(usize::MAX as u64) as usize);
+            xor ^= xor_at(at, &buf[skip..skip + n]);
+            at += n as u64;
+        }
+        Ok((xor, at - from))
+    }
+
+    /// Reads a file without a size from its start to end of file, or `most` bytes, with
+    /// read(2): pipes and devices have no offsets to pread at, and pseudo-files are written to
+    /// be read in order.
+    fn sequential(&self, most: u64) -> Result<(u32, u64), LabError> {
+        let bs = self.opts.block_size;
+        let mut buf = AlignedBuf::new(bs);
+        let (mut xor, mut at) = (0u32, 0u64);
+        while at < most {
+            // O_DIRECT reads whole blocks; past `most` they are cut off below.
+            let want = if self.opts.direct {
+                bs
+            } else {
+                (most - at).min(bs as u64) as usize
+            };
+            let n = match rustix::io::read(self.file.as_fd(), &mut buf[..want]) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(self.err("read", e.into())),
+            };
+            let n = n.min((most - at).min(usize::MAX as u64) as usize);
+            xor ^= xor_at(at, &buf[..n]);
+            at += n as u64;
+        }
+        Ok((xor, at))
     }
 
     fn uring(&self, a: u64, b: u64) -> Result<(u32, u64), LabError> {
@@ -344,10 +455,12 @@ impl Reader<'_> {
     }
 }
 
-/// A read-only mapping of the first `len` bytes of a file.
+/// A read-only mapping of the first `len` bytes of a file, guarded against the file's
+/// truncation (see [`FaultGuard`]).
 struct Mapping {
     ptr: *mut u8,
     len: usize,
+    guard: Option<FaultGuard>,
 }
 
 // SAFETY: the mapping is read-only and lives until drop; threads only read it.
@@ -359,6 +472,7 @@ impl Mapping {
             return Ok(Mapping {
                 ptr: std::ptr::null_mut(),
                 len: 0,
+                guard: None,
             });
         }
         // SAFETY: a fresh shared read-only mapping of an open file; unmapped in Drop.
@@ -377,24 +491,41 @@ impl Mapping {
         }
         // SAFETY: advice on our own mapping.
         unsafe { libc::madvise(ptr, len as usize, libc::MADV_SEQUENTIAL) };
+        // SAFETY: the mapping is ours and outlives the guard (dropped first in Drop); its
+        // readers only checksum it, and a fault marks the read as failed, so zero pages past
+        // a truncation are never taken for the file's bytes.
+        let Some(guard) = (unsafe { FaultGuard::new(ptr.cast(), len as usize) }) else {
+            // SAFETY: our own mapping, unmapped once.
+            unsafe { libc::munmap(ptr, len as usize) };
+            return Err(io::Error::other("too many files mapped at once"));
+        };
         Ok(Mapping {
             ptr: ptr.cast(),
             len: len as usize,
+            guard: Some(guard),
         })
+    }
+
+    /// Whether the file was truncated under the mapping while it was read.
+    fn faulted(&self) -> bool {
+        self.guard.as_ref().is_some_and(FaultGuard::faulted)
     }
 
     fn bytes(&self) -> &[u8] {
         if self.len == 0 {
             return &[];
         }
-        // SAFETY: the mapping covers `len` readable bytes while `self` lives. (A file truncated
-        // meanwhile would fault: a measurement tool accepts that, as `cat` of an mmap would.)
+        // SAFETY: the mapping covers `len` readable bytes while `self` lives. A page past the
+        // end of a file truncated meanwhile faults; the guard then maps zeros there, so the
+        // bytes stay readable, and `faulted` tells the reader they were not the file's.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }
 
 impl Drop for Mapping {
     fn drop(&mut self) {
+        // Unguard before unmapping: the range may be mapped again by anyone.
+        self.guard = None;
         if self.len > 0 {
             // SAFETY: our own mapping, unmapped once.
             unsafe { libc::munmap(self.ptr.cast(), self.len) };

@@ -16,13 +16,18 @@ report), bigbuf (the whole file in one buffer), sendfile, splice, copy-range, ur
 --compare runs every method in a child process of its own, --runs times, checks each copy byte \
 for byte, and prints the medians of wall, user and system time, context switches and page \
 faults (wait4's rusage). Given DST too, it then writes DST with the fastest method and says \
-which."
+which.\n\n\
+DST is truncated only once it proved to be another file than SRC: a DST that is SRC under any \
+name (a hard link, a symlink, ./SRC, /proc/self/fd/N) is refused with \"'SRC' and 'DST' are \
+the same file\", exit status 1, and both are left as they were. Every method copies to end of \
+file, so /proc and /sys files copy whole; a regular file that shrinks or grows while copied is \
+an error naming the sizes seen, exit status 1, and the partial copy is removed."
 )]
 pub struct Args {
     /// The file to duplicate.
     pub src: PathBuf,
-    /// The copy (created or truncated). Optional with --compare, which then writes it with the
-    /// fastest method after the comparison.
+    /// The copy (created, or truncated once it proved to be another file than SRC). Optional
+    /// with --compare, which then writes it with the fastest method after the comparison.
     #[arg(required_unless_present = "compare")]
     pub dst: Option<PathBuf>,
     /// How to copy.
@@ -40,9 +45,24 @@ pub struct Args {
     pub runs: usize,
 }
 
+/// `ringio dup`; its errors are named after the command, as cp's are after cp.
 pub fn run(args: &Args) -> Result<i32> {
+    match dup_or_compare(args) {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            eprintln!("ringio dup: {e}");
+            Ok(1)
+        }
+    }
+}
+
+fn dup_or_compare(args: &Args) -> Result<i32> {
     let bs = args.bs.map(usize::try_from).transpose()?;
     if args.compare {
+        if let Some(dst) = &args.dst {
+            // Before minutes of measurements, not after them.
+            dup::check_distinct(&args.src, dst)?;
+        }
         let exe = std::env::current_exe()?;
         let status = crate::progress::status_line();
         let rows = dup::compare(

@@ -15,7 +15,11 @@ use crate::units::parse_size;
 #[command(
     after_help = "Prints the XOR of the file as little-endian 32-bit words (a final \
 partial word zero-padded) as 8 hex digits, then bytes, seconds and MiB/s. The checksum is the \
-same for every method, thread count and block size."
+same for every method, thread count and block size.\n\n\
+The size from stat is only a hint: every read goes on to end of file. A file without one (/proc \
+and /sys files, pipes, devices) is read from start to end with read(2) on one thread, whatever \
+the method. A file that shrinks or grows while it is read (mmap included) is an error naming \
+the sizes seen, exit status 1."
 )]
 pub struct Args {
     /// The file to read (with --calibrate: the scratch file to write).
@@ -166,6 +170,18 @@ pub fn run(args: &Args) -> Result<i32> {
     }
     make_cold(args)?;
     let r = read::read_file(&args.file, &opts)?;
+    if !r.sized && r.bytes > 0 && (opts.method != ReadMethod::Psync || opts.threads > 1) {
+        eprintln!(
+            "ringio read: note: '{}' has no size by stat, so it was read to its end with \
+read(2) on one thread, not {} on {}",
+            args.file.display(),
+            opts.method,
+            match opts.threads {
+                1 => "1 thread".to_string(),
+                n => format!("{n} threads"),
+            }
+        );
+    }
     println!(
         "xor {}  bytes {}  seconds {:.6}  MiB/s {:.1}",
         xor::hex(r.xor),

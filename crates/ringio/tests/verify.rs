@@ -481,3 +481,96 @@ fn cp_p_keeps_the_acls_of_fifos() {
     }
     assert_exit(&verify(&src, &dst, &["--no-owner"]), 0);
 }
+
+/// The stable /proc file the tests read: its size by stat is 0.
+fn proc_version() -> Option<Vec<u8>> {
+    let data = fs::read("/proc/version").ok()?;
+    let stated = fs::metadata("/proc/version").ok()?.len();
+    (stated == 0 && !data.is_empty()).then_some(data)
+}
+
+/// A size of 0 is no size: /proc files say 0 and hold bytes, so their contents are compared
+/// to the end, never skipped (two different /proc files, or a /proc file and an empty copy,
+/// were "no differences"), and a whole copy of one is the same.
+#[test]
+fn files_whose_size_reads_as_zero_are_compared_to_their_end() {
+    let Some(data) = proc_version() else {
+        skip!("no /proc/version with a size of 0");
+    };
+    let s = Scratch::new();
+    let (copy, empty) = (s.join("copy"), s.join("empty"));
+    fs::write(&copy, &data).unwrap();
+    fs::write(&empty, b"").unwrap();
+    let proc_version = Path::new("/proc/version");
+    assert_exit(&verify(proc_version, &copy, &["--content-only"]), 0);
+    assert_exit(&verify(&copy, proc_version, &["--content-only"]), 0);
+    assert_finds(
+        proc_version,
+        &empty,
+        &["--content-only"],
+        &[&format!("size: {} bytes in the source, 0 in", data.len())],
+    );
+    if fs::metadata("/proc/cpuinfo").is_ok_and(|m| m.len() == 0) {
+        assert_finds(
+            Path::new("/proc/cpuinfo"),
+            proc_version,
+            &["--content-only"],
+            &["content differs from byte 0"],
+        );
+    }
+}
+
+/// `cp --verify` of a /proc file: the copy holds its bytes, and the comparison says so.
+fn cp_verify_of_a_file_without_a_size(engine: &str) {
+    if proc_version().is_none() {
+        skip!("no /proc/version with a size of 0");
+    }
+    let s = Scratch::new();
+    let out = Cp::new()
+        .engine(engine)
+        .args(["--verify", "/proc/version"])
+        .arg(s.join("copy"))
+        .run();
+    assert_exit(&out, 0);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no differences"),
+        "{}",
+        describe(&out)
+    );
+}
+
+engine_tests!(cp_verify_of_a_file_without_a_size);
+
+/// A source that shrinks or grows after its stat, before its bytes are compared (a test hook
+/// resizes it at that instant), is named as such with both sizes, exit 1.
+#[test]
+fn a_file_that_changes_size_while_compared_is_named() {
+    let s = Scratch::new();
+    let (src, dst) = (s.join("src"), s.join("dst"));
+    let size = (1 << 20) + 300;
+    for resize_to in [0u64, 1000, 1 << 20, size + 5000] {
+        let mut data = vec![0u8; size as usize];
+        Prng::new(resize_to).fill(&mut data);
+        fs::write(&src, &data).unwrap();
+        fs::write(&dst, &data).unwrap();
+        for extra in [&["--content-only"][..], &["--no-owner"][..]] {
+            fs::write(&src, &data).unwrap();
+            let out = Cp::bare()
+                .arg("verify")
+                .args(extra)
+                .arg(&src)
+                .arg(&dst)
+                .env("RINGIO_TEST_RESIZE_AFTER_STAT", &resize_to.to_string())
+                .run();
+            assert_exit(&out, 1);
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                text.contains(&format!(
+                    "the source changed size while compared: {size} bytes by stat, {resize_to} bytes read"
+                )),
+                "resized to {resize_to}, {extra:?}: {}",
+                describe(&out)
+            );
+        }
+    }
+}

@@ -1,8 +1,9 @@
 //! Comparing the bytes of two open files, by the pool of threads that `verify` runs.
 
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use crate::sys::{self};
 
@@ -15,12 +16,17 @@ pub(super) struct ContentJob {
     pub(super) path: PathBuf,
     pub(super) src: OwnedFd,
     pub(super) dst: OwnedFd,
+    /// The sizes stat gave (source, destination): hints, since a file can change while it is
+    /// read, and /proc or /sys files say 0 and hold bytes.
+    pub(super) stated: (u64, u64),
 }
 
 /// A worker's verdict on one file: a difference, if any, and the bytes compared.
 pub(super) type Compared = (Option<Difference>, u64);
 
+/// Compares both files to end of file, whatever their sizes said.
 pub(super) fn compare_content(job: &ContentJob, bufs: &mut (Vec<u8>, Vec<u8>)) -> Compared {
+    resize_source_for_test(job);
     let unreadable = |side, e: io::Error| Difference {
         path: job.path.clone(),
         kind: DifferenceKind::Unreadable {
@@ -47,11 +53,18 @@ pub(super) fn compare_content(job: &ContentJob, bufs: &mut (Vec<u8>, Vec<u8>)) -
                 .position(|(x, y)| x != y)
                 .unwrap_or(n.min(m));
             let kind = if n != m && at == n.min(m) {
-                // One ended first: the file changed size after it was stated.
-                DifferenceKind::Size {
-                    src: offset + n as u64,
-                    dst: offset + m as u64,
+                // One ended first; the other is read on to its end, for the sizes to name.
+                let (longer, buf) = if n > m { (&job.src, a) } else { (&job.dst, b) };
+                let mut end = offset + n.max(m) as u64;
+                while let Ok(more @ 1..) = sys::pread(longer.as_fd(), buf, end) {
+                    end += more as u64;
                 }
+                let (src, dst) = if n > m {
+                    (end, offset + m as u64)
+                } else {
+                    (offset + n as u64, end)
+                };
+                changed(job.stated, (src, dst)).unwrap_or(DifferenceKind::Size { src, dst })
             } else {
                 DifferenceKind::Content {
                     offset: offset + at as u64,
@@ -65,7 +78,47 @@ pub(super) fn compare_content(job: &ContentJob, bufs: &mut (Vec<u8>, Vec<u8>)) -
         }
         offset += n as u64;
         if n < a.len() {
-            return (None, offset);
+            let diff = changed(job.stated, (offset, offset)).map(|kind| Difference {
+                path: job.path.clone(),
+                kind,
+            });
+            return (diff, offset);
+        }
+    }
+}
+
+/// Which side, if either, held another number of bytes than stat said, given the bytes each
+/// held to its end of file (source, destination). A side stated at 0 has no size to break:
+/// /proc and /sys files say 0 and hold bytes.
+fn changed(stated: (u64, u64), read: (u64, u64)) -> Option<DifferenceKind> {
+    [
+        ("source", stated.0, read.0),
+        ("destination", stated.1, read.1),
+    ]
+    .into_iter()
+    .find(|&(_, stated, read)| stated > 0 && read != stated)
+    .map(|(side, stated, read)| DifferenceKind::Changed { side, stated, read })
+}
+
+/// Test-only: `RINGIO_TEST_RESIZE_AFTER_STAT=BYTES` sets the source's length to BYTES after it
+/// was stat'ed and before its bytes are compared, as a process writing to it at that instant
+/// would, so that the tests need no timing luck. Unset, it costs one lookup per process.
+fn resize_source_for_test(job: &ContentJob) {
+    static RESIZE_TO: OnceLock<Option<u64>> = OnceLock::new();
+    let resize_to = RESIZE_TO.get_or_init(|| {
+        std::env::var("RINGIO_TEST_RESIZE_AFTER_STAT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+    });
+    if let Some(len) = *resize_to {
+        // The comparer's descriptor is read-only: a writable one through its /proc link.
+        let link = format!("/proc/self/fd/{}", job.src.as_raw_fd());
+        let resized = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&link)
+            .and_then(|f| f.set_len(len));
+        if let Err(e) = resized {
+            eprintln!("RINGIO_TEST_RESIZE_AFTER_STAT: cannot resize the source: {e}");
         }
     }
 }

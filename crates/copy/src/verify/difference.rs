@@ -91,6 +91,16 @@ pub enum DifferenceKind {
         /// What it should be: "a hard link" or "a symbolic link".
         expected: &'static str,
     },
+    /// A file held another number of bytes than its size said: it shrank or grew while it
+    /// was compared.
+    Changed {
+        /// Which side.
+        side: &'static str,
+        /// The size stat gave.
+        stated: u64,
+        /// The bytes read, to end of file.
+        read: u64,
+    },
     /// The entry could not be read on one side.
     Unreadable {
         /// Which side.
@@ -164,6 +174,10 @@ impl fmt::Display for Difference {
                 "holes lost: {src_allocated} bytes allocated in the source, {dst_allocated} in the destination"
             ),
             D::NotLinked { expected } => write!(f, "not {expected} to the source"),
+            D::Changed { side, stated, read } => write!(
+                f,
+                "the {side} changed size while compared: {stated} bytes by stat, {read} bytes read"
+            ),
             D::Unreadable { side, op, reason } => write!(f, "cannot {op} in the {side}: {reason}"),
         }
     }

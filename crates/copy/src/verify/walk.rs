@@ -259,7 +259,9 @@ impl Walk<'_> {
             // whatever content they had.
             return;
         }
-        if s.size != d.size {
+        // Sizes differ without a read only when both are given: a size of 0 may be no size at
+        // all (/proc and /sys files say 0 and hold bytes), and then the contents decide.
+        if s.size != d.size && s.size != 0 && d.size != 0 {
             let (src, dst) = (s.size, d.size);
             return self.differ(&path, DifferenceKind::Size { src, dst });
         }
@@ -293,10 +295,13 @@ impl Walk<'_> {
         if self.opts.xattrs {
             self.xattrs(&path, Target::Fd(src.as_fd()), Target::Fd(dst.as_fd()));
         }
-        if s.size == 0 {
-            return;
-        }
-        let job = ContentJob { path, src, dst };
+        let stated = (s.size, d.size);
+        let job = ContentJob {
+            path,
+            src,
+            dst,
+            stated,
+        };
         if let Some(work) = &self.work {
             // The pool outlives the walk, so a send only fails if every worker died.
             let _ = work.send(job);

@@ -7,13 +7,18 @@
 //! time likewise from its rusage. A point where the load generator kept its CPU busy most of
 //! the time is flagged as load-bound: its round trips/s say more about the load generator than
 //! about the server.
+//!
+//! Every wait on a child has a deadline: the server's first line ([`SERVER_START_LIMIT`]), the
+//! load generator's run (its duration and timeouts, plus [`LOAD_GRACE`]), the server's stop
+//! after SIGTERM ([`SERVER_STOP_LIMIT`]). A child that outlives one is killed, and the point
+//! fails with the reason.
 
 use std::io::{self, BufRead, BufReader};
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -24,6 +29,18 @@ use crate::Model;
 /// A point whose load generator was busy at least this share of the measured phase is
 /// load-bound.
 pub const LOAD_BOUND_SHARE: f64 = 0.9;
+
+/// How long a server may take to say where it listens.
+pub const SERVER_START_LIMIT: Duration = Duration::from_secs(10);
+
+/// How long a server may take to stop after SIGTERM (the models look at their stop flag
+/// every 100 ms or so).
+pub const SERVER_STOP_LIMIT: Duration = Duration::from_secs(10);
+
+/// How long a load generator may run past its duration and four of its timeouts (connects,
+/// the last batch, the goodbye, the join of its clients) before it is killed: room for
+/// thousands of connects on a slow machine.
+pub const LOAD_GRACE: Duration = Duration::from_secs(60);
 
 /// Which load generator `ringio load` runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +75,8 @@ pub struct BenchOptions {
     pub duration: Duration,
     /// Actions per write.
     pub pipeline: usize,
+    /// The load generator's `--timeout`: its longest wait for the server.
+    pub timeout: Duration,
     /// Open loop at this many requests per second in all (see [`crate::load`]): every model
     /// then does the same work, and CPU per round trip compares without the noise of a closed
     /// loop. Closed loop when `None`.
@@ -136,6 +155,106 @@ fn reap(child: &Child) -> io::Result<(i32, f64)> {
     Ok((reaped.status.into_raw(), reaped.cpu().as_secs_f64()))
 }
 
+/// Waits until `child` has exited or `by` has passed; true if it exited. The child is left
+/// unreaped, so its pid stays its own and a kill after a false answer cannot hit another
+/// process.
+fn exited_by(child: &Child, by: Instant) -> io::Result<bool> {
+    loop {
+        // SAFETY: siginfo_t is plain old data; all-zero is a valid value, and si_pid stays 0
+        // when no child has exited (WNOHANG).
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is valid for writes; WNOWAIT leaves the child unreaped.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                child.id(),
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        // SAFETY: waitid filled `info` (or left it zeroed); si_pid reads its pid field.
+        if unsafe { info.si_pid() } != 0 {
+            return Ok(true);
+        }
+        if Instant::now() >= by {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Reaps `child` if it exits by `by`; otherwise kills and reaps it and says so, naming what
+/// it was doing.
+fn reap_by(child: &Child, by: Instant, limit: Duration, doing: &str) -> io::Result<(i32, f64)> {
+    if exited_by(child, by)? {
+        return reap(child);
+    }
+    // SAFETY: signalling our own child, not yet reaped (exited_by leaves it so).
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = reap(child);
+    Err(io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!(
+            "{doing} took more than {:.0} s; killed",
+            limit.as_secs_f64()
+        ),
+    ))
+}
+
+/// The server's first line, `listening on ADDR`, read within [`SERVER_START_LIMIT`]. On
+/// failure the server is killed and reaped.
+fn server_address(server: &mut Child) -> io::Result<SocketAddr> {
+    let stdout = server.stdout.take().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut line = String::new();
+        let read = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(read.map(|_| line));
+    });
+    let got = rx.recv_timeout(SERVER_START_LIMIT);
+    let kill = |server: &Child| {
+        // SAFETY: signalling our own child, not yet reaped.
+        unsafe { libc::kill(server.id() as i32, libc::SIGKILL) };
+        let _ = reap(server);
+    };
+    let line = match got {
+        Ok(Ok(line)) => line,
+        Ok(Err(e)) => {
+            kill(server);
+            let _ = reader.join();
+            return Err(e);
+        }
+        Err(_) => {
+            // Killing it closes its stdout, which ends the reader.
+            kill(server);
+            let _ = reader.join();
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("it said nothing within {} s", SERVER_START_LIMIT.as_secs()),
+            ));
+        }
+    };
+    let _ = reader.join();
+    match line
+        .trim()
+        .strip_prefix("listening on ")
+        .and_then(|a| a.parse().ok())
+    {
+        Some(addr) => Ok(addr),
+        None => {
+            kill(server);
+            Err(io::Error::other(format!("got {line:?}")))
+        }
+    }
+}
+
 /// Runs each model at each client count in a fresh `exe serve`, loaded by a fresh
 /// `exe load` for `duration`, `rounds` times round-robin. `sequential` serves one client at a
 /// time, so it runs only up to 10 clients.
@@ -182,20 +301,14 @@ fn one_point(
     let stop_server = |server: &Child| {
         // SAFETY: signalling our own child, not yet reaped.
         unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
-        reap(server)
+        reap_by(
+            server,
+            Instant::now() + SERVER_STOP_LIMIT,
+            SERVER_STOP_LIMIT,
+            "stopping after SIGTERM",
+        )
     };
-    let mut line = String::new();
-    let read = BufReader::new(server.stdout.take().expect("piped")).read_line(&mut line);
-    let addr: Option<SocketAddr> = line
-        .trim()
-        .strip_prefix("listening on ")
-        .and_then(|a| a.parse().ok());
-    let Some(addr) = addr.filter(|_| read.is_ok()) else {
-        let _ = stop_server(&server);
-        return Err(err("read the server's address")(io::Error::other(format!(
-            "got {line:?}"
-        ))));
-    };
+    let addr = server_address(&mut server).map_err(err("read the server's address"))?;
     let json = std::env::temp_dir().join(format!(
         "ringio-bench-load-{}-{}-{n}-{round}.json",
         std::process::id(),
@@ -217,6 +330,8 @@ fn one_point(
         .arg(format!("{}ms", opts.duration.as_millis().max(1)))
         .arg("--pipeline")
         .arg(opts.pipeline.max(1).to_string())
+        .arg("--timeout")
+        .arg(format!("{}ms", opts.timeout.as_millis().max(1)))
         .args(
             opts.rate
                 .map(|r| vec!["--rate".to_string(), r.to_string()])
@@ -237,7 +352,15 @@ fn one_point(
             return Err(err("start the load generator")(e));
         }
     };
-    let load_status = reap(&load).map(|(status, _)| status);
+    let load_limit = opts
+        .duration
+        .saturating_add(opts.timeout.saturating_mul(4))
+        .saturating_add(LOAD_GRACE);
+    let load_by = Instant::now()
+        .checked_add(load_limit)
+        // Past any clock's range: no deadline at all, as good as one that never comes.
+        .unwrap_or_else(|| Instant::now() + Duration::from_secs(1 << 40));
+    let load_status = reap_by(&load, load_by, load_limit, "its run").map(|(status, _)| status);
     let (status, server_cpu_total_s) = stop_server(&server).map_err(err("wait for the server"))?;
     let load_status = load_status.map_err(err("wait for the load generator"))?;
     let report = read_report(&json);

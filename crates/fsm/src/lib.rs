@@ -24,4 +24,4 @@ mod tokio_model;
 mod uring;
 
 pub use model::{Model, Summary};
-pub use serve::{listen, serve, ServeError};
+pub use serve::{listen, serve, ServeError, MAX_THREADS};

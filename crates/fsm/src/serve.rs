@@ -23,6 +23,9 @@ pub struct ServeError {
     pub source: io::Error,
 }
 
+/// The most worker threads a model with a pool may run.
+pub const MAX_THREADS: usize = 1024;
+
 /// Binds `addr` with a listen backlog of 4096 (std's default of 128 drops SYNs when thousands
 /// of clients connect at once, and they retry only after a second).
 pub fn listen(addr: std::net::SocketAddr) -> io::Result<TcpListener> {
@@ -36,7 +39,8 @@ pub fn listen(addr: std::net::SocketAddr) -> io::Result<TcpListener> {
 }
 
 /// Serves on `listener` with `model` until `stop` is set. `threads` is the worker count for
-/// the models that have one (tokio); the others are single-threaded (or a thread per client).
+/// the models that have one (tokio), at most [`MAX_THREADS`]; the others are single-threaded
+/// (or a thread per client).
 pub fn serve(
     model: Model,
     listener: TcpListener,
@@ -45,6 +49,12 @@ pub fn serve(
 ) -> Result<Summary, ServeError> {
     let counters = Counters::default();
     let err = |op| move |source| ServeError { model, op, source };
+    if threads > MAX_THREADS {
+        return Err(err("start")(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{threads} worker threads: at most {MAX_THREADS}"),
+        )));
+    }
     match model {
         Model::Sequential => {
             blocking::run(&listener, false, stop, &counters).map_err(err("serve"))?

@@ -5,10 +5,12 @@ use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Result};
 use clap::builder::PossibleValue;
 use clap::ValueEnum;
 use ringio_fsm::Model;
+
+use crate::units::parse_whole;
 
 /// `ringio serve`.
 #[derive(Debug, clap::Args)]
@@ -26,9 +28,15 @@ pub struct Args {
     /// Address to listen on (port 0: any free port).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9090")]
     pub addr: SocketAddr,
-    /// Worker threads, for the models that have a pool (tokio).
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    /// Worker threads, for the models that have a pool (tokio): 1 to 1024.
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_threads,
+          allow_negative_numbers = true)]
     pub threads: usize,
+}
+
+/// `--threads`.
+fn parse_threads(text: &str) -> Result<usize, String> {
+    parse_whole(text, 1, ringio_fsm::MAX_THREADS as u64).map(|n| n as usize)
 }
 
 /// clap's view of [`Model`]: the list comes from the enum.
@@ -63,8 +71,8 @@ pub fn run(args: &Args) -> Result<i32> {
     crate::signals::stop_on_signals(&stop)?;
     // Servers and load generators hold a socket per client.
     ringio_copy::raise_nofile_limit();
-    let listener =
-        ringio_fsm::listen(args.addr).with_context(|| format!("cannot listen on {}", args.addr))?;
+    let listener = ringio_fsm::listen(args.addr)
+        .map_err(|e| anyhow!("cannot listen on {}: {e}", args.addr))?;
     let local = listener.local_addr()?;
     println!("listening on {local}");
     std::io::stdout().flush()?;

@@ -46,7 +46,21 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if v.is_nan() || v <= 0.0 {
         return Err(format!("'{text}': a duration must be positive"));
     }
-    Ok(Duration::from_secs_f64(v * scale))
+    match Duration::try_from_secs_f64(v * scale) {
+        Ok(d) if d.is_zero() => Err(format!("'{text}': a duration must be at least 1ns")),
+        Ok(d) => Ok(d),
+        Err(_) => Err(format!("'{text}': too long a duration")),
+    }
+}
+
+/// Parses a whole number from `min` to `max`; anything else (a sign, a fraction, `nan`, a
+/// number past the range) is an error that gives the range.
+pub fn parse_whole(text: &str, min: u64, max: u64) -> Result<u64, String> {
+    text.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|n| (min..=max).contains(n))
+        .ok_or_else(|| format!("must be a whole number from {min} to {max}"))
 }
 
 #[cfg(test)]
@@ -69,5 +83,25 @@ mod tests {
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert!(parse_duration("0").is_err());
         assert!(parse_duration("soon").is_err());
+        for bad in ["inf", "nan", "-1", "1e300", "1e-300", "1e300ms"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn whole_numbers() {
+        assert_eq!(parse_whole("7", 1, 10).unwrap(), 7);
+        for bad in [
+            "0",
+            "11",
+            "-1",
+            "1.5",
+            "nan",
+            "inf",
+            "18446744073709551616",
+            "",
+        ] {
+            assert!(parse_whole(bad, 1, 10).is_err(), "{bad}");
+        }
     }
 }

@@ -10,7 +10,15 @@ use ringio_fsm::loopback::{self, LoopbackReport, Transport};
 use ringio_fsm::{affinity, Model};
 use ringio_lab::plot::{line_chart, LineChart, Series};
 
-use crate::units::parse_duration;
+use crate::load::{parse_clients, parse_load_duration, parse_pipeline, parse_rate, parse_timeout};
+use crate::units::parse_whole;
+
+/// The most rounds of `bench server`.
+const MAX_ROUNDS: u64 = 1000;
+
+/// The most round trips of `bench loopback` per transport and round: about ten minutes at
+/// the slowest transport's rate.
+const MAX_ROUND_TRIPS: u64 = 100_000_000;
 
 /// `ringio bench server`.
 #[derive(Debug, clap::Args)]
@@ -24,26 +32,38 @@ otherwise). The server's CPU time over the measured phase comes from \
 generator's CPU was busy >= 90% of the time is flagged load-bound (its round trips/s measure \
 the load generator, not the server). With --rounds, the rounds run round-robin and the table \
 gives the median of each. sequential serves one client at a time and runs only up to 10 \
-clients."
+clients.\n\n\
+Every wait has a deadline: a server that does not say where it listens within 10 s, a load \
+generator still running 60 s past its --duration and four --timeouts, or a server that does not \
+stop within 10 s of SIGTERM is killed, and the benchmark fails with the reason."
 )]
 pub struct Args {
     /// Models, comma-separated [default: all].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub models: Vec<String>,
-    /// Client counts, comma-separated.
+    /// Client counts, comma-separated, each as `ringio load --clients` takes it.
     #[arg(
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        default_value = "1,10,100,1000,10000"
+        default_value = "1,10,100,1000,10000",
+        value_parser = parse_clients,
+        allow_negative_numbers = true
     )]
     pub clients: Vec<usize>,
-    /// Load per point, e.g. 5s.
-    #[arg(long, value_name = "T", default_value = "5s", value_parser = parse_duration)]
+    /// Load per point, e.g. 5s: 1ms to 24h (1440m).
+    #[arg(long, value_name = "T", default_value = "5s", value_parser = parse_load_duration,
+          allow_negative_numbers = true)]
     pub duration: Duration,
-    /// Actions per write.
-    #[arg(long, value_name = "K", default_value_t = 1)]
+    /// Actions per write: 1 to 4096.
+    #[arg(long, value_name = "K", default_value = "1", value_parser = parse_pipeline,
+          allow_negative_numbers = true)]
     pub pipeline: usize,
+    /// The load generator's longest wait for the server (`ringio load --timeout`): 1ms to 1h
+    /// (60m).
+    #[arg(long, value_name = "T", default_value = "5s", value_parser = parse_timeout,
+          allow_negative_numbers = true)]
+    pub timeout: Duration,
     /// Write SVG charts (req/s and p99 against clients) into this directory.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
@@ -51,25 +71,51 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Open loop: this many requests per second in all, the same for every model (compare CPU
-    /// per round trip at equal work); closed loop without it.
-    #[arg(long, value_name = "R")]
+    /// per round trip at equal work), 0.001 to 1e9; closed loop without it.
+    #[arg(long, value_name = "R", value_parser = parse_rate, allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// The load generator: one bare epoll loop (closed loop; the cheaper one) or tokio tasks
     /// (always used with --rate).
     #[arg(long, value_name = "ENGINE", default_value = "epoll", value_parser = ["epoll", "tokio"])]
     pub load_engine: String,
-    /// Rounds of every point (the table shows medians).
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    /// Rounds of every point (the table shows medians): 1 to 1000.
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_rounds,
+          allow_negative_numbers = true)]
     pub rounds: usize,
-    /// Pin the server to this CPU [default: the first allowed CPU].
-    #[arg(long, value_name = "CPU")]
+    /// Pin the server to this CPU, one this process may run on [default: the first allowed
+    /// CPU].
+    #[arg(long, value_name = "CPU", value_parser = parse_cpu, allow_negative_numbers = true)]
     pub server_cpu: Option<usize>,
-    /// Pin the load generator to this CPU [default: the second allowed CPU].
-    #[arg(long, value_name = "CPU")]
+    /// Pin the load generator to this CPU, one this process may run on [default: the second
+    /// allowed CPU].
+    #[arg(long, value_name = "CPU", value_parser = parse_cpu, allow_negative_numbers = true)]
     pub load_cpu: Option<usize>,
     /// Pin nothing: server and load generator share whatever CPUs there are.
     #[arg(long, conflicts_with_all = ["server_cpu", "load_cpu"])]
     pub no_pin: bool,
+}
+
+/// `--rounds`.
+fn parse_rounds(text: &str) -> Result<usize, String> {
+    parse_whole(text, 1, MAX_ROUNDS).map(|n| n as usize)
+}
+
+/// `--server-cpu`, `--load-cpu`: a CPU this process may run on, since pinning a child to any
+/// other fails between fork and exec.
+fn parse_cpu(text: &str) -> Result<usize, String> {
+    let allowed = affinity::allowed_cpus();
+    let cpu = text.trim().parse::<usize>().ok();
+    match cpu {
+        Some(cpu) if allowed.contains(&cpu) => Ok(cpu),
+        _ => Err(format!(
+            "must be a CPU this process may run on: {}",
+            allowed
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
 }
 
 pub fn run(args: &Args) -> Result<i32> {
@@ -106,6 +152,7 @@ pub fn run(args: &Args) -> Result<i32> {
         clients: args.clients.clone(),
         duration: args.duration,
         pipeline: args.pipeline,
+        timeout: args.timeout,
         rate: args.rate,
         load_engine: if args.load_engine == "tokio" {
             LoadEngine::Tokio
@@ -247,11 +294,13 @@ its CPU is the answering side's system calls and protocol stack alone, the floor
 that is never idle."
 )]
 pub struct LoopbackArgs {
-    /// Round trips per transport and round.
-    #[arg(long, value_name = "N", default_value_t = 200_000)]
+    /// Round trips per transport and round: 1 to 100000000.
+    #[arg(long, value_name = "N", default_value = "200000", value_parser = parse_round_trips,
+          allow_negative_numbers = true)]
     pub round_trips: u64,
-    /// Rounds (the table shows medians).
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    /// Rounds (the table shows medians): 1 to 1000.
+    #[arg(long, value_name = "N", default_value = "3", value_parser = parse_rounds,
+          allow_negative_numbers = true)]
     pub rounds: usize,
     /// Pin nothing.
     #[arg(long)]
@@ -259,6 +308,11 @@ pub struct LoopbackArgs {
     /// Write every run as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+/// `bench loopback --round-trips`.
+fn parse_round_trips(text: &str) -> Result<u64, String> {
+    parse_whole(text, 1, MAX_ROUND_TRIPS)
 }
 
 pub fn run_loopback(args: &LoopbackArgs) -> Result<i32> {

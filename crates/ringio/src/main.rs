@@ -69,7 +69,7 @@ fn main() {
     match code {
         Ok(code) => std::process::exit(code),
         Err(err) => {
-            eprintln!("{}: {err}", argv::program());
+            eprintln!("{}: {err:#}", argv::program());
             std::process::exit(1);
         }
     }

@@ -12,6 +12,7 @@ use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::node::DirNode;
+use crate::quote::quote;
 use crate::replaced::Replaced;
 use crate::sys::{self, Kind, Stat};
 
@@ -103,10 +104,10 @@ pub(crate) fn count_done(ctx: &Ctx<'_>, dir: &DirNode<'_>, src: &CStr, dst: &CSt
         };
         match backup {
             Some(aside) => ctx.reporter.verbose_line(&format!(
-                "'{}' -> '{}' (backup: '{}')",
-                src.display(),
-                dst.display(),
-                aside.display()
+                "{} -> {} (backup: {})",
+                quote(&src),
+                quote(&dst),
+                quote(&aside)
             )),
             None => ctx.reporter.copied(&src, &dst),
         }
@@ -172,8 +173,8 @@ pub(crate) fn finish_file(
     if bytes != stat.size && stat.kind() == Kind::File && ctx.plan.verbose {
         // A file that held still and still read a size other than its stat's: a /proc file.
         ctx.reporter.note(&format!(
-            "'{}' changed size while it was copied ({} bytes at start, {bytes} copied)",
-            dir.src_path(Some(src)).display(),
+            "{} changed size while it was copied ({} bytes at start, {bytes} copied)",
+            quote(&dir.src_path(Some(src))),
             stat.size
         ));
     }
@@ -206,9 +207,9 @@ pub(crate) fn changed_while_copied(
     removed: bool,
 ) -> CopyError {
     CopyError::Refused(format!(
-        "'{}' changed while it was copied ({why}): its copy '{}' was {}",
-        src.display(),
-        dst.display(),
+        "{} changed while it was copied ({why}): its copy {} was {}",
+        quote(&src),
+        quote(&dst),
         if removed { "removed" } else { "emptied" }
     ))
 }

@@ -10,6 +10,7 @@ use std::path::{Component, Path, PathBuf};
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
 use crate::finalize;
+use crate::quote::quote;
 use crate::sys::{self, Kind, Stat};
 
 /// One leading directory of an operand: its source and destination, open.
@@ -57,14 +58,14 @@ pub(crate) fn make(ctx: &Ctx<'_>, src: &Path, target: &Path) -> Result<Parents, 
         let src_c = c(&src_prefix)?;
         let not_dir = || {
             CopyError::Refused(format!(
-                "failed to get attributes of '{}': Not a directory",
-                src_prefix.display()
+                "failed to get attributes of {}: Not a directory",
+                quote(&src_prefix)
             ))
         };
         let stat = sys::statx_at(cwd, &src_c, true).map_err(|e| {
             CopyError::Refused(format!(
-                "failed to get attributes of '{}': {}",
-                src_prefix.display(),
+                "failed to get attributes of {}: {}",
+                quote(&src_prefix),
                 crate::error::reason(&e)
             ))
         })?;
@@ -84,8 +85,8 @@ pub(crate) fn make(ctx: &Ctx<'_>, src: &Path, target: &Path) -> Result<Parents, 
         let dst =
             sys::open_dir(at.as_fd(), &name_c, false).map_err(|e| match e.raw_os_error() {
                 Some(libc::ENOTDIR | libc::ELOOP) => CopyError::Refused(format!(
-                    "'{}' exists but is not a directory",
-                    dst_path.display()
+                    "{} exists but is not a directory",
+                    quote(&dst_path)
                 )),
                 _ => CopyError::io(Op::OpenDir, &dst_path, e),
             })?;

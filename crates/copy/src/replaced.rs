@@ -18,6 +18,7 @@ use rustix::io::Errno;
 
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
+use crate::quote::quote;
 use crate::sys::{self, Kind, Stat};
 use crate::xattr::{self, Target};
 
@@ -118,7 +119,7 @@ impl Replaced {
 /// cp's refusal of `--atomic` onto anything but a regular file (`path`: the destination).
 pub(crate) fn not_regular(path: &dyn Fn() -> PathBuf) -> CopyError {
     CopyError::Refused(format!(
-        "cannot replace '{}' atomically: not a regular file",
-        path().display()
+        "cannot replace {} atomically: not a regular file",
+        quote(&path())
     ))
 }

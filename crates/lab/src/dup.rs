@@ -2,6 +2,7 @@
 //! method in a child process of its own and reports what each cost (the sendfile report's
 //! columns, from wait4's rusage).
 
+use ringio_copy::quote::quote;
 use std::fs::{File, Metadata};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
@@ -223,9 +224,9 @@ fn dup_into(
         DupMethod::Reflink => {
             rustix::fs::ioctl_ficlone(output, input).map_err(|e| {
                 LabError::Invalid(format!(
-                    "cannot clone '{}' to '{}': {} (reflinks need btrfs, xfs or the like, both files on one filesystem)",
-                    src.display(),
-                    dst.display(),
+                    "cannot clone {} to {}: {} (reflinks need btrfs, xfs or the like, both files on one filesystem)",
+                    quote(&src),
+                    quote(&dst),
                     crate::error::reason(&e.into())
                 ))
             })?;
@@ -283,9 +284,9 @@ fn transfer_error(e: TransferError, src: &Path, dst: &Path, method: DupMethod) -
         TransferError::Read(e) => LabError::io("read", src, e),
         TransferError::Write(e) => LabError::io("write", dst, e),
         TransferError::Unsupported(e) => LabError::Invalid(format!(
-            "{method} cannot copy '{}' to '{}' here: {}",
-            src.display(),
-            dst.display(),
+            "{method} cannot copy {} to {} here: {}",
+            quote(&src),
+            quote(&dst),
             crate::error::reason(&e)
         )),
     }

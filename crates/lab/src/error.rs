@@ -1,5 +1,6 @@
 //! The lab's errors: what was being done, to which file, and why.
 
+use ringio_copy::quote::quote;
 use std::io;
 use std::path::PathBuf;
 
@@ -7,7 +8,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {
     /// A system call on a file failed.
-    #[error("cannot {op} '{}': {}", path.display(), reason(source))]
+    #[error("cannot {op} {}: {}", quote(&path), reason(source))]
     Io {
         /// What was being done.
         op: &'static str,
@@ -22,7 +23,7 @@ pub enum LabError {
     Invalid(String),
     /// The source and the destination are one file (one inode), whatever their names: writing
     /// the one would destroy the other.
-    #[error("'{}' and '{}' are the same file", src.display(), dst.display())]
+    #[error("{} and {} are the same file", quote(&src), quote(&dst))]
     SameFile {
         /// The source, as given.
         src: PathBuf,
@@ -32,8 +33,8 @@ pub enum LabError {
     /// The file held another number of bytes than its size said: it shrank or grew while it
     /// was being read, so what was read is no consistent picture of it.
     #[error(
-        "'{}' changed size while {doing}: {stated} bytes by stat, {read} bytes read",
-        path.display()
+        "{} changed size while {doing}: {stated} bytes by stat, {read} bytes read",
+        quote(&path)
     )]
     Changed {
         /// The file.

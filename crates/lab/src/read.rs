@@ -1,6 +1,7 @@
 //! `ringio read`: read a file with a block size, a thread count and a method, and checksum it
 //! (XOR of little-endian u32 words) so that every byte is really looked at.
 
+use ringio_copy::quote::quote;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd};
@@ -137,8 +138,8 @@ pub fn read_file(path: &Path, opts: &ReadOptions) -> Result<ReadResult, LabError
     let file = open.open(path).map_err(|e| {
         if opts.direct && e.raw_os_error() == Some(libc::EINVAL) {
             LabError::Invalid(format!(
-                "cannot open '{}' with O_DIRECT: its filesystem does not support direct I/O (tmpfs, for one)",
-                path.display()
+                "cannot open {} with O_DIRECT: its filesystem does not support direct I/O (tmpfs, for one)",
+                quote(&path)
             ))
         } else {
             LabError::io("open", path, e)
@@ -636,9 +637,9 @@ pub fn calibrate(
         let have = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         if size > (free + have) * 9 / 10 {
             return Err(LabError::Invalid(format!(
-                "cannot calibrate: reading {} bytes took less than {min_seconds} s and {size} bytes would not fit in the free space of '{}'",
+                "cannot calibrate: reading {} bytes took less than {min_seconds} s and {size} bytes would not fit in the free space of {}",
                 size / 2,
-                dir.display()
+                quote(&dir)
             )));
         }
         crate::write::write_file(

@@ -47,6 +47,7 @@ fn run_ranks(args: &CpArgs) -> Result<i32> {
     use std::path::Path;
     use std::time::Instant;
 
+    use ringio_copy::quote::quote;
     use ringio_copy::{CopyError, Progress};
     use ringio_mpi::runtime::Mpi;
 
@@ -63,9 +64,9 @@ fn run_ranks(args: &CpArgs) -> Result<i32> {
         fn copied(&self, src: &Path, dst: &Path) {
             let _ = writeln!(
                 std::io::stdout().lock(),
-                "'{}' -> '{}'",
-                src.display(),
-                dst.display()
+                "{} -> {}",
+                quote(&src),
+                quote(&dst)
             );
         }
         fn verbose_line(&self, line: &str) {

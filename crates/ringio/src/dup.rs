@@ -1,5 +1,6 @@
 //! `ringio dup SRC DST`: duplicate one file by a chosen method, or compare them all.
 
+use ringio_copy::quote::quote;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -112,16 +113,13 @@ fn dup_or_compare(args: &Args) -> Result<i32> {
             .filter_map(|r| Some((r.method, r.outcome.as_ref().ok()?.wall)))
             .min_by_key(|&(_, wall)| wall);
         let Some((method, wall)) = fastest else {
-            anyhow::bail!(
-                "no method worked here, so '{}' was not written",
-                dst.display()
-            );
+            anyhow::bail!("no method worked here, so {} was not written", quote(&dst));
         };
         let bs = bs.unwrap_or_else(|| method.default_block_size());
         let done = dup::dup(&args.src, dst, method, bs)?;
         println!(
-            "wrote '{}' ({} bytes) with {}, the fastest here ({:.4} s median)",
-            dst.display(),
+            "wrote {} ({} bytes) with {}, the fastest here ({:.4} s median)",
+            quote(&dst),
             done.bytes,
             done.used,
             wall.as_secs_f64()

@@ -1,6 +1,7 @@
 //! `ringio read FILE`: read throughput by block size, threads, cache state and method, with an
 //! XOR checksum that proves every byte was read.
 
+use ringio_copy::quote::quote;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -172,9 +173,9 @@ pub fn run(args: &Args) -> Result<i32> {
     let r = read::read_file(&args.file, &opts)?;
     if !r.sized && r.bytes > 0 && (opts.method != ReadMethod::Psync || opts.threads > 1) {
         eprintln!(
-            "ringio read: note: '{}' has no size by stat, so it was read to its end with \
+            "ringio read: note: {} has no size by stat, so it was read to its end with \
 read(2) on one thread, not {} on {}",
-            args.file.display(),
+            quote(&args.file),
             opts.method,
             match opts.threads {
                 1 => "1 thread".to_string(),

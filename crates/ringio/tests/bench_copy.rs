@@ -208,7 +208,7 @@ fn a_wrong_copy_is_failed_and_a_missing_tool_skipped() {
             .to_string()
     };
     assert!(
-        row("broken ").contains("FAILED: 0000.bin: missing from the destination"),
+        row("broken ").contains("FAILED: '0000.bin': missing from the destination"),
         "{table}"
     );
     // A FAILED tool is never ranked.

@@ -63,10 +63,10 @@ fn each_difference_is_named_with_its_path() {
         &dst,
         &[],
         &[
-            "file: content differs from byte 2097152",
-            "sub/small: mode: 0644 in the source, 0600 in the destination",
-            "link: symlink target: 'file' in the source, 'elsewhere'",
-            "sub/extra: only in the destination",
+            "'file': content differs from byte 2097152",
+            "'sub/small': mode: 0644 in the source, 0600 in the destination",
+            "'link': symlink target: 'file' in the source, 'elsewhere'",
+            "'sub/extra': only in the destination",
         ],
     );
     // Content only: the mode no longer counts, the rest still does.
@@ -94,9 +94,9 @@ fn types_sizes_times_and_missing_entries() {
         &dst,
         &[],
         &[
-            "sub: type: directory in the source, regular file in the destination",
-            "file: size: 3145728 bytes in the source, 3145732 in the destination",
-            "link: mtime: 1000000000.000000005 in the source",
+            "'sub': type: directory in the source, regular file in the destination",
+            "'file': size: 3145728 bytes in the source, 3145732 in the destination",
+            "'link': mtime: 1000000000.000000005 in the source",
         ],
     );
     fs::remove_file(dst.join("link")).unwrap();
@@ -122,8 +122,8 @@ fn xattrs_owners_and_holes() {
     let mtime = lstat_times(&src.join("sparse")).1;
     set_times(&dst.join("sparse"), None, Some(mtime)).unwrap();
     let mut expect = vec![
-        "sub/small: extended attribute user.k: missing from the destination",
-        "sparse: holes lost",
+        "'sub/small': extended attribute user.k: missing from the destination",
+        "'sparse': holes lost",
     ];
     if is_root() {
         std::os::unix::fs::chown(dst.join("file"), Some(4242), None).unwrap();
@@ -241,9 +241,9 @@ fn cp_a_keeps_xattrs_of_every_file_type(engine: &str) {
         &dst,
         &[],
         &[
-            "link: extended attribute trusted.ringio: missing from the destination",
-            "fifo: extended attribute trusted.ringio: missing from the destination",
-            "chardev: extended attribute trusted.ringio: missing from the destination",
+            "'link': extended attribute trusted.ringio: missing from the destination",
+            "'fifo': extended attribute trusted.ringio: missing from the destination",
+            "'chardev': extended attribute trusted.ringio: missing from the destination",
         ],
     );
     // And where it is only in the copy.

@@ -26,6 +26,7 @@ use crate::opened::{
 };
 use crate::plan::Dereference;
 use crate::queue::{Entry, Queue};
+use crate::quote::quote;
 use crate::sys::{self, Kind, Stat};
 
 /// Checks that io_uring can be set up here and supports every opcode this mover uses.
@@ -516,8 +517,8 @@ impl<'a> UringMover<'a> {
                 let size = op.stat.map_or(0, |s| s.size);
                 if op.offset != size && ctx.plan.verbose {
                     ctx.reporter.note(&format!(
-                        "'{}' changed size while it was copied ({size} bytes at start, {} copied)",
-                        op.dir.src_path(Some(&op.name)).display(),
+                        "{} changed size while it was copied ({size} bytes at start, {} copied)",
+                        quote(&op.dir.src_path(Some(&op.name))),
                         op.offset
                     ));
                 }

@@ -1,8 +1,11 @@
 //! The ways two trees can differ, and how a difference prints.
 
+use std::ffi::OsStr;
 use std::fmt;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+
+use crate::quote::quote;
 
 /// One way in which the trees differ.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,7 +129,7 @@ impl fmt::Display for Difference {
         if self.path.as_os_str().is_empty() {
             f.write_str(".: ")?;
         } else {
-            write!(f, "{}: ", Escaped(self.path.as_os_str().as_bytes()))?;
+            write!(f, "{}: ", quote(&self.path))?;
         }
         use DifferenceKind as D;
         match &self.kind {
@@ -148,9 +151,9 @@ impl fmt::Display for Difference {
             ),
             D::SymlinkTarget { src, dst } => write!(
                 f,
-                "symlink target: '{}' in the source, '{}' in the destination",
-                Escaped(src),
-                Escaped(dst)
+                "symlink target: {} in the source, {} in the destination",
+                quote(OsStr::from_bytes(src)),
+                quote(OsStr::from_bytes(dst))
             ),
             D::Device { src, dst } => write!(
                 f,
@@ -163,8 +166,8 @@ impl fmt::Display for Difference {
             D::Xattr { name, what } => write!(f, "extended attribute {name}: {what}"),
             D::HardLinks { other, linked_in } => write!(
                 f,
-                "hard links: linked to '{}' only in the {linked_in}",
-                other.display()
+                "hard links: linked to {} only in the {linked_in}",
+                quote(&other)
             ),
             D::Sparseness {
                 src_allocated,
@@ -183,35 +186,11 @@ impl fmt::Display for Difference {
     }
 }
 
-/// A name as text on one line: control characters (a newline in a file name, say) are shown
-/// as `\n`, `\t` or `\xNN`, and bytes that are not UTF-8 as `\xNN`.
-struct Escaped<'a>(&'a [u8]);
-
-impl fmt::Display for Escaped<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for chunk in self.0.utf8_chunks() {
-            for c in chunk.valid().chars() {
-                match c {
-                    '\n' => f.write_str("\\n")?,
-                    '\t' => f.write_str("\\t")?,
-                    '\\' => f.write_str("\\\\")?,
-                    c if c.is_control() => write!(f, "\\x{:02x}", c as u32)?,
-                    c => write!(f, "{c}")?,
-                }
-            }
-            for b in chunk.invalid() {
-                write!(f, "\\x{b:02x}")?;
-            }
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::OsStr;
 
+    /// Names are quoted as cp quotes them, so a report line stays one line and names the file.
     #[test]
     fn names_print_on_one_line() {
         let d = Difference {
@@ -220,7 +199,7 @@ mod tests {
         };
         assert_eq!(
             d.to_string(),
-            "a\\nb\\tc\\\\d\\xff: missing from the destination"
+            "'a'$'\\n''b'$'\\t''c\\d'$'\\377': missing from the destination"
         );
     }
 }

@@ -3,6 +3,8 @@
 use std::io;
 use std::path::PathBuf;
 
+use crate::quote::quote;
+
 use super::difference::Difference;
 
 /// What [`verify`](super::verify) compares beyond names, types and symlink targets, which it
@@ -126,7 +128,7 @@ impl VerifyReport {
 
 /// A comparison that could not start.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot {op} '{}': {}", path.display(), crate::error::reason(source))]
+#[error("cannot {op} {}: {}", quote(&path), crate::error::reason(source))]
 pub struct VerifyError {
     /// What was being done.
     pub op: &'static str,

@@ -16,7 +16,6 @@
 #![deny(missing_docs)]
 
 mod backup;
-pub mod buf;
 pub mod count;
 mod ctx;
 mod engine;
@@ -54,4 +53,3 @@ pub use plan::{
 pub use progress::{Progress, Reporter, Summary};
 pub use rank::link_owner;
 pub use run::copy;
-pub use sys::{pread, raise_nofile_limit};

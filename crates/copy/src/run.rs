@@ -170,7 +170,7 @@ impl Setup {
     /// Fits the plan's threads and queue depth to RLIMIT_NOFILE and the buffer budget, and
     /// probes io_uring.
     pub fn new(plan: &CopyPlan, reporter: &dyn Reporter) -> Self {
-        let nofile = sys::raise_nofile_limit();
+        let nofile = ringio_base::limits::raise_nofile_limit();
         let mut plan = plan.clone();
         let dir_roots = plan.roots.len();
         let budget = FdBudget::new(nofile as usize, dir_roots, &plan.tuning);

@@ -5,6 +5,8 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
+pub(crate) use ringio_base::io::pread;
+
 /// The file types the walk distinguishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -280,16 +282,6 @@ pub fn ficlone(dst: BorrowedFd<'_>, src: BorrowedFd<'_>) -> io::Result<()> {
     rustix::fs::ioctl_ficlone(dst, src).map_err(io::Error::from)
 }
 
-/// pread; retries EINTR.
-pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    loop {
-        match rustix::io::pread(fd, &mut *buf, offset) {
-            Err(rustix::io::Errno::INTR) => continue,
-            done => return done.map_err(io::Error::from),
-        }
-    }
-}
-
 /// Fills `buf` from `offset` with pread, unless end of file comes first; returns the bytes read.
 pub fn pread_full(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     let mut got = 0;
@@ -434,31 +426,6 @@ pub fn umask() -> u32 {
         libc::umask(old);
         old
     }
-}
-
-/// The most descriptors a process asks for. Hard limits go as high as 2^30 in some containers;
-/// what is sized from the limit (a run's descriptor budgets, the `uring-bufring` server's file
-/// table) stays sane under this cap, and a million descriptors is more than any run needs.
-const NOFILE_CAP: u64 = 1 << 20;
-
-/// Raises the soft RLIMIT_NOFILE to the hard limit (at most 2^20) and returns the new soft
-/// limit: copies hold descriptors for deep trees, servers and load generators a socket per
-/// client.
-pub fn raise_nofile_limit() -> u64 {
-    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-    let lim = getrlimit(Resource::Nofile);
-    let current = lim.current.unwrap_or(u64::MAX);
-    let want = lim.maximum.unwrap_or(u64::MAX).min(NOFILE_CAP);
-    if current < want {
-        let raised = Rlimit {
-            current: Some(want),
-            maximum: lim.maximum,
-        };
-        if setrlimit(Resource::Nofile, raised).is_ok() {
-            return want;
-        }
-    }
-    current
 }
 
 /// The tightest of the soft RLIMIT_AS and RLIMIT_DATA, in bytes; `None` when both are

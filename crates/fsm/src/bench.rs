@@ -151,7 +151,7 @@ fn pin_command(cmd: &mut Command, cpu: Option<usize>) {
 /// Waits for `child` and returns its raw exit status and CPU seconds (user + system).
 fn reap(child: &Child) -> io::Result<(i32, f64)> {
     use std::os::unix::process::ExitStatusExt;
-    let reaped = ringio_lab::child::reap(child)?;
+    let reaped = ringio_base::child::reap(child)?;
     Ok((reaped.status.into_raw(), reaped.cpu().as_secs_f64()))
 }
 

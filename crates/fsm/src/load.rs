@@ -22,7 +22,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use ringio_lab::Prng;
+use ringio_base::Prng;
 
 use crate::protocol::Session;
 

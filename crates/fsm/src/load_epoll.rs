@@ -20,7 +20,7 @@ use hdrhistogram::Histogram;
 use crate::load::{
     own_cpu_s, process_cpu_s, spoken, Latencies, LoadError, LoadOptions, LoadReport,
 };
-use ringio_lab::Prng;
+use ringio_base::Prng;
 
 use crate::protocol::Session;
 

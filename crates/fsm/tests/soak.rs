@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use ringio_base::Prng;
 use ringio_fsm::{Model, ServeError, Summary};
-use ringio_lab::Prng;
 
 /// How long the rude clients run against each model.
 const PHASE: Duration = Duration::from_secs(3);

@@ -13,8 +13,8 @@ use std::process::Command;
 use io_uring::{opcode, types, IoUring};
 use ringio_copy::transfer::{Method, Transfer, TransferError};
 
-use crate::child::{self, Usage};
 use crate::error::LabError;
+use ringio_base::child::{self, Usage};
 
 /// A way to duplicate a file. The command-line names are the kebab-case variant names.
 #[derive(

@@ -6,7 +6,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::LabError;
-use crate::Prng;
+use ringio_base::Prng;
 
 /// The shape of a generated tree.
 #[derive(Debug, Clone, PartialEq, Eq)]

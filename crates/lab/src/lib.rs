@@ -1,10 +1,9 @@
 //! ringio-lab: the measurements behind `ringio read`, `write`, `dup`, `syscost` and
-//! `bench copy`, with what they and the server benchmark share: running a child under `wait4`
-//! for its rusage, the seeded pseudo-random generator, result tables and SVG plots.
+//! `bench copy`, with their result tables and SVG plots. The child runner and the seeded
+//! generator they share with the server benchmark live in ringio-base.
 #![deny(missing_docs)]
 
 pub mod cache;
-pub mod child;
 pub mod copybench;
 pub mod dup;
 pub mod error;
@@ -14,7 +13,6 @@ mod hook;
 pub mod machine;
 mod names;
 pub mod plot;
-pub mod prng;
 pub mod read;
 pub mod syscost;
 pub mod table;
@@ -22,4 +20,3 @@ pub mod write;
 pub mod xor;
 
 pub use error::LabError;
-pub use prng::Prng;

@@ -14,7 +14,7 @@ use io_uring::{opcode, types, IoUring};
 use crate::error::LabError;
 use crate::fault::FaultGuard;
 use crate::xor::xor_at;
-use ringio_copy::buf::AlignedBuf;
+use ringio_base::buf::AlignedBuf;
 
 /// How the bytes are read. The command-line names are the lower-case variant names.
 #[derive(
@@ -305,8 +305,8 @@ impl Reader<'_> {
             } else {
                 (b - at).min(bs as u64) as usize
             };
-            let n =
-                ringio_copy::pread(fd, &mut buf[..want], at).map_err(|e| self.err("read", e))?;
+            let n = ringio_base::io::pread(fd, &mut buf[..want], at)
+                .map_err(|e| self.err("read", e))?;
             if n == 0 {
                 break;
             }
@@ -334,8 +334,8 @@ impl Reader<'_> {
             } else {
                 (at, 0)
             };
-            let n =
-                ringio_copy::pread(fd, &mut buf[..bs], read_at).map_err(|e| self.err("read", e))?;
+            let n = ringio_base::io::pread(fd, &mut buf[..bs], read_at)
+                .map_err(|e| self.err("read", e))?;
             if n <= skip {
                 break;
             }

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use std::time::Instant;
 
 use crate::error::LabError;
-use crate::Prng;
+use ringio_base::Prng;
 
 /// What the blocks hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -87,7 +87,7 @@ fn parse_server_addr(text: &str) -> Result<SocketAddr, String> {
 /// descriptor limit this process can raise itself to, less its own.
 pub fn parse_clients(text: &str) -> Result<usize, String> {
     // Raising now is what `run` does first anyway; the limit it reaches is the real bound.
-    let limit = ringio_copy::raise_nofile_limit();
+    let limit = ringio_base::limits::raise_nofile_limit();
     let max = limit
         .saturating_sub(OWN_DESCRIPTORS)
         .clamp(1, MAX_CLIENTS as u64);
@@ -167,7 +167,7 @@ fn parse_pid(text: &str) -> Result<u32, String> {
 
 pub fn run(args: &Args) -> Result<i32> {
     // Servers and load generators hold a socket per client.
-    ringio_copy::raise_nofile_limit();
+    ringio_base::limits::raise_nofile_limit();
     let opts = LoadOptions {
         addr: args.addr,
         clients: args.clients,

@@ -70,7 +70,7 @@ pub fn run(args: &Args) -> Result<i32> {
     let stop = Arc::new(AtomicBool::new(false));
     crate::signals::stop_on_signals(&stop)?;
     // Servers and load generators hold a socket per client.
-    ringio_copy::raise_nofile_limit();
+    ringio_base::limits::raise_nofile_limit();
     let listener = ringio_fsm::listen(args.addr)
         .map_err(|e| anyhow!("cannot listen on {}: {e}", args.addr))?;
     let local = listener.local_addr()?;

@@ -6,7 +6,7 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 use super::method::TransferError;
-use crate::buf::AlignedBuf;
+use ringio_base::buf::AlignedBuf;
 
 /// The kernel's `struct iocb` (x86-64 and other little-endian 64-bit layouts).
 #[repr(C)]

@@ -22,7 +22,6 @@ use std::process::Command;
 
 use ringio_copy::verify::verify;
 
-use crate::child;
 use crate::error::LabError;
 use hygiene::{
     empty_trash, evict_tree, free_bytes, touch_memory, trash_entries, warm_tree, MANY_INODES,
@@ -30,6 +29,7 @@ use hygiene::{
 pub use report::table;
 use results::metadata_checked;
 pub use results::{Run, Stats, ToolRuns};
+use ringio_base::child;
 pub use suite::{prepare, standard_workloads, tree_size, TreeSize, Workload, WorkloadSource};
 pub use tools::{find_program, resolve_tool, Tool, KNOWN_TOOLS};
 

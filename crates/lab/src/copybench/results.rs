@@ -4,7 +4,7 @@
 use ringio_copy::verify::VerifyOptions;
 use serde::Serialize;
 
-use crate::child::Usage;
+use ringio_base::child::Usage;
 
 /// One timed copy.
 #[derive(Debug, Clone, Serialize)]

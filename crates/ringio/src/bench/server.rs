@@ -120,7 +120,7 @@ fn parse_cpu(text: &str) -> Result<usize, String> {
 
 pub fn run(args: &Args) -> Result<i32> {
     // Servers and load generators hold a socket per client.
-    ringio_copy::raise_nofile_limit();
+    ringio_base::limits::raise_nofile_limit();
     let models: Vec<Model> = if args.models.is_empty() {
         let (built, missing): (Vec<Model>, Vec<Model>) =
             Model::ALL.iter().partition(|m| m.is_built());

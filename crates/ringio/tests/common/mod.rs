@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 pub use compare::{assert_trees_equal, tree_diff, Check};
 pub use loopfs::{extents_shared, LoopFs};
-pub use ringio_lab::Prng;
+pub use ringio_base::Prng;
 pub use run::{
     assert_exit, assert_success, describe, gnu_cp, gnu_cp_available, ringio, run_cp, stderr_lines,
     Cp, Running,

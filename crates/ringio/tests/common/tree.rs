@@ -9,7 +9,7 @@ use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::sys::{is_root, set_times};
-use ringio_lab::Prng;
+use ringio_base::Prng;
 
 /// A timestamp with nanoseconds, as stat reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -123,7 +123,10 @@ fn printable_utf8_len(bytes: &[u8]) -> Option<usize> {
         0xf0..=0xf4 => 4,
         _ => return None,
     };
-    let character = std::str::from_utf8(bytes.get(..len)?).ok()?.chars().next()?;
+    let character = std::str::from_utf8(bytes.get(..len)?)
+        .ok()?
+        .chars()
+        .next()?;
     (!character.is_control()).then_some(len)
 }
 
@@ -257,7 +260,10 @@ mod tests {
         expected.extend(b'A'..=b'Z');
         expected.extend(b'a'..=b'z');
         expected.sort_unstable();
-        assert_eq!(String::from_utf8(double).unwrap(), String::from_utf8(expected).unwrap());
+        assert_eq!(
+            String::from_utf8(double).unwrap(),
+            String::from_utf8(expected).unwrap()
+        );
     }
 
     #[test]

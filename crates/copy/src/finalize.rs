@@ -92,8 +92,10 @@ pub(crate) fn file(
         let mode = base_mode(ctx.plan, stat, false) & !ctx.umask;
         sys::fchmod(dst, mode).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
     }
-    if preserve.mode && !preserve.xattr {
-        xattr::copy_acls(Target::Fd(src), Target::Fd(dst), false)
+    // An existing file may hold an ACL the source lacks, which goes with the source's mode
+    // even where the extended attributes were copied (they add, never remove).
+    if preserve.mode && (!preserve.xattr || !created) {
+        xattr::copy_acls(Target::Fd(src), Target::Fd(dst), false, !created)
             .map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
     }
     if preserve.timestamps {
@@ -176,8 +178,9 @@ pub(crate) fn directory(
             ctx.fail(CopyError::io(Op::SetMode, path(), e));
         }
     }
-    if preserve.mode && !preserve.xattr {
-        if let Err(e) = xattr::copy_acls(Target::Fd(src), Target::Fd(dst), true) {
+    // As for a file: an existing directory's ACLs the source lacks go.
+    if preserve.mode && (!preserve.xattr || !fresh) {
+        if let Err(e) = xattr::copy_acls(Target::Fd(src), Target::Fd(dst), true, !fresh) {
             ctx.fail(CopyError::io(Op::SetMode, path(), e));
         }
     }
@@ -249,7 +252,8 @@ pub(crate) fn entry_at(
             .map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
         if !preserve.xattr {
             // A FIFO's or a device's ACL is part of its mode, as a file's is (symlinks have none).
-            xattr::copy_acls(src, dst, false).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+            xattr::copy_acls(src, dst, false, false)
+                .map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
         }
     }
     if preserve.timestamps {

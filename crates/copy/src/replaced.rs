@@ -11,7 +11,7 @@
 //! than quietly become someone else's or lose an ACL.
 
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::path::PathBuf;
 
 use rustix::io::Errno;
@@ -49,9 +49,16 @@ impl Replaced {
     /// program or a FIFO swapped in is opened without effect. `None` when it is gone (the copy
     /// then makes a new file). Anything but a regular file is refused, as cp's overwrite rules
     /// refuse it. `path` names the destination.
+    ///
+    /// cp without `--atomic` writes into the old file, so it needs write permission there: a
+    /// file this process may not write is refused as cp refuses it ("cannot create regular
+    /// file"), though the directory would let a rename replace it. Under `force` (`-f`) cp
+    /// removes such a file and makes a new one, so `None` then too: the copy is a new file,
+    /// with nothing of the old one's to keep.
     pub(crate) fn read(
         dir: BorrowedFd<'_>,
         name: &CStr,
+        force: bool,
         path: &dyn Fn() -> PathBuf,
     ) -> Result<Option<Replaced>, CopyError> {
         let fd = match sys::openat(dir, name, libc::O_PATH | libc::O_NOFOLLOW, 0) {
@@ -62,6 +69,12 @@ impl Replaced {
         let stat = sys::fstatx(fd.as_fd()).map_err(|e| CopyError::io(Op::Stat, path(), e))?;
         if stat.kind() != Kind::File {
             return Err(not_regular(path));
+        }
+        if let Err(e) = writable(fd.as_fd()) {
+            if force {
+                return Ok(None);
+            }
+            return Err(CopyError::io(Op::Create, path(), std::io::Error::from(e)));
         }
         let mut xattrs = xattr::read_all(Target::PathFd(fd.as_fd()))
             .map_err(|e| CopyError::io(Op::KeepXattr, path(), e))?;
@@ -113,6 +126,34 @@ impl Replaced {
             rustix::fs::ftruncate(temp, size).map_err(|e| mode_error(e.into()))?;
         }
         Ok(())
+    }
+}
+
+/// Whether this process may write the file open as `fd` (O_PATH), as an open for writing
+/// would decide, with the effective IDs. A running program counts as writable: replacing one
+/// is what `--atomic` is for, and the rename does not disturb it.
+fn writable(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    // rustix's accessat refuses AT_EMPTY_PATH, which asks about the descriptor itself.
+    // SAFETY: faccessat2 reads the NUL-terminated empty path and writes nothing; `fd` is open
+    // for the length of the call.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_faccessat2,
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            libc::W_OK,
+            libc::AT_EMPTY_PATH | libc::AT_EACCESS,
+        )
+    };
+    if ret == 0 {
+        return Ok(());
+    }
+    match Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)) {
+        Errno::TXTBSY => Ok(()),
+        // A kernel without faccessat2 (before 5.8): the open that would have told is not
+        // made, so nothing is refused on its account.
+        Errno::NOSYS | Errno::INVAL => Ok(()),
+        e => Err(e),
     }
 }
 

@@ -97,6 +97,14 @@ impl Resolved<'_> {
             }
         }
     }
+
+    fn remove(&self, name: &CStr) -> rustix::io::Result<()> {
+        match self {
+            Resolved::Fd(fd) => rustix::fs::fremovexattr(fd, name),
+            Resolved::Path { path, follow: true } => rustix::fs::removexattr(path.as_c_str(), name),
+            Resolved::Path { path, .. } => rustix::fs::lremovexattr(path.as_c_str(), name),
+        }
+    }
 }
 
 /// Why copying extended attributes failed.
@@ -135,9 +143,16 @@ pub(crate) fn copy_all(src: Target<'_>, dst: Target<'_>) -> Result<(), XattrErro
 }
 
 /// Copies the POSIX ACLs of `src` onto `dst` (the default ACL too for a directory): part of
-/// the mode that `-p` keeps, as with cp, when the other extended attributes are not kept. A
-/// source without ACLs, or a destination that takes none, leaves nothing to do.
-pub(crate) fn copy_acls(src: Target<'_>, dst: Target<'_>, dir: bool) -> io::Result<()> {
+/// the mode that `-p` keeps, as with cp. A destination that takes none leaves nothing to do.
+/// `clear`: `dst` may hold an ACL that is not the source's (it existed before the copy), and
+/// one the source lacks is removed, as cp sets a source without ACLs' mode alone; a new file
+/// has none to remove, so it pays no call for it.
+pub(crate) fn copy_acls(
+    src: Target<'_>,
+    dst: Target<'_>,
+    dir: bool,
+    clear: bool,
+) -> io::Result<()> {
     let names: &[&CStr] = if dir {
         &[c"system.posix_acl_access", c"system.posix_acl_default"]
     } else {
@@ -149,7 +164,13 @@ pub(crate) fn copy_acls(src: Target<'_>, dst: Target<'_>, dir: bool) -> io::Resu
         match get(&src, name, &mut value) {
             Ok(()) => {}
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENODATA | libc::EOPNOTSUPP)) => {
-                continue
+                if clear {
+                    match dst.remove(name) {
+                        Ok(()) | Err(Errno::NODATA | Errno::OPNOTSUPP) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                continue;
             }
             Err(e) => return Err(e),
         }

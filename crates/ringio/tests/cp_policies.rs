@@ -299,6 +299,8 @@ engine_tests!(
     atomic_leaves_other_hard_links_alone,
     atomic_errors_name_the_destination,
     atomic_keeps_content_and_refusals_of_plain_cp,
+    atomic_needs_the_write_permission_plain_cp_needs,
+    preserve_mode_removes_an_acl_the_source_lacks,
 );
 
 /// Extended attributes the `--atomic` tests set and compare: a user one, one only root sees,
@@ -743,6 +745,133 @@ fn atomic_keeps_content_and_refusals_of_plain_cp(engine: &str) {
             "{atomic:?}"
         );
     }
+}
+
+/// cp without `--atomic` opens an existing file for writing, so a file its user may not write
+/// is refused ("Permission denied"), though the directory would let a rename replace it:
+/// `--atomic` refuses it too, leaves it as it was and no temporary beside it. Under `-f` cp
+/// removes such a file and makes a new one, and so does `--atomic`: the result is the same
+/// new file either way.
+fn atomic_needs_the_write_permission_plain_cp_needs(engine: &str) {
+    // Root writes any file: the copies run as another user, who owns the files.
+    let user = is_root().then_some(NOBODY);
+    let s = Scratch::new();
+    if let Some((uid, gid)) = user {
+        s.give_to(uid, gid);
+    }
+    let run = |args: &[&str]| {
+        let cp = Cp::new().engine(engine).current_dir(s.path()).args(args);
+        match user {
+            Some((uid, gid)) => cp.run_as(uid, gid),
+            None => cp,
+        }
+        .run()
+    };
+    write_file(s.join("src"), "new\n");
+    chmod(s.join("src"), 0o640);
+    for name in ["plain", "atomic", "plain-f", "atomic-f"] {
+        write_file(s.join(name), "old\n");
+        chmod(s.join(name), 0o444);
+    }
+    if let Some((uid, gid)) = user {
+        chown_tree(s.path(), uid, gid);
+    }
+    for (args, name) in [
+        (&["src", "plain"][..], "plain"),
+        (&["--atomic", "src", "atomic"], "atomic"),
+    ] {
+        let out = run(args);
+        assert_exit(&out, 1);
+        assert_eq!(
+            stderr_lines(&out),
+            [format!(
+                "ringio: cannot create regular file '{name}': Permission denied"
+            )],
+            "cp {args:?}"
+        );
+        assert_eq!(
+            fs::read_to_string(s.join(name)).unwrap(),
+            "old\n",
+            "cp {args:?}"
+        );
+        assert_eq!(mode_of(s.join(name)), 0o444, "cp {args:?}");
+    }
+    assert_success(&run(&["-f", "src", "plain-f"]));
+    assert_success(&run(&["-f", "--atomic", "src", "atomic-f"]));
+    let (plain, atomic) = (kept(&s.join("plain-f")), kept(&s.join("atomic-f")));
+    assert_eq!(atomic, plain, "-f --atomic against -f");
+    assert_eq!(atomic.content, "new\n");
+    let mut names: Vec<_> = fs::read_dir(s.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["atomic", "atomic-f", "plain", "plain-f", "src"],
+        "a temporary was left"
+    );
+}
+
+/// `-p` takes the source's mode, and a source without an ACL has its mode alone: an ACL the
+/// existing destination held goes, as cp removes it, with and without `--atomic`, and when
+/// the other extended attributes are copied too (`-a`, which adds attributes but never
+/// removes one). An existing directory under `-rp` loses its access and default ACLs alike.
+fn preserve_mode_removes_an_acl_the_source_lacks(engine: &str) {
+    let s = Scratch::new();
+    write_file(s.join("src"), "new\n");
+    chmod(s.join("src"), 0o640);
+    let acl = access_acl(2000, [6, 6, 4, 6, 4]);
+    if let Err(e) = set_xattr(&s.join("src"), "system.posix_acl_access", &acl) {
+        skip!("no POSIX ACLs here: {e}");
+    }
+    fs::remove_file(s.join("src")).unwrap();
+    write_file(s.join("src"), "new\n");
+    chmod(s.join("src"), 0o640);
+    let runs: [&[&str]; 5] = [
+        &["-p"],
+        &["-p", "--atomic"],
+        &["--preserve=mode"],
+        &["-a"],
+        &["-a", "--atomic"],
+    ];
+    for (i, options) in runs.iter().enumerate() {
+        let dst = format!("dst{i}");
+        write_file(s.join(&dst), "old\n");
+        set_xattr(&s.join(&dst), "system.posix_acl_access", &acl).unwrap();
+        let out = Cp::new()
+            .engine(engine)
+            .current_dir(s.path())
+            .args(*options)
+            .args(["src", &dst])
+            .run();
+        assert_success(&out);
+        assert_eq!(fs::read_to_string(s.join(&dst)).unwrap(), "new\n");
+        assert!(
+            get_xattr(&s.join(&dst), "system.posix_acl_access").is_err(),
+            "cp {options:?}: the old file's ACL stayed"
+        );
+        assert_eq!(mode_of(s.join(&dst)), 0o640, "cp {options:?}");
+    }
+
+    fs::create_dir_all(s.join("tree/d")).unwrap();
+    chmod(s.join("tree/d"), 0o750);
+    fs::create_dir_all(s.join("into/d")).unwrap();
+    set_xattr(&s.join("into/d"), "system.posix_acl_access", &acl).unwrap();
+    set_xattr(&s.join("into/d"), "system.posix_acl_default", &acl).unwrap();
+    let out = Cp::new()
+        .engine(engine)
+        .current_dir(s.path())
+        .args(["-rp", "tree/d", "into"])
+        .run();
+    assert_success(&out);
+    for name in ["system.posix_acl_access", "system.posix_acl_default"] {
+        assert!(
+            get_xattr(&s.join("into/d"), name).is_err(),
+            "cp -rp onto an existing directory left its {name}"
+        );
+    }
+    assert_eq!(mode_of(s.join("into/d")), 0o750);
 }
 
 /// -x copies a mount point as an empty directory and does not descend into it.

@@ -464,7 +464,7 @@ pub(crate) fn open_pair(
             None => (dir.dst_fd(), dst),
         };
         let replaces = match existing {
-            Existing::Open { .. } => Replaced::read(at, name_there, &dst_path)?,
+            Existing::Open { .. } => Replaced::read(at, name_there, ctx.plan.force, &dst_path)?,
             Existing::Nothing => None,
         };
         let mode = match replaces {

@@ -25,8 +25,10 @@ pub enum Op {
     Write,
     /// FICLONE under `--reflink=always`.
     Clone,
-    /// Renaming into place (`--atomic`) or aside (`--backup`).
+    /// Renaming into place (`--atomic`).
     Rename,
+    /// Renaming an existing destination aside (`--backup`).
+    Backup,
     /// fsync/syncfs (`--fsync`).
     Sync,
     /// Reading a symlink's target.
@@ -62,6 +64,7 @@ impl Op {
             Op::Write => "write",
             Op::Clone => "clone",
             Op::Rename => "rename",
+            Op::Backup => "backup",
             Op::Sync => "sync",
             Op::ReadLink => "read symbolic link",
             Op::CreateSymlink => "create symbolic link",

@@ -363,7 +363,8 @@ fn parents_make_leading_directories() {
     assert_exit(&out, 1);
     assert_eq!(
         stderr(&out),
-        "cp: with --parents, the destination must be a directory\n"
+        "cp: with --parents, the destination must be a directory\nTry 'cp --help' for more \
+         information.\n"
     );
 
     // --no-preserve=mode: new directories get 0777 less the umask, whatever the source's mode.
@@ -1107,4 +1108,389 @@ fn special_bits_need_the_owner() {
         .run();
     assert_success(&out);
     assert_eq!(mode_of(scratch.join("c3")), 0o6554);
+}
+
+/// True when `cp` on PATH is GNU cp 9.x, whose usage errors these tests compare with.
+fn gnu_cp_9() -> bool {
+    std::process::Command::new("cp")
+        .arg("--version")
+        .env("LC_ALL", "C")
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .is_some_and(|l| l.starts_with("cp (GNU coreutils) 9."))
+        })
+        .unwrap_or(false)
+}
+
+/// GNU cp (on PATH) with `args` and `env` in `dir`, under LC_ALL=C.
+fn run_gnu_cp(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    std::process::Command::new("cp")
+        .args(args)
+        .envs(env.iter().copied())
+        .env("LC_ALL", "C")
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run GNU cp")
+}
+
+const TRY: &str = "Try 'cp --help' for more information.\n";
+/// Environment variables a case sets.
+type Env<'a> = &'a [(&'a str, &'a str)];
+const PRESERVE_ARGS: &str = "Valid arguments are:\n  - 'mode'\n  - 'timestamps'\n  - \
+     'ownership'\n  - 'links'\n  - 'context'\n  - 'xattr'\n  - 'all'\n";
+const SPARSE_ARGS: &str = "Valid arguments are:\n  - 'never'\n  - 'auto'\n  - 'always'\n";
+const BACKUP_ARGS: &str = "Valid arguments are:\n  - 'none', 'off'\n  - 'simple', 'never'\n  - \
+     'existing', 'nil'\n  - 'numbered', 't'\n";
+
+/// Usage errors read as GNU cp 9.1 prints them: getopt's words for a bad option, argmatch's
+/// for a bad value (with the valid arguments, synonyms on one line), the checks after the
+/// options in GNU's order, each followed by the pointer to --help; exit status 1, nothing
+/// copied. Where GNU cp 9.x is on PATH, each is also compared with it directly.
+#[test]
+fn usage_errors_in_getopt_and_argmatch_words() {
+    let scratch = Scratch::new();
+    let dir = scratch.path();
+    write_file(scratch.join("a"), "a");
+    let gnu_dir = Scratch::new();
+    write_file(gnu_dir.join("a"), "a");
+    let gnu = gnu_cp_9();
+    let no_env: &[(&str, &str)] = &[];
+    let cases: Vec<(&[&str], Env<'_>, String)> = vec![
+        (&["--bogus"], no_env, format!("cp: unrecognized option '--bogus'\n{TRY}")),
+        (&["--bogus=x", "a", "b"], no_env, format!("cp: unrecognized option '--bogus=x'\n{TRY}")),
+        (&["-k"], no_env, format!("cp: invalid option -- 'k'\n{TRY}")),
+        (&["-vk", "a", "b"], no_env, format!("cp: invalid option -- 'k'\n{TRY}")),
+        // GNU cp has no -h or -V.
+        (&["-h"], no_env, format!("cp: invalid option -- 'h'\n{TRY}")),
+        (&["-V"], no_env, format!("cp: invalid option -- 'V'\n{TRY}")),
+        (
+            &["--p", "a", "b"],
+            no_env,
+            format!("cp: option '--p' is ambiguous; possibilities: '--parents' '--preserve'\n{TRY}"),
+        ),
+        (
+            &["--p=x", "a", "b"],
+            no_env,
+            format!(
+                "cp: option '--p=x' is ambiguous; possibilities: '--parents' '--preserve'\n{TRY}"
+            ),
+        ),
+        (
+            &["--v"],
+            no_env,
+            format!("cp: option '--v' is ambiguous; possibilities: '--verbose' '--version'\n{TRY}"),
+        ),
+        (
+            &["--co", "a", "b"],
+            no_env,
+            format!(
+                "cp: option '--co' is ambiguous; possibilities: '--copy-contents' '--context'\n{TRY}"
+            ),
+        ),
+        (
+            &["--verb=x", "a", "b"],
+            no_env,
+            format!("cp: option '--verbose' doesn't allow an argument\n{TRY}"),
+        ),
+        (&["a", "b", "--suffix"], no_env, format!("cp: option '--suffix' requires an argument\n{TRY}")),
+        (&["a", "b", "-S"], no_env, format!("cp: option requires an argument -- 'S'\n{TRY}")),
+        (&["-t"], no_env, format!("cp: option requires an argument -- 't'\n{TRY}")),
+        (&["a", "b", "--sparse"], no_env, format!("cp: option '--sparse' requires an argument\n{TRY}")),
+        (
+            &["--preserve=foo", "a", "b"],
+            no_env,
+            format!("cp: invalid argument 'foo' for '--preserve'\n{PRESERVE_ARGS}{TRY}"),
+        ),
+        (
+            &["--preserve=", "a", "b"],
+            no_env,
+            format!("cp: ambiguous argument '' for '--preserve'\n{PRESERVE_ARGS}{TRY}"),
+        ),
+        (
+            &["--preserve=mode,", "a", "b"],
+            no_env,
+            format!("cp: ambiguous argument '' for '--preserve'\n{PRESERVE_ARGS}{TRY}"),
+        ),
+        (
+            &["--no-preserve=k", "a", "b"],
+            no_env,
+            format!("cp: invalid argument 'k' for '--no-preserve'\n{PRESERVE_ARGS}{TRY}"),
+        ),
+        (
+            &["--sparse=a", "a", "b"],
+            no_env,
+            format!("cp: ambiguous argument 'a' for '--sparse'\n{SPARSE_ARGS}{TRY}"),
+        ),
+        (
+            &["--sparse=a\nb", "a", "b"],
+            no_env,
+            format!("cp: invalid argument 'a\\nb' for '--sparse'\n{SPARSE_ARGS}{TRY}"),
+        ),
+        (
+            &["--reflink=x", "a", "b"],
+            no_env,
+            format!(
+                "cp: invalid argument 'x' for '--reflink'\nValid arguments are:\n  - 'auto'\n  \
+                 - 'always'\n  - 'never'\n{TRY}"
+            ),
+        ),
+        (
+            &["--backup=foo", "a", "b"],
+            no_env,
+            format!("cp: invalid argument 'foo' for 'backup type'\n{BACKUP_ARGS}{TRY}"),
+        ),
+        (
+            &["--backup=n", "a", "b"],
+            no_env,
+            format!("cp: ambiguous argument 'n' for 'backup type'\n{BACKUP_ARGS}{TRY}"),
+        ),
+        (
+            &["-b", "a", "b"],
+            &[("VERSION_CONTROL", "foo")],
+            format!("cp: invalid argument 'foo' for '$VERSION_CONTROL'\n{BACKUP_ARGS}{TRY}"),
+        ),
+        // The first error in the order of the arguments; the backup type only after the rest.
+        (
+            &["--sparse=x", "--bogus"],
+            no_env,
+            format!("cp: invalid argument 'x' for '--sparse'\n{SPARSE_ARGS}{TRY}"),
+        ),
+        (&["--backup=foo", "--bogus"], no_env, format!("cp: unrecognized option '--bogus'\n{TRY}")),
+        (
+            &["-n", "--backup=foo", "a", "b"],
+            no_env,
+            format!("cp: options --backup and --no-clobber are mutually exclusive\n{TRY}"),
+        ),
+        (
+            &["-n", "-S", "x", "a", "b"],
+            no_env,
+            format!("cp: options --backup and --no-clobber are mutually exclusive\n{TRY}"),
+        ),
+        (
+            &["-l", "-s", "-n", "--backup", "a"],
+            no_env,
+            format!("cp: cannot make both hard and symbolic links\n{TRY}"),
+        ),
+        (&[], no_env, format!("cp: missing file operand\n{TRY}")),
+        (&["a"], no_env, format!("cp: missing destination file operand after 'a'\n{TRY}")),
+        (&["-T", "a", "b", "c", "d"], no_env, format!("cp: extra operand 'c'\n{TRY}")),
+        (
+            &["-t", "d", "-T", "a"],
+            no_env,
+            "cp: cannot combine --target-directory (-t) and --no-target-directory (-T)\n".into(),
+        ),
+        // POSIXLY_CORRECT: options end at the first operand, as getopt reads them.
+        (
+            &["a", "-v", "b"],
+            &[("POSIXLY_CORRECT", "1")],
+            "cp: target 'b': No such file or directory\n".into(),
+        ),
+    ];
+    for (args, env, want) in cases {
+        let mut cp = Cp::named_cp(dir).current_dir(dir).args(args.iter());
+        for (key, value) in env {
+            cp = cp.env(key, value);
+        }
+        let out = cp.run();
+        assert_exit(&out, 1);
+        assert_eq!(stderr(&out), want, "cp {args:?} {env:?}");
+        assert!(out.stdout.is_empty(), "cp {args:?}: {}", stdout(&out));
+        if gnu {
+            let theirs = run_gnu_cp(gnu_dir.path(), args, env);
+            assert_eq!(theirs.status.code(), Some(1), "GNU cp {args:?}");
+            assert_eq!(
+                String::from_utf8_lossy(&theirs.stderr),
+                want,
+                "GNU cp {args:?} {env:?}"
+            );
+        }
+    }
+    let names: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
+    assert_eq!(names.len(), 2, "something was copied: {names:?}");
+
+    // --help ends the reading of options, as it ends GNU cp.
+    let out = Cp::named_cp(dir).args(["--help", "--bogus"]).run();
+    assert_success(&out);
+    assert!(stdout(&out).contains("Usage:"));
+
+    // As `ringio cp`, the same words under ringio's own name.
+    let out = Cp::new().current_dir(dir).arg("--bogus").run();
+    assert_exit(&out, 1);
+    assert_eq!(
+        stderr(&out),
+        "ringio: unrecognized option '--bogus'\nTry 'ringio cp --help' for more information.\n"
+    );
+    let out = Cp::new()
+        .current_dir(dir)
+        .args(["--sparse=x", "a", "b"])
+        .run();
+    assert_exit(&out, 1);
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "ringio: invalid argument 'x' for '--sparse'\n{SPARSE_ARGS}Try 'ringio cp --help' \
+             for more information.\n"
+        )
+    );
+}
+
+/// Option values are read as GNU's argmatch reads them: any unambiguous prefix names a
+/// value, for every option that takes one from a list (and $VERSION_CONTROL).
+#[test]
+fn abbreviated_option_values() {
+    let scratch = Scratch::new();
+    let dir = scratch.path();
+    write_file(scratch.join("f"), "data");
+    chmod(scratch.join("f"), 0o640);
+    let old = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(scratch.join("f"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let cp = || Cp::named_cp(dir).current_dir(dir);
+
+    assert_success(&cp().args(["--preserve=mo,time", "f", "p"]).run());
+    assert_eq!(mode_of(scratch.join("p")), 0o640);
+    let mtime = std::fs::metadata(scratch.join("p"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    assert_eq!(mtime, old);
+    assert_success(
+        &cp()
+            .args(["--pres=o,l,x", "--no-preserve=x", "f", "q"])
+            .run(),
+    );
+
+    for (args, name) in [
+        (&["--sparse=al", "f"][..], "s1"),
+        (&["--sparse=n", "f"], "s2"),
+        (&["--reflink=nev", "f"], "r1"),
+        (&["--reflink=au", "--sparse=ne", "f"], "r2"),
+        (&["--update=ol", "f"], "u1"),
+        (&["--engine=read", "f"], "e1"),
+        (&["--resume=ch", "f"], "c1"),
+    ] {
+        let out = cp().args(args).arg(name).run();
+        assert_success(&out);
+        assert_eq!(read(scratch.join(name)), "data", "{args:?}");
+    }
+
+    // --backup=num is numbered, --backup=ne is `never` (simple), and so are the variable's.
+    for (args, env, backup) in [
+        (&["--backup=num"][..], None, "b1.~1~"),
+        (&["--backup=ne"], None, "b2~"),
+        (&["--backup=ni"], None, "b3~"),
+        (&["-b"], Some("nu"), "b4.~1~"),
+        (&["--backup"], Some("t"), "b5.~1~"),
+        (&["--backup="], Some("numb"), "b6.~1~"),
+        // The last CONTROL given counts; a bare --backup does not undo it.
+        (&["--backup=num", "--backup"], Some("simple"), "b7.~1~"),
+    ] {
+        let dst = backup.split(['.', '~']).next().unwrap();
+        write_file(scratch.join(dst), "old");
+        let mut c = cp().args(args).args(["f", dst]);
+        if let Some(value) = env {
+            c = c.env("VERSION_CONTROL", value);
+        }
+        let out = c.run();
+        assert_success(&out);
+        assert_eq!(read(scratch.join(backup)), "old", "{args:?} {env:?}");
+        assert_eq!(read(scratch.join(dst)), "data");
+    }
+}
+
+/// The simple backup suffix as GNU chooses it: -S (which makes backups by itself), else
+/// $SIMPLE_BACKUP_SUFFIX; an empty suffix or one with a '/' before its last part is `~`,
+/// and an empty -S does not fall back to the variable.
+#[test]
+fn backup_suffix_falls_back_to_tilde() {
+    let scratch = Scratch::new();
+    let dir = scratch.path();
+    write_file(scratch.join("f"), "new");
+    let cases: &[(&[&str], Option<&str>, &str)] = &[
+        (&["-S", ""], None, "~"),
+        (&["-S", "/x"], None, "~"),
+        (&["-S", "//"], None, "~"),
+        (&["-S", "a/b"], None, "~"),
+        (&["--suffix="], None, "~"),
+        (&["-b", "-S", ""], None, "~"),
+        (&["-S", ".bak"], None, ".bak"),
+        (&["-b"], Some("/x"), "~"),
+        (&["-b"], Some(""), "~"),
+        (&["-b"], Some(".o"), ".o"),
+        (&["-S", ""], Some(".o"), "~"),
+        (&["-b", "-S", "a/b"], Some(".o"), "~"),
+    ];
+    for (i, (args, env, suffix)) in cases.iter().enumerate() {
+        let dst = format!("d{i}");
+        write_file(scratch.join(&dst), "old");
+        let mut cp = Cp::named_cp(dir)
+            .current_dir(dir)
+            .args(args.iter())
+            .args(["f", &dst]);
+        if let Some(value) = env {
+            cp = cp.env("SIMPLE_BACKUP_SUFFIX", value);
+        }
+        let out = cp.run();
+        assert_success(&out);
+        assert_eq!(
+            read(scratch.join(format!("{dst}{suffix}"))),
+            "old",
+            "{args:?} {env:?}"
+        );
+        assert_eq!(read(scratch.join(&dst)), "new");
+    }
+    // A suffix ending in '/' is its own last part: kept, and the backup then fails as GNU's.
+    write_file(scratch.join("e"), "old");
+    let out = Cp::named_cp(dir)
+        .current_dir(dir)
+        .args(["-S", "x/", "f", "e"])
+        .run();
+    assert_exit(&out, 1);
+    assert_eq!(stderr(&out), "cp: cannot backup 'e': Not a directory\n");
+    assert_eq!(read(scratch.join("e")), "old");
+}
+
+/// --strip-trailing-slashes strips the sources' slashes only when they are copied into a
+/// directory, as GNU does: `cp --strip-trailing-slashes a/ q` with a file `a` fails as
+/// without the option, and `sl/` (a symlink to a directory) copied into `dir` is the link.
+#[test]
+fn strip_trailing_slashes_into_a_directory_only() {
+    let scratch = Scratch::new();
+    let dir = scratch.path();
+    write_file(scratch.join("a"), "a");
+    write_file(scratch.join("sd/x"), "x");
+    std::os::unix::fs::symlink("sd", scratch.join("sl")).unwrap();
+    std::fs::create_dir(scratch.join("dir")).unwrap();
+    let cp = || Cp::named_cp(dir).current_dir(dir);
+    for flag in ["--strip-trailing-slashes", "--st"] {
+        let out = cp().args([flag, "a/", "q"]).run();
+        assert_exit(&out, 1);
+        assert_eq!(stderr(&out), "cp: cannot stat 'a/': Not a directory\n");
+        assert!(!scratch.join("q").exists());
+    }
+    assert_success(
+        &cp()
+            .args(["--strip-trailing-slashes", "-r", "sl/", "dir"])
+            .run(),
+    );
+    let copied = std::fs::symlink_metadata(scratch.join("dir/sl")).unwrap();
+    assert!(copied.file_type().is_symlink(), "dir/sl: {copied:?}");
+    assert_success(
+        &cp()
+            .args(["--strip-trailing-slashes", "-t", "dir", "a/"])
+            .run(),
+    );
+    assert_eq!(read(scratch.join("dir/a")), "a");
+    // Without the option the slash follows the link: the directory's contents are copied.
+    std::fs::create_dir(scratch.join("dir2")).unwrap();
+    assert_success(&cp().args(["-r", "sl/", "dir2"]).run());
+    assert_eq!(read(scratch.join("dir2/sl/x")), "x");
 }

@@ -223,6 +223,7 @@ impl Setup {
             dir_budget: self.dir_budget,
             xattr_warned: AtomicBool::new(false),
             created: (plan.roots.len() > 1).then(Default::default),
+            operands: (plan.roots.len() > 1).then(Default::default),
             backups: Default::default(),
             share,
         }
@@ -453,6 +454,9 @@ pub(crate) fn start_root<'a>(
     let stat =
         sys::statx_at(cwd, &src_c, follow).map_err(|e| CopyError::io(Op::Stat, &root.src, e))?;
     if stat.kind() != Kind::Dir {
+        if named_again(ctx, root, &stat)? {
+            return Ok(None);
+        }
         return start_root_entry(ctx, queue, root, follow).map(|()| None);
     }
     if !plan.recursive {
@@ -460,6 +464,9 @@ pub(crate) fn start_root<'a>(
             "-r not specified; omitting directory '{}'",
             root.src.display()
         )));
+    }
+    if named_again(ctx, root, &stat)? {
+        return Ok(None);
     }
     check_not_inside(&root.src, (stat.dev, stat.ino), &root.dst)?;
     let dst_c = path_cstring(&root.dst)?;
@@ -511,6 +518,53 @@ pub(crate) fn start_root<'a>(
     let node = Arc::new(node);
     queue.push(Task::Read(node.clone()));
     Ok(Some(node))
+}
+
+/// True when `root` names a source that an earlier operand of this run already named, and
+/// cp copies it only once, as GNU cp judges it by the source's identity (`stat`): the same
+/// file under the same name in the same directory (`cp f ./f dir/`; a second hard link is
+/// another name, and with backups it is copied again), or under -r the same directory to the
+/// same destination, get a warning and no copy. The same directory to another destination
+/// would be a hard link to a directory: an error, unless symlinks on the command line are
+/// followed (then it is copied again, as GNU does).
+fn named_again(ctx: &Ctx<'_>, root: &CopyRoot, stat: &sys::Stat) -> Result<bool, CopyError> {
+    let Some(seen) = &ctx.operands else {
+        return Ok(false);
+    };
+    let plan = ctx.plan;
+    let index = root_index(plan, root) as usize;
+    let earlier = {
+        let mut seen = seen.lock().expect("operands lock");
+        let names = seen.entry((stat.dev, stat.ino)).or_default();
+        let earlier = names.clone();
+        names.push(index);
+        earlier
+    };
+    let mut earlier = earlier.iter().filter_map(|&i| plan.roots.get(i)).peekable();
+    let Some(first) = earlier.peek().copied() else {
+        return Ok(false);
+    };
+    let what = if stat.kind() != Kind::Dir {
+        if plan.backup.is_some() || !earlier.any(|e| crate::plan::same_name(&e.src, &root.src)) {
+            return Ok(false);
+        }
+        "file"
+    } else if first.dst == root.dst {
+        "directory"
+    } else if plan.dereference == Dereference::Never {
+        return Err(CopyError::Refused(format!(
+            "will not create hard link '{}' to directory '{}'",
+            root.dst.display(),
+            first.dst.display()
+        )));
+    } else {
+        return Ok(false);
+    };
+    ctx.reporter.note(&format!(
+        "warning: source {what} '{}' specified more than once",
+        root.src.display()
+    ));
+    Ok(true)
 }
 
 /// A directory operand that another rank has started: its node, to hang work items from.

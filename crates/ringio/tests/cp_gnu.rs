@@ -1494,3 +1494,142 @@ fn strip_trailing_slashes_into_a_directory_only() {
     assert_success(&cp().args(["-r", "sl/", "dir2"]).run());
     assert_eq!(read(scratch.join("dir2/sl/x")), "x");
 }
+
+engine_tests!(source_named_twice);
+
+/// The same source named twice is copied once, as GNU cp judges it by identity: the same
+/// file under the same name in the same directory (`f f`, `f ./f`, `f dir/../f`) gets
+/// `warning: source file 'f' specified more than once` and exit 0; a second hard link is
+/// another name and is copied; another file of the same name meets "just created"; with
+/// backups the second copy is refused too. Under -r the same directory to the same
+/// destination gets the directory warning, to another destination it would be a hard link
+/// to a directory. Where GNU cp 9.x is on PATH, its output and tree are compared as well.
+fn source_named_twice(engine: &str) {
+    let cases: &[(&[&str], i32, &str)] = &[
+        (
+            &["f", "f", "dir/"],
+            0,
+            "cp: warning: source file 'f' specified more than once\n",
+        ),
+        (
+            &["f", "./f", "dir"],
+            0,
+            "cp: warning: source file './f' specified more than once\n",
+        ),
+        (
+            &["f", "dir/../f", "dir"],
+            0,
+            "cp: warning: source file 'dir/../f' specified more than once\n",
+        ),
+        (
+            &["f", "f", "f", "dir"],
+            0,
+            "cp: warning: source file 'f' specified more than once\ncp: warning: source file \
+             'f' specified more than once\n",
+        ),
+        (
+            &["-t", "dir", "f", "f"],
+            0,
+            "cp: warning: source file 'f' specified more than once\n",
+        ),
+        (&["f", "h", "dir"], 0, ""),
+        (
+            &["h", "f", "f", "dir"],
+            0,
+            "cp: warning: source file 'f' specified more than once\n",
+        ),
+        (
+            &["d1/f", "d2/f", "dir"],
+            1,
+            "cp: will not overwrite just-created 'dir/f' with 'd2/f'\n",
+        ),
+        // A symlink to the directory is another directory to GNU's lstat.
+        (
+            &["f", "dl/f", "dir"],
+            1,
+            "cp: will not overwrite just-created 'dir/f' with 'dl/f'\n",
+        ),
+        (
+            &["-b", "f", "f", "dir"],
+            1,
+            "cp: will not overwrite just-created 'dir/f' with 'f'\n",
+        ),
+        (
+            &["-r", "sd", "./sd", "dir"],
+            0,
+            "cp: warning: source directory './sd' specified more than once\n",
+        ),
+        (
+            &["-r", "sd", "sd/.", "dir"],
+            1,
+            "cp: will not create hard link 'dir/.' to directory 'dir/sd'\n",
+        ),
+    ];
+    let gnu = gnu_cp_9();
+    for (args, code, want) in cases {
+        let mut trees = Vec::new();
+        for gnu_run in [false, true] {
+            if gnu_run && !gnu {
+                continue;
+            }
+            let scratch = Scratch::new();
+            let dir = scratch.path();
+            write_file(scratch.join("f"), "f");
+            std::fs::hard_link(scratch.join("f"), scratch.join("h")).unwrap();
+            write_file(scratch.join("d1/f"), "1");
+            write_file(scratch.join("d2/f"), "2");
+            write_file(scratch.join("sd/x"), "x");
+            std::fs::create_dir(scratch.join("dir")).unwrap();
+            std::os::unix::fs::symlink(".", scratch.join("dl")).unwrap();
+            let out = if gnu_run {
+                run_gnu_cp(dir, args, &[])
+            } else {
+                let cp = Cp::named_cp(dir).current_dir(dir).engine(engine);
+                cp.args(args.iter()).run()
+            };
+            assert_exit(&out, *code);
+            assert_eq!(
+                stderr(&out),
+                *want,
+                "{}cp {args:?}",
+                if gnu_run { "GNU " } else { "" }
+            );
+            let mut tree: Vec<(String, String)> = walk(&scratch.join("dir"));
+            tree.sort();
+            trees.push(tree);
+        }
+        assert_eq!(
+            trees[0].len(),
+            trees[0]
+                .iter()
+                .map(|(p, _)| p)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+        );
+        if trees.len() == 2 {
+            assert_eq!(
+                trees[0], trees[1],
+                "cp {args:?}: the copies differ from GNU's"
+            );
+        }
+    }
+}
+
+/// Every entry below `dir` as (relative path, content or "dir"), for comparing copies.
+fn walk(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(dir).unwrap().display().to_string();
+            if path.is_dir() {
+                out.push((rel, "dir".into()));
+                stack.push(path);
+            } else {
+                out.push((rel, read(&path)));
+            }
+        }
+    }
+    out
+}

@@ -13,6 +13,8 @@ pub enum Op {
     Open,
     /// Opening a directory.
     OpenDir,
+    /// Opening a source directory to read it (cp's "cannot access").
+    Access,
     /// Reading directory entries.
     ReadDir,
     /// Creating a regular file.
@@ -57,6 +59,7 @@ impl Op {
             Op::Stat => "stat",
             Op::Open => "open",
             Op::OpenDir => "open directory",
+            Op::Access => "access",
             Op::ReadDir => "read directory",
             Op::Create => "create regular file",
             Op::CreateDir => "create directory",

@@ -475,8 +475,26 @@ pub(crate) fn start_root<'a>(
         Err(e) if e.raw_os_error() == Some(libc::EEXIST) => false,
         Err(e) => return Err(CopyError::io(Op::CreateDir, &root.dst, e)),
     };
-    let src =
-        sys::open_dir(cwd, &src_c, follow).map_err(|e| CopyError::io(Op::OpenDir, &root.src, e))?;
+    let src = match sys::open_dir(cwd, &src_c, follow) {
+        Ok(fd) => fd,
+        Err(e) => {
+            // As GNU cp, which makes the directory before it reads the source: an unreadable
+            // one is still copied, empty, with its metadata.
+            let unreadable = matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM));
+            if let Some(dst) = sys::open_dir(cwd, &dst_c, false)
+                .ok()
+                .filter(|_| unreadable)
+            {
+                if fresh && plan.verbose {
+                    ctx.reporter.copied(&root.src, &root.dst);
+                }
+                let path = || root.dst.clone();
+                let src = crate::xattr::Target::at(cwd, &src_c, follow);
+                finalize::directory_of(ctx, src, dst.as_fd(), &stat, fresh, &path);
+            }
+            return Err(CopyError::io(Op::Access, &root.src, e));
+        }
+    };
     // Not following a final symlink: `cp -rT dir link` must not write through `link`.
     let dst = match sys::open_dir(cwd, &dst_c, false) {
         Ok(fd) => fd,

@@ -46,6 +46,12 @@ impl<'a> Target<'a> {
     fn resolve(self) -> Resolved<'a> {
         match self {
             Target::Fd(fd) => Resolved::Fd(fd),
+            Target::At { dir, name, follow } if dir.as_raw_fd() == libc::AT_FDCWD => {
+                Resolved::Path {
+                    path: name.to_owned(),
+                    follow,
+                }
+            }
             Target::At { dir, name, follow } => {
                 let mut path = format!("/proc/self/fd/{}/", dir.as_raw_fd()).into_bytes();
                 path.extend_from_slice(name.to_bytes());

@@ -12,8 +12,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{
-    assert_exit, assert_success, chmod, gnu_cp_available, is_root, mkfifo, mode_of, write_file, Cp,
-    Scratch, NOBODY,
+    assert_exit, assert_success, chmod, chown_tree, gnu_cp_available, is_root, mkfifo, mode_of,
+    write_file, Cp, Scratch, NOBODY,
 };
 
 fn stderr(out: &std::process::Output) -> String {
@@ -1495,7 +1495,7 @@ fn strip_trailing_slashes_into_a_directory_only() {
     assert_eq!(read(scratch.join("dir2/sl/x")), "x");
 }
 
-engine_tests!(source_named_twice);
+engine_tests!(source_named_twice, unreadable_directory_is_still_made);
 
 /// The same source named twice is copied once, as GNU cp judges it by identity: the same
 /// file under the same name in the same directory (`f f`, `f ./f`, `f dir/../f`) gets
@@ -1632,4 +1632,58 @@ fn walk(dir: &Path) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+/// A source directory that cannot be read is still made in the destination, as GNU cp
+/// makes it: empty, with its source's mode, after `cp: cannot access 'src/locked':
+/// Permission denied`; the rest is copied and the exit status is 1. The same for an
+/// operand. Run unprivileged (as nobody when root, since root reads it anyway).
+fn unreadable_directory_is_still_made(engine: &str) {
+    for (opts, operand) in [("-r", false), ("-a", false), ("-r", true), ("-a", true)] {
+        let scratch = Scratch::new();
+        let dir = scratch.path();
+        write_file(scratch.join("src/a"), "a");
+        write_file(scratch.join("src/sub/b"), "b");
+        write_file(scratch.join("src/locked/inner/z"), "z");
+        if is_root() {
+            chown_tree(dir, NOBODY.0, NOBODY.1);
+            scratch.give_to(NOBODY.0, NOBODY.1);
+        }
+        chmod(scratch.join("src/locked"), 0o000);
+        let (from, to, made) = if operand {
+            ("src/locked", "dst", "dst")
+        } else {
+            ("src", "dst", "dst/locked")
+        };
+        let cp = Cp::named_cp(dir)
+            .current_dir(dir)
+            .engine(engine)
+            .args([opts, from, to]);
+        let out = if is_root() {
+            cp.run_as(NOBODY.0, NOBODY.1).run()
+        } else {
+            cp.run()
+        };
+        assert_exit(&out, 1);
+        assert_eq!(
+            stderr(&out),
+            "cp: cannot access 'src/locked': Permission denied\n",
+            "cp {opts} {from} {to}"
+        );
+        let meta = std::fs::symlink_metadata(scratch.join(made))
+            .unwrap_or_else(|e| panic!("cp {opts} {from}: {made} was not made: {e}"));
+        assert!(meta.is_dir(), "{made}");
+        assert_eq!(
+            mode_of(scratch.join(made)),
+            0,
+            "cp {opts} {from}: mode of {made}"
+        );
+        chmod(scratch.join(made), 0o700);
+        assert_eq!(std::fs::read_dir(scratch.join(made)).unwrap().count(), 0);
+        if !operand {
+            assert_eq!(read(scratch.join("dst/a")), "a");
+            assert_eq!(read(scratch.join("dst/sub/b")), "b");
+        }
+        chmod(scratch.join("src/locked"), 0o755);
+    }
 }

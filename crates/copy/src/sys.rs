@@ -461,6 +461,14 @@ pub fn raise_nofile_limit() -> u64 {
     current
 }
 
+/// How many descriptors this process has open (those it inherited included), from
+/// /proc/self/fd; `None` where that cannot be read.
+pub fn open_descriptors() -> Option<usize> {
+    // One of the entries is the descriptor that reads the directory.
+    let entries = std::fs::read_dir("/proc/self/fd").ok()?.count();
+    Some(entries.saturating_sub(1))
+}
+
 /// The tightest of the soft RLIMIT_AS and RLIMIT_DATA, in bytes; `None` when both are
 /// unlimited.
 pub fn memory_limit() -> Option<u64> {

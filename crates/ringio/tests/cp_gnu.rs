@@ -12,8 +12,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{
-    assert_exit, assert_success, chmod, chown_tree, gnu_cp_available, is_root, mkfifo, mode_of,
-    write_file, Cp, Scratch, NOBODY,
+    assert_exit, assert_success, assert_trees_equal, chmod, chown_tree, gnu_cp_available, is_root,
+    mkfifo, mode_of, write_file, Atimes, Check, Cp, Scratch, TreeSpec, NOBODY,
 };
 
 fn stderr(out: &std::process::Output) -> String {
@@ -1495,7 +1495,11 @@ fn strip_trailing_slashes_into_a_directory_only() {
     assert_eq!(read(scratch.join("dir2/sl/x")), "x");
 }
 
-engine_tests!(source_named_twice, unreadable_directory_is_still_made);
+engine_tests!(
+    source_named_twice,
+    unreadable_directory_is_still_made,
+    copies_under_a_tight_descriptor_limit
+);
 
 /// The same source named twice is copied once, as GNU cp judges it by identity: the same
 /// file under the same name in the same directory (`f f`, `f ./f`, `f dir/../f`) gets
@@ -1685,5 +1689,57 @@ fn unreadable_directory_is_still_made(engine: &str) {
             assert_eq!(read(scratch.join("dst/sub/b")), "b");
         }
         chmod(scratch.join("src/locked"), 0o755);
+    }
+}
+
+/// Under RLIMIT_NOFILE 8, as GNU cp copies: a file, a small tree with -r and with -a (hard
+/// links included), several operands; and under 7 all but -a of a tree (which keeps one
+/// descriptor for its hard links). GNU cp needs only 5: it opens files by their whole paths,
+/// where ringio holds the directory pair it works in (see docs/CONFORMANCE.md).
+fn copies_under_a_tight_descriptor_limit(engine: &str) {
+    let scratch = Scratch::new();
+    let dir = scratch.path();
+    let spec = TreeSpec {
+        dirs: 6,
+        max_depth: 4,
+        random_files: 20,
+        max_random_size: 100 * 1024,
+        ..TreeSpec::small(131)
+    };
+    let tree = spec.build(&scratch.join("src"));
+    write_file(scratch.join("one"), "one file");
+    write_file(scratch.join("two"), "two");
+    write_file(scratch.join("src/linked"), "twice");
+    std::fs::hard_link(scratch.join("src/linked"), scratch.join("src/linked2")).unwrap();
+    let atimes = Atimes::record(&tree.root);
+    for limit in [8, 7] {
+        let run = |args: &[&str]| {
+            Cp::named_cp(dir)
+                .current_dir(dir)
+                .engine(engine)
+                .nofile_limit(limit)
+                .args(args.iter())
+                .run()
+        };
+        let tag = |name: &str| format!("{name}{limit}");
+        assert_success(&run(&["one", &tag("f")]));
+        assert_eq!(read(scratch.join(tag("f"))), "one file");
+        assert_success(&run(&["-a", "one", &tag("fa")]));
+        assert_eq!(read(scratch.join(tag("fa"))), "one file");
+        assert_success(&run(&["-r", "src", &tag("r")]));
+        assert_trees_equal(&tree.root, &scratch.join(tag("r")), Check::CONTENT);
+        let into = tag("into");
+        std::fs::create_dir(scratch.join(&into)).unwrap();
+        assert_success(&run(&["-r", "one", "src", "two", &into]));
+        assert_trees_equal(&tree.root, &scratch.join(&into).join("src"), Check::CONTENT);
+        assert_eq!(read(scratch.join(&into).join("two")), "two");
+        if limit >= 8 {
+            atimes.restore();
+            assert_success(&run(&["-a", "src", &tag("a")]));
+            atimes.restore();
+            let copy = scratch.join(tag("a"));
+            assert_trees_equal(&tree.root, &copy, Check::ARCHIVE);
+            assert_eq!(inode(copy.join("linked")), inode(copy.join("linked2")));
+        }
     }
 }

@@ -43,9 +43,18 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
     } else {
         None
     };
-    if args.preserve_steps.iter().any(
-        |step| matches!(step, PreserveStep::Keep(list) if list.split(',').any(|w| w == "context")),
-    ) {
+    // As GNU: the last of --preserve=context and --no-preserve=context counts (`all` does not
+    // ask for the context).
+    let names_context = |list: &str| list.split(',').any(|w| w == "context");
+    let context_required = args
+        .preserve_steps
+        .iter()
+        .fold(false, |required, step| match step {
+            PreserveStep::Keep(list) if names_context(list) => true,
+            PreserveStep::Drop(list) if names_context(list) => false,
+            _ => required,
+        });
+    if context_required {
         bail!("cannot preserve security context without an SELinux-enabled kernel");
     }
 

@@ -1367,6 +1367,23 @@ fn abbreviated_option_values() {
             .args(["--pres=o,l,x", "--no-preserve=x", "f", "q"])
             .run(),
     );
+    // The context needs SELinux, unless a later --no-preserve takes it back, as with GNU.
+    let out = cp().args(["--preserve=cont", "f", "ctx1"]).run();
+    assert_exit(&out, 1);
+    assert_eq!(
+        stderr(&out),
+        "cp: cannot preserve security context without an SELinux-enabled kernel\n"
+    );
+    assert_success(
+        &cp()
+            .args(["--preserve=cont", "--no-preserve=co", "f", "ctx2"])
+            .run(),
+    );
+    assert_success(
+        &cp()
+            .args(["--preserve=context", "--no-preserve=cont", "f", "ctx3"])
+            .run(),
+    );
 
     for (args, name) in [
         (&["--sparse=al", "f"][..], "s1"),

@@ -9,6 +9,23 @@ use std::os::fd::BorrowedFd;
 use crate::plan::{Backup, BackupMode};
 use crate::sys;
 
+/// The simple backup suffix, chosen as GNU's backupfile does: `given` (the -S option) if
+/// there is one, else `from_env` ($SIMPLE_BACKUP_SUFFIX); an empty suffix, or one with a '/'
+/// before its last part (which would name a file in another directory), is `~` instead.
+pub fn simple_backup_suffix<'a>(given: Option<&'a str>, from_env: Option<&'a str>) -> &'a str {
+    match given.or(from_env) {
+        Some(suffix) if !suffix.is_empty() && is_one_component(suffix) => suffix,
+        _ => "~",
+    }
+}
+
+/// True when `name` is its own last component: no leading '/', and no '/' followed by more
+/// of the name (trailing slashes belong to the last component).
+fn is_one_component(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.starts_with(b"/") && !bytes.windows(2).any(|w| w[0] == b'/' && w[1] != b'/')
+}
+
 /// The backup path for `path` (`cp -fb F F` copies F to it instead of onto itself).
 pub fn backup_path(path: &std::path::Path, backup: &Backup) -> io::Result<std::path::PathBuf> {
     use std::os::unix::ffi::OsStrExt;
@@ -79,6 +96,23 @@ mod tests {
         assert_eq!(backup_number(b"f.~03~", b"f"), None);
         assert_eq!(backup_number(b"ff.~3~", b"f"), None);
         assert_eq!(backup_number(b"f~", b"f"), None);
+    }
+
+    #[test]
+    fn unusable_suffixes_become_tilde() {
+        assert_eq!(simple_backup_suffix(Some(".bak"), Some(".env")), ".bak");
+        assert_eq!(simple_backup_suffix(None, Some(".env")), ".env");
+        assert_eq!(simple_backup_suffix(None, None), "~");
+        // An empty -S does not fall back to the environment: it is `~`.
+        assert_eq!(simple_backup_suffix(Some(""), Some(".env")), "~");
+        assert_eq!(simple_backup_suffix(None, Some("")), "~");
+        for bad in ["/x", "a/b", "//", "/", "x//y"] {
+            assert_eq!(simple_backup_suffix(Some(bad), None), "~", "{bad}");
+            assert_eq!(simple_backup_suffix(None, Some(bad)), "~", "{bad}");
+        }
+        // Trailing slashes are part of a last component, as GNU's last_component reads it.
+        assert_eq!(simple_backup_suffix(Some("x/"), None), "x/");
+        assert_eq!(simple_backup_suffix(Some("x//"), None), "x//");
     }
 
     #[test]

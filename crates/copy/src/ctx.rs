@@ -14,6 +14,9 @@ use crate::progress::{Progress, Reporter};
 use crate::rank::RankShare;
 use crate::sys::{self, Stat};
 
+/// Source operand identity (dev, ino) → the indices of the operands that named it.
+pub(crate) type OperandsSeen = HashMap<(u64, u64), Vec<usize>>;
+
 /// State shared by every worker of one run.
 pub(crate) struct Ctx<'a> {
     pub plan: &'a CopyPlan,
@@ -36,6 +39,9 @@ pub(crate) struct Ctx<'a> {
     /// With several operands: the (dev, ino) of every destination an operand created, so a
     /// later operand of the same name is refused (cp's "will not overwrite just-created").
     pub created: Option<Mutex<HashSet<(u64, u64)>>>,
+    /// With several operands: the (dev, ino) of each source operand met so far, and the
+    /// indices of the operands that named it (cp's "specified more than once").
+    pub operands: Option<Mutex<OperandsSeen>>,
     /// A run spread over MPI ranks (`cp --mpi`): this rank's part.
     pub share: Option<RankShare>,
     /// `-v --backup`: the backup name each destination path was renamed to, until its `-v`

@@ -13,6 +13,8 @@ pub enum Op {
     Open,
     /// Opening a directory.
     OpenDir,
+    /// Opening a source directory to read it (cp's "cannot access").
+    Access,
     /// Reading directory entries.
     ReadDir,
     /// Creating a regular file.
@@ -25,8 +27,10 @@ pub enum Op {
     Write,
     /// FICLONE under `--reflink=always`.
     Clone,
-    /// Renaming into place (`--atomic`) or aside (`--backup`).
+    /// Renaming into place (`--atomic`).
     Rename,
+    /// Renaming an existing destination aside (`--backup`).
+    Backup,
     /// fsync/syncfs (`--fsync`).
     Sync,
     /// Reading a symlink's target.
@@ -62,6 +66,7 @@ impl Op {
             Op::Stat => "stat",
             Op::Open => "open",
             Op::OpenDir => "open directory",
+            Op::Access => "access",
             Op::ReadDir => "read directory",
             Op::Create => "create regular file",
             Op::CreateDir => "create directory",
@@ -69,6 +74,7 @@ impl Op {
             Op::Write => "write",
             Op::Clone => "clone",
             Op::Rename => "rename",
+            Op::Backup => "backup",
             Op::Sync => "sync",
             Op::ReadLink => "read symbolic link",
             Op::CreateSymlink => "create symbolic link",

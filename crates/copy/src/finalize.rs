@@ -148,6 +148,19 @@ pub(crate) fn directory(
     fresh: bool,
     path: &dyn Fn() -> PathBuf,
 ) {
+    directory_of(ctx, Target::Fd(src), dst, stat, fresh, path);
+}
+
+/// [`directory`] for a source that may not be open: one that cannot be read is reached by
+/// name for its extended attributes.
+pub(crate) fn directory_of(
+    ctx: &Ctx<'_>,
+    src: Target<'_>,
+    dst: BorrowedFd<'_>,
+    stat: &Stat,
+    fresh: bool,
+    path: &dyn Fn() -> PathBuf,
+) {
     let preserve = ctx.plan.preserve;
     let mut owner_kept = true;
     if preserve.ownership {
@@ -157,7 +170,7 @@ pub(crate) fn directory(
         }
     }
     if preserve.xattr {
-        if let Err(e) = xattrs(ctx, Target::Fd(src), Target::Fd(dst), path) {
+        if let Err(e) = xattrs(ctx, src, Target::Fd(dst), path) {
             ctx.fail(e);
         }
     }
@@ -180,7 +193,7 @@ pub(crate) fn directory(
     }
     // As for a file: an existing directory's ACLs the source lacks go.
     if preserve.mode && (!preserve.xattr || !fresh) {
-        if let Err(e) = xattr::copy_acls(Target::Fd(src), Target::Fd(dst), true, !fresh) {
+        if let Err(e) = xattr::copy_acls(src, Target::Fd(dst), true, !fresh) {
             ctx.fail(CopyError::io(Op::SetMode, path(), e));
         }
     }

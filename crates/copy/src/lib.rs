@@ -43,7 +43,7 @@ pub mod verify;
 pub mod walk;
 mod xattr;
 
-pub use backup::backup_path;
+pub use backup::{backup_path, simple_backup_suffix};
 pub use engine::uring_available;
 pub use error::{CopyError, Op};
 pub use plan::{

@@ -18,6 +18,15 @@ use crate::finalize;
 use crate::rank::DeferredDir;
 use crate::sys::{self, Stat};
 
+/// How a root opens its pair again once the descriptor budget closed it: by the paths it was
+/// first opened by, from the working directory, following symlinks as that first open did.
+pub(crate) struct RootPaths {
+    pub src: CString,
+    pub follow_src: bool,
+    pub dst: CString,
+    pub follow_dst: bool,
+}
+
 /// Display names for the top of a tree.
 pub(crate) struct RootNames {
     pub src: PathBuf,
@@ -57,6 +66,8 @@ pub(crate) struct DirNode<'a> {
     /// At a root, under `--preserve=links`: its own descriptor of the destination, which
     /// hard-link targets are named relative to.
     anchor: Option<Arc<OwnedFd>>,
+    /// At a root that may close under the budget: how to open it again.
+    reopen_from: Option<RootPaths>,
 }
 
 /// A node's descriptors and how many holders need them.
@@ -70,15 +81,8 @@ struct DirFds {
 }
 
 impl<'a> DirNode<'a> {
-    fn new_fds(
-        ctx: &Ctx<'_>,
-        src: OwnedFd,
-        dst: OwnedFd,
-        counted: bool,
-    ) -> (Mutex<DirFds>, AtomicI32, AtomicI32) {
-        if counted {
-            ctx.open_dirs.fetch_add(1, Ordering::Relaxed);
-        }
+    fn new_fds(ctx: &Ctx<'_>, src: OwnedFd, dst: OwnedFd) -> (Mutex<DirFds>, AtomicI32, AtomicI32) {
+        ctx.open_dirs.fetch_add(1, Ordering::Relaxed);
         let raw = (
             AtomicI32::new(src.as_raw_fd()),
             AtomicI32::new(dst.as_raw_fd()),
@@ -104,7 +108,7 @@ impl<'a> DirNode<'a> {
         stat: Stat,
         fresh: bool,
     ) -> Self {
-        let (fds, src_raw, dst_raw) = Self::new_fds(parent.ctx, src, dst, true);
+        let (fds, src_raw, dst_raw) = Self::new_fds(parent.ctx, src, dst);
         DirNode {
             ctx: parent.ctx,
             fds,
@@ -121,6 +125,7 @@ impl<'a> DirNode<'a> {
             finalize: true,
             operand: false,
             anchor: None,
+            reopen_from: None,
         }
     }
 
@@ -137,7 +142,7 @@ impl<'a> DirNode<'a> {
         fresh: bool,
         finalize: bool,
     ) -> Self {
-        let (fds, src_raw, dst_raw) = Self::new_fds(ctx, src, dst, false);
+        let (fds, src_raw, dst_raw) = Self::new_fds(ctx, src, dst);
         DirNode {
             ctx,
             fds,
@@ -153,6 +158,7 @@ impl<'a> DirNode<'a> {
             finalize,
             operand: !finalize,
             anchor: None,
+            reopen_from: None,
         }
     }
 
@@ -165,6 +171,21 @@ impl<'a> DirNode<'a> {
     pub fn with_link_anchor(mut self) -> Self {
         self.anchor = self.dst_fd().try_clone_to_owned().ok().map(Arc::new);
         self
+    }
+
+    /// Lets a root close under the descriptor budget, to be opened again by `paths`.
+    pub fn reopened_by(mut self, paths: RootPaths) -> Self {
+        self.reopen_from = Some(paths);
+        self
+    }
+
+    /// Closes a node nobody holds yet when the run is over its budget (a root just started,
+    /// whose task waits in the queue), as the last holder's release would.
+    pub fn park(&self) {
+        let mut fds = self.fds.lock().expect("dir fds lock");
+        if fds.holders == 0 {
+            self.close_if_over_budget(&mut fds);
+        }
     }
 
     /// Source directory descriptor. The caller holds the node (a [`DirHold`], or it is being
@@ -203,7 +224,16 @@ impl<'a> DirNode<'a> {
     fn release(&self) {
         let mut fds = self.fds.lock().expect("dir fds lock");
         fds.holders -= 1;
-        if fds.holders == 0 && self.parent.is_some() && self.ctx.over_dir_budget() {
+        if fds.holders == 0 {
+            self.close_if_over_budget(&mut fds);
+        }
+    }
+
+    /// Closes the descriptors (no holder has them) when the run is over its budget and this
+    /// node can be opened again: below a root, or a root that knows its paths.
+    fn close_if_over_budget(&self, fds: &mut DirFds) {
+        let reopenable = self.parent.is_some() || self.reopen_from.is_some();
+        if fds.src.is_some() && reopenable && self.ctx.over_dir_budget() {
             if fds.dst_id.is_none() {
                 let Some(stat) = fds.dst.as_ref().and_then(|d| sys::fstatx(d.as_fd()).ok()) else {
                     // Without its identity it could not be checked when reopened: keep it.
@@ -219,18 +249,21 @@ impl<'a> DirNode<'a> {
         }
     }
 
-    /// Opens this directory pair again, starting from the nearest ancestor that is open and
-    /// going down one component at a time (paths can be longer than PATH_MAX), never following
-    /// a symlink on the destination side (nor on the source side unless `-L`). Every directory
-    /// reopened on the way must be the one first opened under that name: a directory swapped
-    /// for another (or for a symlink) meanwhile is an error for this subtree, not a redirect.
-    /// `own_dst_id` is this node's recorded destination identity (its lock is held).
+    /// Opens this directory pair again, starting from the nearest ancestor that is open (or
+    /// from a closed root's own paths) and going down one component at a time (paths can be
+    /// longer than PATH_MAX), never following a symlink on the destination side (nor on the
+    /// source side unless `-L`). Every directory reopened on the way must be the one first
+    /// opened under that name: a directory swapped for another (or for a symlink) meanwhile is
+    /// an error for this subtree, not a redirect. `own_dst_id` is this node's recorded
+    /// destination identity (its lock is held). At most four descriptors are open at once on
+    /// the way: the starting pair and the next, then each pair and the next source.
     fn reopen(&self, own_dst_id: Option<(u64, u64)>) -> io::Result<(OwnedFd, OwnedFd)> {
         let mut chain: Vec<&DirNode<'_>> = vec![self];
-        let mut node = self.parent.as_deref().expect("roots never close");
-        loop {
+        let mut base: Option<&DirNode<'_>> = None;
+        let mut node = self;
+        while let Some(parent) = node.parent.as_deref() {
             let open = {
-                let mut fds = node.fds.lock().expect("dir fds lock");
+                let mut fds = parent.fds.lock().expect("dir fds lock");
                 if fds.src.is_some() {
                     fds.holders += 1;
                     true
@@ -239,41 +272,67 @@ impl<'a> DirNode<'a> {
                 }
             };
             if open {
+                base = Some(parent);
                 break;
             }
-            chain.push(node);
-            node = node.parent.as_deref().expect("roots never close");
+            chain.push(parent);
+            node = parent;
         }
         chain.reverse();
-        let follow_src = self.ctx.plan.dereference == crate::plan::Dereference::Always;
-        let opened = (|| {
-            let mut src: Option<OwnedFd> = None;
-            let mut dst: Option<OwnedFd> = None;
-            for step in &chain {
-                let dst_id = if std::ptr::eq(*step, self) {
-                    own_dst_id
-                } else {
-                    step.fds.lock().expect("dir fds lock").dst_id
-                };
-                let next_src = open_verified(
-                    src.as_ref().map_or(node.src_fd(), |fd| fd.as_fd()),
-                    &step.name,
-                    follow_src,
-                    Some((step.stat.dev, step.stat.ino)),
-                )?;
-                let next_dst = open_verified(
-                    dst.as_ref().map_or(node.dst_fd(), |fd| fd.as_fd()),
-                    &step.name,
-                    false,
-                    dst_id,
-                )?;
-                src = Some(next_src);
-                dst = Some(next_dst);
-            }
-            Ok((src.expect("a chain"), dst.expect("a chain")))
-        })();
-        node.release();
+        let opened = self.open_chain(&chain, &mut base, own_dst_id);
+        if let Some(base) = base {
+            base.release();
+        }
         opened
+    }
+
+    /// Opens `chain` (top first) below `base`, or from the top's root paths when there is no
+    /// open base; lets go of `base` once the first pair is open.
+    fn open_chain(
+        &self,
+        chain: &[&DirNode<'_>],
+        base: &mut Option<&DirNode<'_>>,
+        own_dst_id: Option<(u64, u64)>,
+    ) -> io::Result<(OwnedFd, OwnedFd)> {
+        let follow_src = self.ctx.plan.dereference == crate::plan::Dereference::Always;
+        let cwd = rustix::fs::CWD;
+        let mut src: Option<OwnedFd> = None;
+        let mut dst: Option<OwnedFd> = None;
+        for step in chain {
+            let dst_id = if std::ptr::eq(*step, self) {
+                own_dst_id
+            } else {
+                step.fds.lock().expect("dir fds lock").dst_id
+            };
+            let src_id = Some((step.stat.dev, step.stat.ino));
+            let from_root = || {
+                step.reopen_from.as_ref().ok_or_else(|| {
+                    io::Error::other("directory closed with no way to open it again")
+                })
+            };
+            let next_src = match (&src, *base) {
+                (Some(prev), _) => open_verified(prev.as_fd(), &step.name, follow_src, src_id)?,
+                (None, Some(base)) => open_verified(base.src_fd(), &step.name, follow_src, src_id)?,
+                (None, None) => {
+                    let paths = from_root()?;
+                    open_verified(cwd, &paths.src, paths.follow_src, src_id)?
+                }
+            };
+            src = Some(next_src);
+            let next_dst = match (&dst, *base) {
+                (Some(prev), _) => open_verified(prev.as_fd(), &step.name, false, dst_id)?,
+                (None, Some(base)) => open_verified(base.dst_fd(), &step.name, false, dst_id)?,
+                (None, None) => {
+                    let paths = from_root()?;
+                    open_verified(cwd, &paths.dst, paths.follow_dst, dst_id)?
+                }
+            };
+            dst = Some(next_dst);
+            if let Some(base) = base.take() {
+                base.release();
+            }
+        }
+        Ok((src.expect("a chain"), dst.expect("a chain")))
     }
 
     /// The user-facing source path of `child` (or of this directory). Built only for messages.
@@ -377,7 +436,7 @@ impl Drop for DirNode<'_> {
                 &path,
             );
         }
-        if self.parent.is_some() && self.fds.get_mut().expect("dir fds lock").src.is_some() {
+        if self.fds.get_mut().expect("dir fds lock").src.is_some() {
             self.ctx.open_dirs.fetch_sub(1, Ordering::Relaxed);
         }
     }

@@ -3,6 +3,7 @@
 use std::fs;
 use std::io;
 use std::os::fd::AsFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::CopyError;
@@ -539,6 +540,54 @@ fn last_component(path: &Path) -> Option<&std::ffi::OsStr> {
     }
 }
 
+/// The last component of `path` as GNU's `last_component` and `base_len` read it: trailing
+/// slashes aside, `.` and `..` included.
+fn base_name(path: &Path) -> &[u8] {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let end = bytes.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    let start = bytes[..end]
+        .iter()
+        .rposition(|&b| b == b'/')
+        .map_or(0, |i| i + 1);
+    &bytes[start..end]
+}
+
+/// GNU's `same_name`: `a` and `b` are one name in one directory (`f`, `./f`, `d/../f`): the
+/// same last component, in parent directories of the same identity (not following a final
+/// symlink, as GNU does not).
+pub(crate) fn same_name(a: &Path, b: &Path) -> bool {
+    let parent_identity = |path: &Path| {
+        fs::symlink_metadata(dir_name(path))
+            .ok()
+            .map(|m| (m.dev(), m.ino()))
+    };
+    base_name(a) == base_name(b)
+        && parent_identity(a).is_some_and(|id| parent_identity(b) == Some(id))
+}
+
+/// The directory part of `path` as GNU's `dir_name` reads it, without Rust's normalizing
+/// (`a/./f` is in `a/.`): `.` when there is none, `/` at the root.
+fn dir_name(path: &Path) -> &Path {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let end = bytes.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    let base = bytes[..end]
+        .iter()
+        .rposition(|&b| b == b'/')
+        .map_or(0, |i| i + 1);
+    let root = usize::from(bytes.first() == Some(&b'/'));
+    let mut len = base;
+    while len > root && bytes[len - 1] == b'/' {
+        len -= 1;
+    }
+    if len == 0 {
+        Path::new(".")
+    } else {
+        Path::new(std::ffi::OsStr::from_bytes(&bytes[..len]))
+    }
+}
+
 /// True when the last component of `path` is `.` or `..` (trailing slashes aside).
 fn ends_in_dot(path: &Path) -> bool {
     let bytes = path.as_os_str().as_encoded_bytes();
@@ -672,6 +721,32 @@ mod tests {
         assert_eq!(last(".."), None);
         assert!(ends_in_dot(Path::new("a/./")) && ends_in_dot(Path::new("..")));
         assert!(!ends_in_dot(Path::new("a.")) && !ends_in_dot(Path::new("/")));
+    }
+
+    #[test]
+    fn one_name_in_one_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        fs::create_dir(dir.join("d")).unwrap();
+        fs::create_dir(dir.join("e")).unwrap();
+        std::os::unix::fs::symlink("d", dir.join("link")).unwrap();
+        let p = |s: &str| dir.join(s);
+        assert!(same_name(&p("d/f"), &p("d/f")));
+        assert!(same_name(&p("d/f"), &p("d/./f")));
+        assert!(same_name(&p("d/f"), &p("e/../d/f")));
+        assert!(same_name(&p("d/f/"), &p("d/f")));
+        assert!(!same_name(&p("d/f"), &p("e/f")));
+        assert!(!same_name(&p("d/f"), &p("d/g")));
+        // The parent is looked at itself, as GNU's lstat does: a symlink to it is another name.
+        assert!(!same_name(&p("d/f"), &p("link/f")));
+        assert!(same_name(&p("d/f"), &p("link/./f")));
+        assert_eq!(dir_name(Path::new("a/./f")), Path::new("a/."));
+        assert_eq!(dir_name(Path::new("a//f/")), Path::new("a"));
+        assert_eq!(dir_name(Path::new("f")), Path::new("."));
+        assert_eq!(dir_name(Path::new("/f")), Path::new("/"));
+        assert_eq!(base_name(Path::new("a/b//")), b"b");
+        assert_eq!(base_name(Path::new("a/.")), b".");
+        assert_eq!(base_name(Path::new("f")), b"f");
     }
 
     #[test]

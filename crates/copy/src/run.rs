@@ -13,7 +13,7 @@ use crate::engine::{uring_available, DataPath, Mover, SyncMover, UringMover};
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::links::LinkMap;
-use crate::node::{DirNode, RootNames};
+use crate::node::{DirNode, RootNames, RootPaths};
 use crate::parents;
 use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference, Engine, Sparse, Tuning};
 use crate::progress::{Progress, Reporter, Summary};
@@ -118,30 +118,64 @@ impl MemoryBudget {
 }
 
 /// How a run shares RLIMIT_NOFILE out, so the descriptors it holds stay within the limit at
-/// any depth of tree.
+/// any depth of tree and for any number of operands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct FdBudget {
     threads: usize,
     /// Small files in flight per io_uring worker (two descriptors each).
     queue_depth: u32,
-    /// Directory pairs below the roots that may be open at once. Past it, a directory nobody
-    /// holds closes, and is reopened (and checked) when it is needed again.
+    /// Directory pairs (operands' included) that may be open at once. Past it, a directory
+    /// nobody holds closes, and is reopened (and checked) when it is needed again.
     dir_pairs: usize,
+    /// There is room for a ring per worker; without it the run copies synchronously.
+    ring: bool,
 }
 
 impl FdBudget {
-    /// Descriptors held outside the run: stdin, stdout, stderr, and one to spare.
-    const PROCESS: usize = 4;
-    /// Per operand: its source and destination directory, and the hard-link anchor.
-    const PER_ROOT: usize = 3;
+    /// The spare descriptor kept besides those open at the start.
+    const SPARE: usize = 1;
     /// Per worker besides directories and in-flight small files: its ring, a synchronous file
     /// pair, and the descriptors a reopen holds on its way down.
     const PER_WORKER: usize = 6;
     /// Directory pairs a worker holds at once: the one it reads and a subdirectory it opens.
     const HELD_PAIRS: usize = 2;
+    /// Below this many free descriptors, rings and queues do not pay: one synchronous worker
+    /// per [`FdBudget::SYNC_WORKER`] descriptors, and every idle directory that the budget
+    /// cannot keep is closed.
+    const ROOMY: usize = 32;
+    /// What a synchronous worker holds at most: the directory pair it reads and a file pair,
+    /// or that pair and a subdirectory's (a reopen on the way down stays within the same
+    /// four). With the descriptors open at the start, the least a copy needs.
+    const SYNC_WORKER: usize = 4;
 
-    fn new(nofile: usize, roots: usize, tuning: &Tuning) -> Self {
-        let free = nofile.saturating_sub(Self::PROCESS + Self::PER_ROOT * roots);
+    /// The budget under RLIMIT_NOFILE `nofile` with `in_use` descriptors open at the start, for
+    /// `roots` operands of which `anchors` hold a descriptor for the whole run (the hard-link
+    /// anchor under `--preserve=links`); `pipe`: each worker keeps a pipe (the splice engine).
+    fn new(
+        nofile: usize,
+        in_use: usize,
+        roots: usize,
+        anchors: usize,
+        tuning: &Tuning,
+        pipe: bool,
+    ) -> Self {
+        // What the run may use when operands close while they wait.
+        let usable = nofile.saturating_sub(in_use + Self::SPARE + anchors);
+        if usable < Self::ROOMY {
+            let free = nofile.saturating_sub(in_use + anchors);
+            let per_worker = Self::SYNC_WORKER + if pipe { 2 } else { 0 };
+            // Half for the workers, half for directories left open between their visits.
+            let threads = (free / (2 * per_worker)).clamp(1, tuning.threads.max(1));
+            return FdBudget {
+                threads,
+                queue_depth: 1,
+                dir_pairs: free.saturating_sub(threads * per_worker) / 2,
+                ring: false,
+            };
+        }
+        // Workers and queues are sized as if every operand stayed open, as they may where
+        // there is room; only operands past it close while they wait.
+        let free = usable.saturating_sub(2 * roots);
         // A worker is worth starting with at least 128 descriptors to use.
         let threads = tuning.threads.clamp(1, (free / 128).max(1));
         let per_thread = free / threads;
@@ -149,11 +183,13 @@ impl FdBudget {
         let fd_depth = (per_thread.saturating_sub(fixed + 64) / 2).max(1);
         let queue_depth = (tuning.queue_depth as usize).clamp(1, fd_depth) as u32;
         let files = threads * (Self::PER_WORKER + 2 * queue_depth as usize);
-        let dir_pairs = (free.saturating_sub(files) / 2).max(threads * Self::HELD_PAIRS);
+        let below_roots = (free.saturating_sub(files) / 2).max(threads * Self::HELD_PAIRS);
+        let dir_pairs = (below_roots + roots).min(usable.saturating_sub(files) / 2);
         FdBudget {
             threads,
             queue_depth,
             dir_pairs,
+            ring: true,
         }
     }
 }
@@ -170,10 +206,23 @@ impl Setup {
     /// Fits the plan's threads and queue depth to RLIMIT_NOFILE and the buffer budget, and
     /// probes io_uring.
     pub fn new(plan: &CopyPlan, reporter: &dyn Reporter) -> Self {
-        let nofile = ringio_base::limits::raise_nofile_limit();
+        let nofile =
+            usize::try_from(ringio_base::limits::raise_nofile_limit()).unwrap_or(usize::MAX);
         let mut plan = plan.clone();
-        let dir_roots = plan.roots.len();
-        let budget = FdBudget::new(nofile as usize, dir_roots, &plan.tuning);
+        let anchors = if plan.preserve.links {
+            plan.roots.len()
+        } else {
+            0
+        };
+        // Only a tight limit is worth a look at what is open already.
+        let in_use = if nofile < 256 {
+            sys::open_descriptors().unwrap_or(3)
+        } else {
+            3
+        };
+        let pipe = plan.engine == Engine::Splice;
+        let roots = plan.roots.len();
+        let budget = FdBudget::new(nofile, in_use, roots, anchors, &plan.tuning, pipe);
         plan.tuning.threads = budget.threads;
         plan.tuning.queue_depth = budget.queue_depth;
         // Buffers count in RSS once used: all of them stay within one budget whatever the
@@ -181,6 +230,15 @@ impl Setup {
         MemoryBudget::from_limits().fit(&mut plan.tuning, plan.engine);
         let threads = plan.tuning.threads;
         let use_uring = match plan.engine {
+            Engine::Uring if !budget.ring => {
+                if plan.verbose {
+                    reporter.note(&format!(
+                        "{nofile} open files (RLIMIT_NOFILE) are too few for io_uring; using \
+                         the synchronous threaded engine"
+                    ));
+                }
+                false
+            }
             Engine::Uring => match uring_available() {
                 Ok(()) => true,
                 Err(why) => {
@@ -223,6 +281,7 @@ impl Setup {
             dir_budget: self.dir_budget,
             xattr_warned: AtomicBool::new(false),
             created: (plan.roots.len() > 1).then(Default::default),
+            operands: (plan.roots.len() > 1).then(Default::default),
             backups: Default::default(),
             share,
         }
@@ -453,6 +512,9 @@ pub(crate) fn start_root<'a>(
     let stat =
         sys::statx_at(cwd, &src_c, follow).map_err(|e| CopyError::io(Op::Stat, &root.src, e))?;
     if stat.kind() != Kind::Dir {
+        if named_again(ctx, root, &stat)? {
+            return Ok(None);
+        }
         return start_root_entry(ctx, queue, root, follow).map(|()| None);
     }
     if !plan.recursive {
@@ -461,6 +523,9 @@ pub(crate) fn start_root<'a>(
             root.src.display()
         )));
     }
+    if named_again(ctx, root, &stat)? {
+        return Ok(None);
+    }
     check_not_inside(&root.src, (stat.dev, stat.ino), &root.dst)?;
     let dst_c = path_cstring(&root.dst)?;
     let fresh = match sys::mkdirat(cwd, &dst_c, finalize::dir_create_mode(plan, &stat)) {
@@ -468,8 +533,26 @@ pub(crate) fn start_root<'a>(
         Err(e) if e.raw_os_error() == Some(libc::EEXIST) => false,
         Err(e) => return Err(CopyError::io(Op::CreateDir, &root.dst, e)),
     };
-    let src =
-        sys::open_dir(cwd, &src_c, follow).map_err(|e| CopyError::io(Op::OpenDir, &root.src, e))?;
+    let src = match sys::open_dir(cwd, &src_c, follow) {
+        Ok(fd) => fd,
+        Err(e) => {
+            // As GNU cp, which makes the directory before it reads the source: an unreadable
+            // one is still copied, empty, with its metadata.
+            let unreadable = matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM));
+            if let Some(dst) = sys::open_dir(cwd, &dst_c, false)
+                .ok()
+                .filter(|_| unreadable)
+            {
+                if fresh && plan.verbose {
+                    ctx.reporter.copied(&root.src, &root.dst);
+                }
+                let path = || root.dst.clone();
+                let src = crate::xattr::Target::at(cwd, &src_c, follow);
+                finalize::directory_of(ctx, src, dst.as_fd(), &stat, fresh, &path);
+            }
+            return Err(CopyError::io(Op::Access, &root.src, e));
+        }
+    };
     // Not following a final symlink: `cp -rT dir link` must not write through `link`.
     let dst = match sys::open_dir(cwd, &dst_c, false) {
         Ok(fd) => fd,
@@ -502,7 +585,13 @@ pub(crate) fn start_root<'a>(
         dst_setgid,
         fresh,
         true,
-    );
+    )
+    .reopened_by(RootPaths {
+        src: src_c,
+        follow_src: follow,
+        dst: dst_c,
+        follow_dst: false,
+    });
     let node = if plan.preserve.links {
         node.with_link_anchor()
     } else {
@@ -510,7 +599,56 @@ pub(crate) fn start_root<'a>(
     };
     let node = Arc::new(node);
     queue.push(Task::Read(node.clone()));
+    // Its task may wait behind many operands: under a tight budget it closes until then.
+    node.park();
     Ok(Some(node))
+}
+
+/// True when `root` names a source that an earlier operand of this run already named, and
+/// cp copies it only once, as GNU cp judges it by the source's identity (`stat`): the same
+/// file under the same name in the same directory (`cp f ./f dir/`; a second hard link is
+/// another name, and with backups it is copied again), or under -r the same directory to the
+/// same destination, get a warning and no copy. The same directory to another destination
+/// would be a hard link to a directory: an error, unless symlinks on the command line are
+/// followed (then it is copied again, as GNU does).
+fn named_again(ctx: &Ctx<'_>, root: &CopyRoot, stat: &sys::Stat) -> Result<bool, CopyError> {
+    let Some(seen) = &ctx.operands else {
+        return Ok(false);
+    };
+    let plan = ctx.plan;
+    let index = root_index(plan, root) as usize;
+    let earlier = {
+        let mut seen = seen.lock().expect("operands lock");
+        let names = seen.entry((stat.dev, stat.ino)).or_default();
+        let earlier = names.clone();
+        names.push(index);
+        earlier
+    };
+    let mut earlier = earlier.iter().filter_map(|&i| plan.roots.get(i)).peekable();
+    let Some(first) = earlier.peek().copied() else {
+        return Ok(false);
+    };
+    let what = if stat.kind() != Kind::Dir {
+        if plan.backup.is_some() || !earlier.any(|e| crate::plan::same_name(&e.src, &root.src)) {
+            return Ok(false);
+        }
+        "file"
+    } else if first.dst == root.dst {
+        "directory"
+    } else if plan.dereference == Dereference::Never {
+        return Err(CopyError::Refused(format!(
+            "will not create hard link '{}' to directory '{}'",
+            root.dst.display(),
+            first.dst.display()
+        )));
+    } else {
+        return Ok(false);
+    };
+    ctx.reporter.note(&format!(
+        "warning: source {what} '{}' specified more than once",
+        root.src.display()
+    ));
+    Ok(true)
 }
 
 /// A directory operand that another rank has started: its node, to hang work items from.
@@ -570,9 +708,11 @@ fn start_root_entry<'a>(
     let (src_dir, src_name) = split(&root.src);
     let (dst_dir, dst_name) = split(&root.dst);
     let cwd = rustix::fs::CWD;
-    let src_fd = sys::open_dir(cwd, &path_cstring(&src_dir)?, true)
+    let src_dir_c = path_cstring(&src_dir)?;
+    let dst_dir_c = path_cstring(&dst_dir)?;
+    let src_fd = sys::open_dir(cwd, &src_dir_c, true)
         .map_err(|e| CopyError::io(Op::OpenDir, &src_dir, e))?;
-    let dst_fd = sys::open_dir(cwd, &path_cstring(&dst_dir)?, true)
+    let dst_fd = sys::open_dir(cwd, &dst_dir_c, true)
         .map_err(|e| CopyError::io(Op::Create, &root.dst, e))?;
     let stat = sys::fstatx(src_fd.as_fd()).map_err(|e| CopyError::io(Op::Stat, &src_dir, e))?;
     let dst_stat = sys::fstatx(dst_fd.as_fd()).map_err(|e| CopyError::io(Op::Stat, &dst_dir, e))?;
@@ -592,18 +732,27 @@ fn start_root_entry<'a>(
         dst_setgid,
         false,
         false,
-    );
-    let node = if ctx.plan.preserve.links {
+    )
+    .reopened_by(RootPaths {
+        src: src_dir_c,
+        follow_src: true,
+        dst: dst_dir_c,
+        follow_dst: true,
+    });
+    // A lone file has no other name to link to: no anchor, one descriptor fewer.
+    let node = if ctx.plan.preserve.links && ctx.plan.roots.len() > 1 {
         node.with_link_anchor()
     } else {
         node
     };
+    let node = Arc::new(node);
     queue.push(Task::Root {
-        dir: Arc::new(node),
+        dir: node.clone(),
         src: cstring(src_name.as_bytes(), &root.src)?,
         dst: cstring(dst_name.as_bytes(), &root.dst)?,
         follow,
     });
+    node.park();
     Ok(())
 }
 
@@ -629,15 +778,41 @@ mod tests {
     #[test]
     fn fd_budget_fits_small_limits() {
         let tuning = Tuning::default();
-        let tiny = FdBudget::new(16, 1, &tuning);
-        assert_eq!((tiny.threads, tiny.queue_depth), (1, 1));
-        assert_eq!(tiny.dir_pairs, FdBudget::HELD_PAIRS);
-        let roomy = FdBudget::new(1 << 20, 1, &tuning);
+        // GNU cp copies under RLIMIT_NOFILE 8: one synchronous worker, no ring, and every
+        // idle directory closed.
+        let tiny = FdBudget::new(8, 3, 1, 0, &tuning, false);
+        assert_eq!((tiny.threads, tiny.queue_depth, tiny.ring), (1, 1, false));
+        assert_eq!(tiny.dir_pairs, 0);
+        for nofile in 7..40 {
+            for (anchors, pipe) in [(0, false), (1, false), (0, true)] {
+                let b = FdBudget::new(nofile, 3, 1, anchors, &tuning, pipe);
+                let worker = FdBudget::SYNC_WORKER + if pipe { 2 } else { 0 };
+                let need = 3 + anchors + b.threads * worker + 2 * b.dir_pairs;
+                assert!(
+                    b.ring || need <= nofile.max(3 + anchors + worker),
+                    "{nofile} {anchors} {pipe}: {b:?}"
+                );
+            }
+        }
+        let small = FdBudget::new(16, 3, 1, 0, &tuning, false);
+        assert_eq!((small.threads, small.ring), (1, false));
+        assert!(small.dir_pairs >= 2);
+        let roomy = FdBudget::new(1 << 20, 3, 1, 0, &tuning, false);
         assert_eq!(roomy.threads, tuning.threads);
         assert_eq!(roomy.queue_depth, tuning.queue_depth);
-        assert!(roomy.dir_pairs > 100_000);
-        let usual = FdBudget::new(1024, 1, &tuning);
-        assert!(usual.threads >= 1 && usual.dir_pairs >= 2 * usual.threads);
+        assert!(roomy.ring && roomy.dir_pairs > 100_000);
+        let usual = FdBudget::new(1024, 3, 1, 1, &tuning, false);
+        assert!(usual.ring && usual.threads >= 1 && usual.dir_pairs >= 2 * usual.threads);
+        // Operands stay open where there is room, and close while they wait where there is
+        // not: the pairs never outgrow the limit.
+        for roots in [1, 10, 300, 1000, 5000] {
+            let b = FdBudget::new(1024, 3, roots, 0, &tuning, false);
+            let files = b.threads * (FdBudget::PER_WORKER + 2 * b.queue_depth as usize);
+            assert!(3 + 1 + files + 2 * b.dir_pairs <= 1024, "{roots}: {b:?}");
+            if roots <= 300 {
+                assert!(b.dir_pairs >= roots + 2 * b.threads, "{roots}: {b:?}");
+            }
+        }
     }
 
     #[test]

@@ -428,6 +428,14 @@ pub fn umask() -> u32 {
     }
 }
 
+/// How many descriptors this process has open (those it inherited included), from
+/// /proc/self/fd; `None` where that cannot be read.
+pub fn open_descriptors() -> Option<usize> {
+    // One of the entries is the descriptor that reads the directory.
+    let entries = std::fs::read_dir("/proc/self/fd").ok()?.count();
+    Some(entries.saturating_sub(1))
+}
+
 /// The tightest of the soft RLIMIT_AS and RLIMIT_DATA, in bytes; `None` when both are
 /// unlimited.
 pub fn memory_limit() -> Option<u64> {

@@ -22,6 +22,7 @@ use crate::queue::{Entry, Queue, Task, BATCH};
 use crate::remote;
 use crate::resume;
 use crate::sys::{self, Kind, Stat};
+use crate::xattr::Target;
 
 /// Bytes of the buffer a worker reads directories into (getdents64).
 pub(crate) const DIR_BUF: usize = 64 * 1024;
@@ -143,7 +144,10 @@ fn open_subdir<'a>(
     let src = match sys::open_dir(parent.src_fd(), &name, follow) {
         Ok(fd) => fd,
         Err(e) => {
-            ctx.fail(CopyError::io(Op::OpenDir, parent.src_path(Some(&name)), e));
+            if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) {
+                unreadable_subdir(ctx, &parent, &name, stat, follow);
+            }
+            ctx.fail(CopyError::io(Op::Access, parent.src_path(Some(&name)), e));
             return None;
         }
     };
@@ -169,6 +173,29 @@ fn open_subdir<'a>(
     let descend = !ctx.plan.one_file_system || stat.dev == parent.stat.dev;
     let node = DirNode::child(parent.node().clone(), name, src, dst, stat, fresh);
     Some((node, descend))
+}
+
+/// A source subdirectory that is there but cannot be opened (no read permission): as GNU cp
+/// makes a directory before it reads the source, its copy is still made, empty, with the
+/// source's metadata. The caller reports why it could not be read.
+fn unreadable_subdir(
+    ctx: &Ctx<'_>,
+    parent: &DirHold<'_>,
+    name: &CStr,
+    stat: Option<Stat>,
+    follow: bool,
+) {
+    let Some(stat) = stat.or_else(|| sys::statx_at(parent.src_fd(), name, follow).ok()) else {
+        return;
+    };
+    if stat.kind() != Kind::Dir {
+        return;
+    }
+    if let Some((dst, fresh)) = make_dst_dir(ctx, parent, name, &stat) {
+        let path = || parent.dst_path(Some(name));
+        let src = Target::at(parent.src_fd(), name, follow);
+        finalize::directory_of(ctx, src, dst.as_fd(), &stat, fresh, &path);
+    }
 }
 
 /// mkdir the destination (owner rwx while it is filled) and open it. An existing directory is

@@ -56,6 +56,12 @@ impl<'a> Target<'a> {
                     follow: true,
                 }
             }
+            Target::At { dir, name, follow } if dir.as_raw_fd() == libc::AT_FDCWD => {
+                Resolved::Path {
+                    path: name.to_owned(),
+                    follow,
+                }
+            }
             Target::At { dir, name, follow } => {
                 let mut path = format!("/proc/self/fd/{}/", dir.as_raw_fd()).into_bytes();
                 path.extend_from_slice(name.to_bytes());

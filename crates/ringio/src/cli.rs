@@ -6,6 +6,7 @@ use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ringio_copy::Engine;
 
+use crate::argmatch::{Choices, ValueCheck};
 use crate::units::parse_size;
 
 /// Fast, correct file copies and I/O measurements on Linux, built around io_uring.
@@ -152,7 +153,8 @@ pub struct CpArgs {
     #[arg(long)]
     pub attributes_only: bool,
 
-    /// Remove trailing slashes from each source operand.
+    /// Remove trailing slashes from each source operand copied into a directory (as GNU cp:
+    /// `SRC DST` to a non-directory keeps them).
     #[arg(long)]
     pub strip_trailing_slashes: bool,
 
@@ -205,23 +207,25 @@ pub struct CpArgs {
     #[arg(long)]
     pub remove_destination: bool,
 
-    /// Rename each existing destination aside before replacing it: `numbered` (NAME.~N~),
-    /// `existing` (numbered if numbered backups exist, else simple; the default), `simple`
-    /// (NAME~), or `none`. `-b` takes $VERSION_CONTROL or `existing`.
+    /// Rename each existing destination aside before replacing it: `numbered` or `t`
+    /// (NAME.~N~), `existing` or `nil` (numbered if numbered backups exist, else simple),
+    /// `simple` or `never` (NAME~), `none` or `off`; any unambiguous prefix will do. Without
+    /// CONTROL (or with an empty one), $VERSION_CONTROL, else `existing`.
     #[arg(
         long,
         value_name = "CONTROL",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "existing"
+        action = clap::ArgAction::Append
     )]
-    pub backup: Option<BackupControl>,
+    pub backup: Option<Vec<String>>,
 
     /// Like --backup, with the control from $VERSION_CONTROL (default `existing`).
     #[arg(short = 'b')]
     pub backup_default: bool,
 
-    /// The simple backup suffix [default: $SIMPLE_BACKUP_SUFFIX or ~].
+    /// The simple backup suffix, and make backups (like -b) [default: $SIMPLE_BACKUP_SUFFIX,
+    /// else ~]. An empty suffix, or one with a '/' before its last part, means ~.
     #[arg(short = 'S', long, value_name = "SUFFIX")]
     pub suffix: Option<String>,
 
@@ -291,12 +295,7 @@ pub struct CpArgs {
     pub progress: bool,
 
     /// Copy all SRC arguments into DIR.
-    #[arg(
-        short = 't',
-        long,
-        value_name = "DIR",
-        conflicts_with = "no_target_directory"
-    )]
+    #[arg(short = 't', long, value_name = "DIR")]
     pub target_directory: Option<PathBuf>,
 
     /// Treat DST as a normal file: never copy into it even if it is a directory.
@@ -406,21 +405,82 @@ impl CpArgs {
     }
 }
 
-/// `--backup=CONTROL`, with cp's synonyms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// `--backup=CONTROL` and $VERSION_CONTROL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackupControl {
-    /// NAME.~N~.
-    #[value(alias = "t")]
-    Numbered,
-    /// Numbered if numbered backups exist already, simple otherwise.
-    #[value(alias = "nil")]
-    Existing,
-    /// NAME~ (the suffix).
-    #[value(alias = "never")]
-    Simple,
     /// No backups.
-    #[value(alias = "off")]
     None,
+    /// NAME~ (the suffix).
+    Simple,
+    /// Numbered if numbered backups exist already, simple otherwise.
+    Existing,
+    /// NAME.~N~.
+    Numbered,
+}
+
+impl BackupControl {
+    /// GNU's backup types and their synonyms, in its order; the meaning numbers index
+    /// [`BackupControl::BY_MEANING`].
+    const ARGS: [(&'static str, usize); 8] = [
+        ("none", 0),
+        ("off", 0),
+        ("simple", 1),
+        ("never", 1),
+        ("existing", 2),
+        ("nil", 2),
+        ("numbered", 3),
+        ("t", 3),
+    ];
+    const BY_MEANING: [BackupControl; 4] = [
+        BackupControl::None,
+        BackupControl::Simple,
+        BackupControl::Existing,
+        BackupControl::Numbered,
+    ];
+
+    /// The control `value` names (any unambiguous prefix), or argmatch's report naming
+    /// `context` (`backup type` for the option, `$VERSION_CONTROL` for the variable).
+    pub fn parse(value: &[u8], context: &'static str) -> Result<BackupControl, String> {
+        let choices = Choices {
+            context,
+            args: Self::ARGS.to_vec(),
+        };
+        let index = choices
+            .find(value)
+            .map_err(|problem| choices.failure(value, problem))?;
+        Ok(Self::BY_MEANING[Self::ARGS[index].1])
+    }
+}
+
+/// How cp checks the value of the option with clap id `id` before clap sees it, as GNU cp
+/// checks its own with argmatch (any unambiguous prefix names a value). ringio's own
+/// enumerated options are read the same way. `--backup` is checked later, as GNU checks it
+/// after the other options.
+pub fn value_check(id: &str) -> Option<ValueCheck> {
+    const PRESERVE: &[&str] = &[
+        "mode",
+        "timestamps",
+        "ownership",
+        "links",
+        "context",
+        "xattr",
+        "all",
+    ];
+    let one = |context, names: &[&'static str]| ValueCheck::One(Choices::distinct(context, names));
+    Some(match id {
+        "sparse" => one("--sparse", &["never", "auto", "always"]),
+        "reflink" => one("--reflink", &["auto", "always", "never"]),
+        // GNU cp 9.3's --update=WHEN.
+        "update" => one("--update", &["all", "none", "older"]),
+        "resume" => one("--resume", &["quick", "checksum"]),
+        "engine" => {
+            let names: Vec<&'static str> = Engine::ALL.iter().map(|e| e.name()).collect();
+            one("--engine", &names)
+        }
+        "preserve" => ValueCheck::List(Choices::distinct("--preserve", PRESERVE)),
+        "no_preserve" => ValueCheck::List(Choices::distinct("--no-preserve", PRESERVE)),
+        _ => return None,
+    })
 }
 
 /// `--sparse=WHEN`.

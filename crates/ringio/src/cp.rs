@@ -6,7 +6,6 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
-use clap::ValueEnum;
 use indicatif::{HumanBytes, ProgressBar};
 use ringio_copy::verify::VerifyOptions;
 use ringio_copy::{
@@ -18,47 +17,84 @@ use crate::cli::{
     BackupControl, CpArgs, PreserveStep, ReflinkWhen, ResumeCheck, SparseWhen, UpdateWhen,
 };
 
-/// Resolves the arguments into a plan, with cp's precedence rules.
+/// Resolves the arguments into a plan, with cp's precedence rules. Usage errors come in GNU
+/// cp's order (the options as a whole, then the backup type, then the operands) and end with
+/// its pointer to --help.
 pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
     let try_help = format!("Try '{}' for more information.", help_command());
-    if args.paths.is_empty() {
-        bail!("missing file operand\n{try_help}");
-    }
-    if args.link && args.symbolic_link {
-        bail!("cannot make both hard and symbolic links\n{try_help}");
-    }
     if args.context.as_deref().is_some_and(|ctx| !ctx.is_empty()) {
         eprintln!(
             "{}: warning: ignoring --context; it requires an SELinux-enabled kernel",
             crate::argv::program()
         );
     }
+    if args.link && args.symbolic_link {
+        bail!("cannot make both hard and symbolic links\n{try_help}");
+    }
+    let make_backups = args.backup.is_some() || args.backup_default || args.suffix.is_some();
+    if make_backups && args.no_clobber {
+        bail!("options --backup and --no-clobber are mutually exclusive\n{try_help}");
+    }
     if args.reflink == ReflinkWhen::Always && args.sparse != SparseWhen::Auto {
         bail!("--reflink can be used only with --sparse=auto\n{try_help}");
     }
+    let backup = if make_backups {
+        backup_policy(args).map_err(|e| anyhow::anyhow!("{e}\n{try_help}"))?
+    } else {
+        None
+    };
+    // As GNU: the last of --preserve=context and --no-preserve=context counts (`all` does not
+    // ask for the context).
+    let names_context = |list: &str| list.split(',').any(|w| w == "context");
+    let context_required = args
+        .preserve_steps
+        .iter()
+        .fold(false, |required, step| match step {
+            PreserveStep::Keep(list) if names_context(list) => true,
+            PreserveStep::Drop(list) if names_context(list) => false,
+            _ => required,
+        });
+    if context_required {
+        bail!("cannot preserve security context without an SELinux-enabled kernel");
+    }
+
     let mut paths = args.paths.clone();
-    if args.strip_trailing_slashes {
-        let last = paths.len() - usize::from(args.target_directory.is_none());
-        for p in &mut paths[..last] {
-            *p = strip_trailing_slashes(p);
+    if paths.len() <= usize::from(args.target_directory.is_none()) {
+        match paths.first() {
+            None => bail!("missing file operand\n{try_help}"),
+            Some(only) => bail!(
+                "missing destination file operand after '{}'\n{try_help}",
+                only.display()
+            ),
         }
     }
-    let (sources, target, into) = match (&args.target_directory, args.no_target_directory) {
-        (Some(dir), _) => (paths, dir.clone(), Some(true)),
-        (None, no_target) => {
-            if paths.len() < 2 {
-                bail!(
-                    "missing destination file operand after '{}'\n{try_help}",
-                    paths[0].display()
-                );
-            }
-            let (dst, srcs) = paths.split_last().expect("at least two paths");
-            (
-                srcs.to_vec(),
-                dst.clone(),
-                if no_target { Some(false) } else { None },
-            )
+    if args.no_target_directory {
+        if args.target_directory.is_some() {
+            bail!("cannot combine --target-directory (-t) and --no-target-directory (-T)");
         }
+        if let Some(extra) = paths.get(2) {
+            bail!("extra operand '{}'\n{try_help}", extra.display());
+        }
+    }
+    let (sources, target, into) = match &args.target_directory {
+        Some(dir) => (paths, dir.clone(), Some(true)),
+        None => {
+            let dst = paths.pop().expect("at least two operands");
+            let into = if args.no_target_directory {
+                Some(false)
+            } else {
+                None
+            };
+            (paths, dst, into)
+        }
+    };
+    // GNU strips the sources' trailing slashes only when it copies them into a directory.
+    let sources = if args.strip_trailing_slashes
+        && (into == Some(true) || (into.is_none() && target.is_dir()))
+    {
+        sources.iter().map(|p| strip_trailing_slashes(p)).collect()
+    } else {
+        sources
     };
     // Re-running `cp -r SRC DST` finds the DST the interrupted run made: it is the copy, not a
     // directory to copy into.
@@ -72,6 +108,11 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         other => other,
     };
     let roots = if args.parents {
+        if into == Some(false) || (into.is_none() && sources.len() == 1 && !target.is_dir()) {
+            bail!("with --parents, the destination must be a directory\n{try_help}");
+        }
+        // The target's own errors first, as for any copy into a directory.
+        CopyPlan::resolve_roots(&sources, &target, into)?;
         CopyPlan::resolve_parents(&sources, &target, into)?
     } else {
         CopyPlan::resolve_roots(&sources, &target, into)?
@@ -90,9 +131,6 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
                 preserve.timestamps = true;
             }
             PreserveStep::Keep(list) => {
-                if list.split(',').any(|w| w == "context") {
-                    bail!("cannot preserve security context without an SELinux-enabled kernel");
-                }
                 preserve
                     .apply_list(list, true)
                     .map_err(anyhow::Error::msg)?;
@@ -150,7 +188,7 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         }
     };
 
-    let mut backup = backup_policy(args)?;
+    let mut backup = backup;
     let mut roots = roots;
     // `cp -fb F F`: F is copied to its backup name, as GNU cp does, instead of onto itself.
     if let ([root], Some(policy)) = (roots.as_mut_slice(), &backup) {
@@ -231,22 +269,22 @@ fn strip_trailing_slashes(path: &Path) -> std::path::PathBuf {
     std::ffi::OsStr::from_bytes(&bytes[..end]).into()
 }
 
-/// `--backup[=CONTROL]`, `-b` and `-S`, resolved with cp's environment variables.
-fn backup_policy(args: &CpArgs) -> anyhow::Result<Option<Backup>> {
-    if (args.backup.is_some() || args.backup_default) && args.no_clobber {
-        anyhow::bail!("options --backup and --no-clobber are mutually exclusive");
-    }
-    let control = match (args.backup, args.backup_default) {
-        (Some(control), _) => control,
-        (None, true) => match std::env::var("VERSION_CONTROL") {
-            Ok(v) if !v.is_empty() => BackupControl::from_str(&v, true).map_err(|_| {
-                anyhow::anyhow!(
-                    "invalid VERSION_CONTROL '{v}' (valid: numbered, t, existing, nil, simple, never, none, off)"
-                )
-            })?,
-            _ => BackupControl::Existing,
+/// `--backup[=CONTROL]`, `-b` and `-S`, resolved with cp's environment variables as GNU cp
+/// resolves them: the last CONTROL given, else $VERSION_CONTROL, else `existing`; the suffix
+/// from -S, else $SIMPLE_BACKUP_SUFFIX, else `~` (also in place of an unusable one).
+fn backup_policy(args: &CpArgs) -> Result<Option<Backup>, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let given = args
+        .backup
+        .as_ref()
+        .and_then(|values| values.last())
+        .filter(|v| !v.is_empty());
+    let control = match given {
+        Some(v) => BackupControl::parse(v.as_bytes(), "backup type")?,
+        None => match std::env::var_os("VERSION_CONTROL").filter(|v| !v.is_empty()) {
+            Some(v) => BackupControl::parse(v.as_bytes(), "$VERSION_CONTROL")?,
+            None => BackupControl::Existing,
         },
-        (None, false) => return Ok(None),
     };
     let mode = match control {
         BackupControl::Numbered => BackupMode::Numbered,
@@ -254,17 +292,12 @@ fn backup_policy(args: &CpArgs) -> anyhow::Result<Option<Backup>> {
         BackupControl::Simple => BackupMode::Simple,
         BackupControl::None => return Ok(None),
     };
-    let suffix = match &args.suffix {
-        Some(s) => s.clone(),
-        None => std::env::var("SIMPLE_BACKUP_SUFFIX")
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "~".to_string()),
-    };
-    if suffix.contains('/') {
-        anyhow::bail!("invalid backup suffix '{suffix}': it may not contain '/'");
-    }
-    Ok(Some(Backup { mode, suffix }))
+    let from_env = std::env::var("SIMPLE_BACKUP_SUFFIX").ok();
+    let suffix = ringio_copy::simple_backup_suffix(args.suffix.as_deref(), from_env.as_deref());
+    Ok(Some(Backup {
+        mode,
+        suffix: suffix.to_string(),
+    }))
 }
 
 /// Prints errors, `-v` lines and notes; keeps the progress bar out of their way.

@@ -1,6 +1,7 @@
 //! `ringio`: the command-line front end. Parsing and printing only; the work is in the library
 //! crates.
 
+mod argmatch;
 mod argv;
 mod bench;
 mod cli;
@@ -28,7 +29,9 @@ use cli::{Cli, Command, CpCli};
 fn main() {
     let mut args: Vec<OsString> = std::env::args_os().collect();
     let code = if argv::invoked_as_cp(args.first().map(OsString::as_os_str)) {
-        let rest = argv::expand_long_prefixes(args.split_off(1), &long_names(&CpCli::command()));
+        let table = argv::OptionTable::from_command(&CpCli::command(), true);
+        let rest = argv::getopt(args.split_off(1), &table, &cli::value_check)
+            .unwrap_or_else(|message| usage_failure(&message, "cp"));
         let parsed = CpCli::command()
             .try_get_matches_from(std::iter::once(OsString::from("cp")).chain(rest))
             .and_then(|m| CpCli::from_arg_matches(&m).map(|cli| (cli, m)));
@@ -45,9 +48,15 @@ fn main() {
         }
     } else {
         if args.get(1).is_some_and(|a| a == "cp") {
-            let cp = Cli::command();
-            let names = cp.find_subcommand("cp").map(long_names).unwrap_or_default();
-            let rest = argv::expand_long_prefixes(args.split_off(2), &names);
+            let mut top = Cli::command();
+            // Built, so that `ringio cp` has the --version it inherits.
+            top.build();
+            let table = top
+                .find_subcommand("cp")
+                .map(|cp| argv::OptionTable::from_command(cp, false))
+                .unwrap_or_default();
+            let rest = argv::getopt(args.split_off(2), &table, &cli::value_check)
+                .unwrap_or_else(|message| usage_failure(&message, "ringio cp"));
             args.extend(rest);
         }
         let parsed = Cli::command()
@@ -100,16 +109,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
-/// Every long option of a command, for getopt's prefixes.
-fn long_names(cmd: &clap::Command) -> Vec<String> {
-    cmd.get_arguments()
-        .filter_map(|a| a.get_long())
-        .map(String::from)
-        .collect()
-}
-
-/// cp's usage errors: `cp: MESSAGE` and a pointer to --help, exit status 1 (GNU's, where clap
-/// would exit 2). --help and --version print and exit 0.
+/// cp's usage errors that clap finds (values of ringio's own options): `cp: MESSAGE` and a
+/// pointer to --help, exit status 1 (GNU's, where clap would exit 2). --help and --version
+/// print and exit 0.
 fn usage_error(err: &clap::Error, command: &str) -> ! {
     if matches!(
         err.kind(),
@@ -126,9 +128,17 @@ fn usage_error(err: &clap::Error, command: &str) -> ! {
         .collect();
     let message = message.join("\n");
     let message = message.strip_prefix("error: ").unwrap_or(&message);
-    eprintln!(
-        "{}: {message}\nTry '{command} --help' for more information.",
-        argv::program()
-    );
+    usage_failure(message.as_bytes(), command)
+}
+
+/// Prints a usage error as GNU cp does (`cp: MESSAGE`, then `Try 'cp --help' for more
+/// information.`) and exits with status 1. The message is bytes: getopt repeats a bad option
+/// as it was given.
+fn usage_failure(message: &[u8], command: &str) -> ! {
+    use std::io::Write;
+    let mut text = format!("{}: ", argv::program()).into_bytes();
+    text.extend_from_slice(message);
+    text.extend_from_slice(format!("\nTry '{command} --help' for more information.\n").as_bytes());
+    let _ = std::io::stderr().lock().write_all(&text);
     std::process::exit(1);
 }

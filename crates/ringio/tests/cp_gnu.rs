@@ -12,8 +12,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{
-    assert_exit, assert_success, chmod, gnu_cp_available, is_root, mkfifo, mode_of, write_file, Cp,
-    Scratch, NOBODY,
+    assert_exit, assert_success, assert_trees_equal, chmod, chown_tree, gnu_cp_available, is_root,
+    mkfifo, mode_of, write_file, Atimes, Check, Cp, Scratch, TreeSpec, NOBODY,
 };
 
 fn stderr(out: &std::process::Output) -> String {
@@ -363,7 +363,8 @@ fn parents_make_leading_directories() {
     assert_exit(&out, 1);
     assert_eq!(
         stderr(&out),
-        "cp: with --parents, the destination must be a directory\n"
+        "cp: with --parents, the destination must be a directory\nTry 'cp --help' for more \
+         information.\n"
     );
 
     // --no-preserve=mode: new directories get 0777 less the umask, whatever the source's mode.
@@ -1107,4 +1108,655 @@ fn special_bits_need_the_owner() {
         .run();
     assert_success(&out);
     assert_eq!(mode_of(scratch.join("c3")), 0o6554);
+}
+
+/// True when `cp` on PATH is GNU cp 9.x, whose usage errors these tests compare with.
+fn gnu_cp_9() -> bool {
+    std::process::Command::new("cp")
+        .arg("--version")
+        .env("LC_ALL", "C")
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .is_some_and(|l| l.starts_with("cp (GNU coreutils) 9."))
+        })
+        .unwrap_or(false)
+}
+
+/// GNU cp (on PATH) with `args` and `env` in `dir`, under LC_ALL=C.
+fn run_gnu_cp(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    std::process::Command::new("cp")
+        .args(args)
+        .envs(env.iter().copied())
+        .env("LC_ALL", "C")
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run GNU cp")
+}
+
+const TRY: &str = "Try 'cp --help' for more information.\n";
+/// Environment variables a case sets.
+type Env<'a> = &'a [(&'a str, &'a str)];
+const PRESERVE_ARGS: &str = "Valid arguments are:\n  - 'mode'\n  - 'timestamps'\n  - \
+     'ownership'\n  - 'links'\n  - 'context'\n  - 'xattr'\n  - 'all'\n";
+const SPARSE_ARGS: &str = "Valid arguments are:\n  - 'never'\n  - 'auto'\n  - 'always'\n";
+const BACKUP_ARGS: &str = "Valid arguments are:\n  - 'none', 'off'\n  - 'simple', 'never'\n  - \
+     'existing', 'nil'\n  - 'numbered', 't'\n";
+
+/// Usage errors read as GNU cp 9.1 prints them: getopt's words for a bad option, argmatch's
+/// for a bad value (with the valid arguments, synonyms on one line), the checks after the
+/// options in GNU's order, each followed by the pointer to --help; exit status 1, nothing
+/// copied. Where GNU cp 9.x is on PATH, each is also compared with it directly.
+#[test]
+fn usage_errors_in_getopt_and_argmatch_words() {
+    let scratch = Scratch::new();
+    let dir = scratch.path();
+    write_file(scratch.join("a"), "a");
+    let gnu_dir = Scratch::new();
+    write_file(gnu_dir.join("a"), "a");
+    let gnu = gnu_cp_9();
+    let no_env: &[(&str, &str)] = &[];
+    let cases: Vec<(&[&str], Env<'_>, String)> = vec![
+        (&["--bogus"], no_env, format!("cp: unrecognized option '--bogus'\n{TRY}")),
+        (&["--bogus=x", "a", "b"], no_env, format!("cp: unrecognized option '--bogus=x'\n{TRY}")),
+        (&["-k"], no_env, format!("cp: invalid option -- 'k'\n{TRY}")),
+        (&["-vk", "a", "b"], no_env, format!("cp: invalid option -- 'k'\n{TRY}")),
+        // GNU cp has no -h or -V.
+        (&["-h"], no_env, format!("cp: invalid option -- 'h'\n{TRY}")),
+        (&["-V"], no_env, format!("cp: invalid option -- 'V'\n{TRY}")),
+        (
+            &["--p", "a", "b"],
+            no_env,
+            format!("cp: option '--p' is ambiguous; possibilities: '--parents' '--preserve'\n{TRY}"),
+        ),
+        (
+            &["--p=x", "a", "b"],
+            no_env,
+            format!(
+                "cp: option '--p=x' is ambiguous; possibilities: '--parents' '--preserve'\n{TRY}"
+            ),
+        ),
+        (
+            &["--v"],
+            no_env,
+            format!("cp: option '--v' is ambiguous; possibilities: '--verbose' '--version'\n{TRY}"),
+        ),
+        (
+            &["--co", "a", "b"],
+            no_env,
+            format!(
+                "cp: option '--co' is ambiguous; possibilities: '--copy-contents' '--context'\n{TRY}"
+            ),
+        ),
+        (
+            &["--verb=x", "a", "b"],
+            no_env,
+            format!("cp: option '--verbose' doesn't allow an argument\n{TRY}"),
+        ),
+        (&["a", "b", "--suffix"], no_env, format!("cp: option '--suffix' requires an argument\n{TRY}")),
+        (&["a", "b", "-S"], no_env, format!("cp: option requires an argument -- 'S'\n{TRY}")),
+        (&["-t"], no_env, format!("cp: option requires an argument -- 't'\n{TRY}")),
+        (&["a", "b", "--sparse"], no_env, format!("cp: option '--sparse' requires an argument\n{TRY}")),
+        (
+            &["--preserve=foo", "a", "b"],
+            no_env,
+            format!("cp: invalid argument 'foo' for '--preserve'\n{PRESERVE_ARGS}{TRY}"),
+        ),
+        (
+            &["--preserve=", "a", "b"],
+            no_env,
+            format!("cp: ambiguous argument '' for '--preserve'\n{PRESERVE_ARGS}{TRY}"),
+        ),
+        (
+            &["--preserve=mode,", "a", "b"],
+            no_env,
+            format!("cp: ambiguous argument '' for '--preserve'\n{PRESERVE_ARGS}{TRY}"),
+        ),
+        (
+            &["--no-preserve=k", "a", "b"],
+            no_env,
+            format!("cp: invalid argument 'k' for '--no-preserve'\n{PRESERVE_ARGS}{TRY}"),
+        ),
+        (
+            &["--sparse=a", "a", "b"],
+            no_env,
+            format!("cp: ambiguous argument 'a' for '--sparse'\n{SPARSE_ARGS}{TRY}"),
+        ),
+        (
+            &["--sparse=a\nb", "a", "b"],
+            no_env,
+            format!("cp: invalid argument 'a\\nb' for '--sparse'\n{SPARSE_ARGS}{TRY}"),
+        ),
+        (
+            &["--reflink=x", "a", "b"],
+            no_env,
+            format!(
+                "cp: invalid argument 'x' for '--reflink'\nValid arguments are:\n  - 'auto'\n  \
+                 - 'always'\n  - 'never'\n{TRY}"
+            ),
+        ),
+        (
+            &["--backup=foo", "a", "b"],
+            no_env,
+            format!("cp: invalid argument 'foo' for 'backup type'\n{BACKUP_ARGS}{TRY}"),
+        ),
+        (
+            &["--backup=n", "a", "b"],
+            no_env,
+            format!("cp: ambiguous argument 'n' for 'backup type'\n{BACKUP_ARGS}{TRY}"),
+        ),
+        (
+            &["-b", "a", "b"],
+            &[("VERSION_CONTROL", "foo")],
+            format!("cp: invalid argument 'foo' for '$VERSION_CONTROL'\n{BACKUP_ARGS}{TRY}"),
+        ),
+        // The first error in the order of the arguments; the backup type only after the rest.
+        (
+            &["--sparse=x", "--bogus"],
+            no_env,
+            format!("cp: invalid argument 'x' for '--sparse'\n{SPARSE_ARGS}{TRY}"),
+        ),
+        (&["--backup=foo", "--bogus"], no_env, format!("cp: unrecognized option '--bogus'\n{TRY}")),
+        (
+            &["-n", "--backup=foo", "a", "b"],
+            no_env,
+            format!("cp: options --backup and --no-clobber are mutually exclusive\n{TRY}"),
+        ),
+        (
+            &["-n", "-S", "x", "a", "b"],
+            no_env,
+            format!("cp: options --backup and --no-clobber are mutually exclusive\n{TRY}"),
+        ),
+        (
+            &["-l", "-s", "-n", "--backup", "a"],
+            no_env,
+            format!("cp: cannot make both hard and symbolic links\n{TRY}"),
+        ),
+        (&[], no_env, format!("cp: missing file operand\n{TRY}")),
+        (&["a"], no_env, format!("cp: missing destination file operand after 'a'\n{TRY}")),
+        (&["-T", "a", "b", "c", "d"], no_env, format!("cp: extra operand 'c'\n{TRY}")),
+        (
+            &["-t", "d", "-T", "a"],
+            no_env,
+            "cp: cannot combine --target-directory (-t) and --no-target-directory (-T)\n".into(),
+        ),
+        // POSIXLY_CORRECT: options end at the first operand, as getopt reads them.
+        (
+            &["a", "-v", "b"],
+            &[("POSIXLY_CORRECT", "1")],
+            "cp: target 'b': No such file or directory\n".into(),
+        ),
+    ];
+    for (args, env, want) in cases {
+        let mut cp = Cp::named_cp(dir).current_dir(dir).args(args.iter());
+        for (key, value) in env {
+            cp = cp.env(key, value);
+        }
+        let out = cp.run();
+        assert_exit(&out, 1);
+        assert_eq!(stderr(&out), want, "cp {args:?} {env:?}");
+        assert!(out.stdout.is_empty(), "cp {args:?}: {}", stdout(&out));
+        if gnu {
+            let theirs = run_gnu_cp(gnu_dir.path(), args, env);
+            assert_eq!(theirs.status.code(), Some(1), "GNU cp {args:?}");
+            assert_eq!(
+                String::from_utf8_lossy(&theirs.stderr),
+                want,
+                "GNU cp {args:?} {env:?}"
+            );
+        }
+    }
+    let names: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
+    assert_eq!(names.len(), 2, "something was copied: {names:?}");
+
+    // --help ends the reading of options, as it ends GNU cp.
+    let out = Cp::named_cp(dir).args(["--help", "--bogus"]).run();
+    assert_success(&out);
+    assert!(stdout(&out).contains("Usage:"));
+
+    // As `ringio cp`, the same words under ringio's own name.
+    let out = Cp::new().current_dir(dir).arg("--bogus").run();
+    assert_exit(&out, 1);
+    assert_eq!(
+        stderr(&out),
+        "ringio: unrecognized option '--bogus'\nTry 'ringio cp --help' for more information.\n"
+    );
+    let out = Cp::new()
+        .current_dir(dir)
+        .args(["--sparse=x", "a", "b"])
+        .run();
+    assert_exit(&out, 1);
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "ringio: invalid argument 'x' for '--sparse'\n{SPARSE_ARGS}Try 'ringio cp --help' \
+             for more information.\n"
+        )
+    );
+}
+
+/// Option values are read as GNU's argmatch reads them: any unambiguous prefix names a
+/// value, for every option that takes one from a list (and $VERSION_CONTROL).
+#[test]
+fn abbreviated_option_values() {
+    let scratch = Scratch::new();
+    let dir = scratch.path();
+    write_file(scratch.join("f"), "data");
+    chmod(scratch.join("f"), 0o640);
+    let old = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(scratch.join("f"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let cp = || Cp::named_cp(dir).current_dir(dir);
+
+    assert_success(&cp().args(["--preserve=mo,time", "f", "p"]).run());
+    assert_eq!(mode_of(scratch.join("p")), 0o640);
+    let mtime = std::fs::metadata(scratch.join("p"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    assert_eq!(mtime, old);
+    assert_success(
+        &cp()
+            .args(["--pres=o,l,x", "--no-preserve=x", "f", "q"])
+            .run(),
+    );
+    // The context needs SELinux, unless a later --no-preserve takes it back, as with GNU.
+    let out = cp().args(["--preserve=cont", "f", "ctx1"]).run();
+    assert_exit(&out, 1);
+    assert_eq!(
+        stderr(&out),
+        "cp: cannot preserve security context without an SELinux-enabled kernel\n"
+    );
+    assert_success(
+        &cp()
+            .args(["--preserve=cont", "--no-preserve=co", "f", "ctx2"])
+            .run(),
+    );
+    assert_success(
+        &cp()
+            .args(["--preserve=context", "--no-preserve=cont", "f", "ctx3"])
+            .run(),
+    );
+
+    for (args, name) in [
+        (&["--sparse=al", "f"][..], "s1"),
+        (&["--sparse=n", "f"], "s2"),
+        (&["--reflink=nev", "f"], "r1"),
+        (&["--reflink=au", "--sparse=ne", "f"], "r2"),
+        (&["--update=ol", "f"], "u1"),
+        (&["--engine=read", "f"], "e1"),
+        (&["--resume=ch", "f"], "c1"),
+    ] {
+        let out = cp().args(args).arg(name).run();
+        assert_success(&out);
+        assert_eq!(read(scratch.join(name)), "data", "{args:?}");
+    }
+
+    // --backup=num is numbered, --backup=ne is `never` (simple), and so are the variable's.
+    for (args, env, backup) in [
+        (&["--backup=num"][..], None, "b1.~1~"),
+        (&["--backup=ne"], None, "b2~"),
+        (&["--backup=ni"], None, "b3~"),
+        (&["-b"], Some("nu"), "b4.~1~"),
+        (&["--backup"], Some("t"), "b5.~1~"),
+        (&["--backup="], Some("numb"), "b6.~1~"),
+        // The last CONTROL given counts; a bare --backup does not undo it.
+        (&["--backup=num", "--backup"], Some("simple"), "b7.~1~"),
+    ] {
+        let dst = backup.split(['.', '~']).next().unwrap();
+        write_file(scratch.join(dst), "old");
+        let mut c = cp().args(args).args(["f", dst]);
+        if let Some(value) = env {
+            c = c.env("VERSION_CONTROL", value);
+        }
+        let out = c.run();
+        assert_success(&out);
+        assert_eq!(read(scratch.join(backup)), "old", "{args:?} {env:?}");
+        assert_eq!(read(scratch.join(dst)), "data");
+    }
+}
+
+/// The simple backup suffix as GNU chooses it: -S (which makes backups by itself), else
+/// $SIMPLE_BACKUP_SUFFIX; an empty suffix or one with a '/' before its last part is `~`,
+/// and an empty -S does not fall back to the variable.
+#[test]
+fn backup_suffix_falls_back_to_tilde() {
+    let scratch = Scratch::new();
+    let dir = scratch.path();
+    write_file(scratch.join("f"), "new");
+    let cases: &[(&[&str], Option<&str>, &str)] = &[
+        (&["-S", ""], None, "~"),
+        (&["-S", "/x"], None, "~"),
+        (&["-S", "//"], None, "~"),
+        (&["-S", "a/b"], None, "~"),
+        (&["--suffix="], None, "~"),
+        (&["-b", "-S", ""], None, "~"),
+        (&["-S", ".bak"], None, ".bak"),
+        (&["-b"], Some("/x"), "~"),
+        (&["-b"], Some(""), "~"),
+        (&["-b"], Some(".o"), ".o"),
+        (&["-S", ""], Some(".o"), "~"),
+        (&["-b", "-S", "a/b"], Some(".o"), "~"),
+    ];
+    for (i, (args, env, suffix)) in cases.iter().enumerate() {
+        let dst = format!("d{i}");
+        write_file(scratch.join(&dst), "old");
+        let mut cp = Cp::named_cp(dir)
+            .current_dir(dir)
+            .args(args.iter())
+            .args(["f", &dst]);
+        if let Some(value) = env {
+            cp = cp.env("SIMPLE_BACKUP_SUFFIX", value);
+        }
+        let out = cp.run();
+        assert_success(&out);
+        assert_eq!(
+            read(scratch.join(format!("{dst}{suffix}"))),
+            "old",
+            "{args:?} {env:?}"
+        );
+        assert_eq!(read(scratch.join(&dst)), "new");
+    }
+    // A suffix ending in '/' is its own last part: kept, and the backup then fails as GNU's.
+    write_file(scratch.join("e"), "old");
+    let out = Cp::named_cp(dir)
+        .current_dir(dir)
+        .args(["-S", "x/", "f", "e"])
+        .run();
+    assert_exit(&out, 1);
+    assert_eq!(stderr(&out), "cp: cannot backup 'e': Not a directory\n");
+    assert_eq!(read(scratch.join("e")), "old");
+}
+
+/// --strip-trailing-slashes strips the sources' slashes only when they are copied into a
+/// directory, as GNU does: `cp --strip-trailing-slashes a/ q` with a file `a` fails as
+/// without the option, and `sl/` (a symlink to a directory) copied into `dir` is the link.
+#[test]
+fn strip_trailing_slashes_into_a_directory_only() {
+    let scratch = Scratch::new();
+    let dir = scratch.path();
+    write_file(scratch.join("a"), "a");
+    write_file(scratch.join("sd/x"), "x");
+    std::os::unix::fs::symlink("sd", scratch.join("sl")).unwrap();
+    std::fs::create_dir(scratch.join("dir")).unwrap();
+    let cp = || Cp::named_cp(dir).current_dir(dir);
+    for flag in ["--strip-trailing-slashes", "--st"] {
+        let out = cp().args([flag, "a/", "q"]).run();
+        assert_exit(&out, 1);
+        assert_eq!(stderr(&out), "cp: cannot stat 'a/': Not a directory\n");
+        assert!(!scratch.join("q").exists());
+    }
+    assert_success(
+        &cp()
+            .args(["--strip-trailing-slashes", "-r", "sl/", "dir"])
+            .run(),
+    );
+    let copied = std::fs::symlink_metadata(scratch.join("dir/sl")).unwrap();
+    assert!(copied.file_type().is_symlink(), "dir/sl: {copied:?}");
+    assert_success(
+        &cp()
+            .args(["--strip-trailing-slashes", "-t", "dir", "a/"])
+            .run(),
+    );
+    assert_eq!(read(scratch.join("dir/a")), "a");
+    // Without the option the slash follows the link: the directory's contents are copied.
+    std::fs::create_dir(scratch.join("dir2")).unwrap();
+    assert_success(&cp().args(["-r", "sl/", "dir2"]).run());
+    assert_eq!(read(scratch.join("dir2/sl/x")), "x");
+}
+
+engine_tests!(
+    source_named_twice,
+    unreadable_directory_is_still_made,
+    copies_under_a_tight_descriptor_limit
+);
+
+/// The same source named twice is copied once, as GNU cp judges it by identity: the same
+/// file under the same name in the same directory (`f f`, `f ./f`, `f dir/../f`) gets
+/// `warning: source file 'f' specified more than once` and exit 0; a second hard link is
+/// another name and is copied; another file of the same name meets "just created"; with
+/// backups the second copy is refused too. Under -r the same directory to the same
+/// destination gets the directory warning, to another destination it would be a hard link
+/// to a directory. Where GNU cp 9.x is on PATH, its output and tree are compared as well.
+fn source_named_twice(engine: &str) {
+    let cases: &[(&[&str], i32, &str)] = &[
+        (
+            &["f", "f", "dir/"],
+            0,
+            "cp: warning: source file 'f' specified more than once\n",
+        ),
+        (
+            &["f", "./f", "dir"],
+            0,
+            "cp: warning: source file './f' specified more than once\n",
+        ),
+        (
+            &["f", "dir/../f", "dir"],
+            0,
+            "cp: warning: source file 'dir/../f' specified more than once\n",
+        ),
+        (
+            &["f", "f", "f", "dir"],
+            0,
+            "cp: warning: source file 'f' specified more than once\ncp: warning: source file \
+             'f' specified more than once\n",
+        ),
+        (
+            &["-t", "dir", "f", "f"],
+            0,
+            "cp: warning: source file 'f' specified more than once\n",
+        ),
+        (&["f", "h", "dir"], 0, ""),
+        (
+            &["h", "f", "f", "dir"],
+            0,
+            "cp: warning: source file 'f' specified more than once\n",
+        ),
+        (
+            &["d1/f", "d2/f", "dir"],
+            1,
+            "cp: will not overwrite just-created 'dir/f' with 'd2/f'\n",
+        ),
+        // A symlink to the directory is another directory to GNU's lstat.
+        (
+            &["f", "dl/f", "dir"],
+            1,
+            "cp: will not overwrite just-created 'dir/f' with 'dl/f'\n",
+        ),
+        (
+            &["-b", "f", "f", "dir"],
+            1,
+            "cp: will not overwrite just-created 'dir/f' with 'f'\n",
+        ),
+        (
+            &["-r", "sd", "./sd", "dir"],
+            0,
+            "cp: warning: source directory './sd' specified more than once\n",
+        ),
+        (
+            &["-r", "sd", "sd/.", "dir"],
+            1,
+            "cp: will not create hard link 'dir/.' to directory 'dir/sd'\n",
+        ),
+    ];
+    let gnu = gnu_cp_9();
+    for (args, code, want) in cases {
+        let mut trees = Vec::new();
+        for gnu_run in [false, true] {
+            if gnu_run && !gnu {
+                continue;
+            }
+            let scratch = Scratch::new();
+            let dir = scratch.path();
+            write_file(scratch.join("f"), "f");
+            std::fs::hard_link(scratch.join("f"), scratch.join("h")).unwrap();
+            write_file(scratch.join("d1/f"), "1");
+            write_file(scratch.join("d2/f"), "2");
+            write_file(scratch.join("sd/x"), "x");
+            std::fs::create_dir(scratch.join("dir")).unwrap();
+            std::os::unix::fs::symlink(".", scratch.join("dl")).unwrap();
+            let out = if gnu_run {
+                run_gnu_cp(dir, args, &[])
+            } else {
+                let cp = Cp::named_cp(dir).current_dir(dir).engine(engine);
+                cp.args(args.iter()).run()
+            };
+            assert_exit(&out, *code);
+            assert_eq!(
+                stderr(&out),
+                *want,
+                "{}cp {args:?}",
+                if gnu_run { "GNU " } else { "" }
+            );
+            let mut tree: Vec<(String, String)> = walk(&scratch.join("dir"));
+            tree.sort();
+            trees.push(tree);
+        }
+        assert_eq!(
+            trees[0].len(),
+            trees[0]
+                .iter()
+                .map(|(p, _)| p)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+        );
+        if trees.len() == 2 {
+            assert_eq!(
+                trees[0], trees[1],
+                "cp {args:?}: the copies differ from GNU's"
+            );
+        }
+    }
+}
+
+/// Every entry below `dir` as (relative path, content or "dir"), for comparing copies.
+fn walk(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(dir).unwrap().display().to_string();
+            if path.is_dir() {
+                out.push((rel, "dir".into()));
+                stack.push(path);
+            } else {
+                out.push((rel, read(&path)));
+            }
+        }
+    }
+    out
+}
+
+/// A source directory that cannot be read is still made in the destination, as GNU cp
+/// makes it: empty, with its source's mode, after `cp: cannot access 'src/locked':
+/// Permission denied`; the rest is copied and the exit status is 1. The same for an
+/// operand. Run unprivileged (as nobody when root, since root reads it anyway).
+fn unreadable_directory_is_still_made(engine: &str) {
+    for (opts, operand) in [("-r", false), ("-a", false), ("-r", true), ("-a", true)] {
+        let scratch = Scratch::new();
+        let dir = scratch.path();
+        write_file(scratch.join("src/a"), "a");
+        write_file(scratch.join("src/sub/b"), "b");
+        write_file(scratch.join("src/locked/inner/z"), "z");
+        if is_root() {
+            chown_tree(dir, NOBODY.0, NOBODY.1);
+            scratch.give_to(NOBODY.0, NOBODY.1);
+        }
+        chmod(scratch.join("src/locked"), 0o000);
+        let (from, to, made) = if operand {
+            ("src/locked", "dst", "dst")
+        } else {
+            ("src", "dst", "dst/locked")
+        };
+        let cp = Cp::named_cp(dir)
+            .current_dir(dir)
+            .engine(engine)
+            .args([opts, from, to]);
+        let out = if is_root() {
+            cp.run_as(NOBODY.0, NOBODY.1).run()
+        } else {
+            cp.run()
+        };
+        assert_exit(&out, 1);
+        assert_eq!(
+            stderr(&out),
+            "cp: cannot access 'src/locked': Permission denied\n",
+            "cp {opts} {from} {to}"
+        );
+        let meta = std::fs::symlink_metadata(scratch.join(made))
+            .unwrap_or_else(|e| panic!("cp {opts} {from}: {made} was not made: {e}"));
+        assert!(meta.is_dir(), "{made}");
+        assert_eq!(
+            mode_of(scratch.join(made)),
+            0,
+            "cp {opts} {from}: mode of {made}"
+        );
+        chmod(scratch.join(made), 0o700);
+        assert_eq!(std::fs::read_dir(scratch.join(made)).unwrap().count(), 0);
+        if !operand {
+            assert_eq!(read(scratch.join("dst/a")), "a");
+            assert_eq!(read(scratch.join("dst/sub/b")), "b");
+        }
+        chmod(scratch.join("src/locked"), 0o755);
+    }
+}
+
+/// Under RLIMIT_NOFILE 8, as GNU cp copies: a file, a small tree with -r and with -a (hard
+/// links included), several operands; and under 7 all but -a of a tree (which keeps one
+/// descriptor for its hard links). GNU cp needs only 5: it opens files by their whole paths,
+/// where ringio holds the directory pair it works in (see docs/CONFORMANCE.md).
+fn copies_under_a_tight_descriptor_limit(engine: &str) {
+    let scratch = Scratch::new();
+    let dir = scratch.path();
+    let spec = TreeSpec {
+        dirs: 6,
+        max_depth: 4,
+        random_files: 20,
+        max_random_size: 100 * 1024,
+        ..TreeSpec::small(131)
+    };
+    let tree = spec.build(&scratch.join("src"));
+    write_file(scratch.join("one"), "one file");
+    write_file(scratch.join("two"), "two");
+    write_file(scratch.join("src/linked"), "twice");
+    std::fs::hard_link(scratch.join("src/linked"), scratch.join("src/linked2")).unwrap();
+    let atimes = Atimes::record(&tree.root);
+    for limit in [8, 7] {
+        let run = |args: &[&str]| {
+            Cp::named_cp(dir)
+                .current_dir(dir)
+                .engine(engine)
+                .nofile_limit(limit)
+                .args(args.iter())
+                .run()
+        };
+        let tag = |name: &str| format!("{name}{limit}");
+        assert_success(&run(&["one", &tag("f")]));
+        assert_eq!(read(scratch.join(tag("f"))), "one file");
+        assert_success(&run(&["-a", "one", &tag("fa")]));
+        assert_eq!(read(scratch.join(tag("fa"))), "one file");
+        assert_success(&run(&["-r", "src", &tag("r")]));
+        assert_trees_equal(&tree.root, &scratch.join(tag("r")), Check::CONTENT);
+        let into = tag("into");
+        std::fs::create_dir(scratch.join(&into)).unwrap();
+        assert_success(&run(&["-r", "one", "src", "two", &into]));
+        assert_trees_equal(&tree.root, &scratch.join(&into).join("src"), Check::CONTENT);
+        assert_eq!(read(scratch.join(&into).join("two")), "two");
+        if limit >= 8 {
+            atimes.restore();
+            assert_success(&run(&["-a", "src", &tag("a")]));
+            atimes.restore();
+            let copy = scratch.join(tag("a"));
+            assert_trees_equal(&tree.root, &copy, Check::ARCHIVE);
+            assert_eq!(inode(copy.join("linked")), inode(copy.join("linked2")));
+        }
+    }
 }

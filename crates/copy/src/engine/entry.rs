@@ -304,7 +304,7 @@ pub(crate) fn check_existing(
         let aside = backup::name_for(dir.dst_fd(), dst, backup)
             .map_err(|e| CopyError::io(Op::ReadDir, dir.dst_path(None), e))?;
         rustix::fs::renameat(dir.dst_fd(), dst, dir.dst_fd(), aside.as_c_str())
-            .map_err(|e| CopyError::io(Op::Rename, dst_path(), io::Error::from(e)))?;
+            .map_err(|e| CopyError::io(Op::Backup, dst_path(), io::Error::from(e)))?;
         if plan.verbose {
             let aside = dir.dst_path(Some(&aside));
             ctx.backups

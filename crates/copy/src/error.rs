@@ -4,6 +4,8 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
+use crate::quote::quote;
+
 /// The operation that failed, worded for `ringio: cannot <op> '<path>': <reason>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
@@ -25,8 +27,6 @@ pub enum Op {
     Read,
     /// Writing file content.
     Write,
-    /// FICLONE under `--reflink=always`.
-    Clone,
     /// Renaming into place (`--atomic`).
     Rename,
     /// Renaming an existing destination aside (`--backup`).
@@ -72,7 +72,6 @@ impl Op {
             Op::CreateDir => "create directory",
             Op::Read => "read",
             Op::Write => "write",
-            Op::Clone => "clone",
             Op::Rename => "rename",
             Op::Backup => "backup",
             Op::Sync => "sync",
@@ -96,12 +95,23 @@ impl Op {
 #[derive(Debug, thiserror::Error)]
 pub enum CopyError {
     /// A system call failed.
-    #[error("cannot {} '{}': {}", .op.verb(), .path.display(), reason(.source))]
+    #[error("cannot {} {}: {}", .op.verb(), quote(&.path), reason(.source))]
     Io {
         /// What was being done.
         op: Op,
         /// The path it was done to, as the user would name it.
         path: PathBuf,
+        /// The system's reason.
+        #[source]
+        source: io::Error,
+    },
+    /// FICLONE failed under `--reflink=always`: cp names both files.
+    #[error("failed to clone {} from {}: {}", quote(.dst), quote(.src), reason(.source))]
+    Clone {
+        /// The file that was to share the extents.
+        dst: PathBuf,
+        /// The file whose extents it was to share.
+        src: PathBuf,
         /// The system's reason.
         #[source]
         source: io::Error,
@@ -121,10 +131,17 @@ impl CopyError {
         }
     }
 
+    /// A failed clone of `src` into `dst`.
+    pub fn clone_failed(dst: PathBuf, src: PathBuf, source: io::Error) -> Self {
+        CopyError::Clone { dst, src, source }
+    }
+
     /// The system's reason alone, as cp words it ("Permission denied").
     pub fn reason(&self) -> String {
         match self {
-            CopyError::Io { source, .. } => reason(source).to_string(),
+            CopyError::Io { source, .. } | CopyError::Clone { source, .. } => {
+                reason(source).to_string()
+            }
             other => other.to_string(),
         }
     }
@@ -132,7 +149,7 @@ impl CopyError {
     /// True for errors that must stop the whole run: no space, no quota, read-only filesystem.
     pub fn is_fatal(&self) -> bool {
         match self {
-            CopyError::Io { source, .. } => matches!(
+            CopyError::Io { source, .. } | CopyError::Clone { source, .. } => matches!(
                 source.raw_os_error(),
                 Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EROFS)
             ),
@@ -141,7 +158,6 @@ impl CopyError {
     }
 }
 
-/// The system's reason without Rust's " (os error N)" suffix, as cp prints it.
 /// An io::Error's text without Rust's " (os error N)" tail, as cp prints reasons.
 pub(crate) fn reason(err: &io::Error) -> impl fmt::Display + '_ {
     struct Reason<'a>(&'a io::Error);

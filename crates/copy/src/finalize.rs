@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
 use crate::plan::{CopyPlan, Overwrite};
+use crate::quote::quote;
 use crate::sys::{self, Stat};
 use crate::xattr::{self, Target, XattrError};
 use std::sync::atomic::Ordering;
@@ -217,9 +218,9 @@ fn xattrs(
         Err(XattrError::Unsupported(e)) => {
             if !ctx.xattr_warned.swap(true, Ordering::Relaxed) {
                 ctx.reporter.note(&format!(
-                    "warning: extended attributes not preserved: '{}': {} (the destination \
+                    "warning: extended attributes not preserved: {}: {} (the destination \
                      filesystem does not support them)",
-                    path().display(),
+                    quote(&path()),
                     CopyError::io(Op::SetXattr, path(), e).reason()
                 ));
             }

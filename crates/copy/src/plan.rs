@@ -7,6 +7,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::CopyError;
+use crate::quote::quote;
 use crate::transfer::Method;
 
 /// A copy engine, selectable with `ringio cp --engine`. Every engine shares the walk, the
@@ -436,8 +437,8 @@ impl CopyPlan {
     ) -> Result<Vec<CopyRoot>, CopyError> {
         if sources.is_empty() {
             return Err(CopyError::Refused(format!(
-                "missing destination file operand after '{}'",
-                target.display()
+                "missing destination file operand after {}",
+                quote(&target)
             )));
         }
         let target_is_dir = fs::metadata(target).map(|m| m.is_dir()).unwrap_or(false);
@@ -451,8 +452,8 @@ impl CopyPlan {
             Some(false) => {
                 if sources.len() > 1 {
                     return Err(CopyError::Refused(format!(
-                        "extra operand '{}'",
-                        sources[1].display()
+                        "extra operand {}",
+                        quote(&sources[1])
                     )));
                 }
                 false
@@ -614,8 +615,8 @@ fn not_a_directory(target: &Path, named_by_t: bool) -> CopyError {
         "target"
     };
     CopyError::Refused(format!(
-        "{what} '{}': {}",
-        target.display(),
+        "{what} {}: {}",
+        quote(&target),
         crate::error::reason(&why)
     ))
 }
@@ -660,17 +661,17 @@ pub(crate) fn check_not_inside(
         if id == src_id && exists {
             // `cp -rT d d`: the destination is the source itself.
             return Err(CopyError::Refused(format!(
-                "'{}' and '{}' are the same file",
-                src.display(),
-                dst.display()
+                "{} and {} are the same file",
+                quote(&src),
+                quote(&dst)
             )));
         }
         exists = false;
         if id == src_id {
             return Err(CopyError::Refused(format!(
-                "cannot copy a directory, '{}', into itself, '{}'",
-                src.display(),
-                dst.display()
+                "cannot copy a directory, {}, into itself, {}",
+                quote(&src),
+                quote(&dst)
             )));
         }
         let Ok(up) = rustix::fs::openat(&dir, "..", flags, Mode::empty()) else {

@@ -14,6 +14,7 @@ use crate::node::{DirHold, DirNode};
 use crate::opened::OpenedPair;
 use crate::plan::Dereference;
 use crate::queue::Task;
+use crate::quote::quote;
 use crate::sys::{self, Kind, Stat};
 
 /// True when `task` can be given to another rank: directories to copy, batches of entries and
@@ -344,8 +345,8 @@ fn cstring(ctx: &Ctx<'_>, bytes: &[u8]) -> Option<CString> {
         Ok(c) => Some(c),
         Err(_) => {
             ctx.fail(CopyError::Refused(format!(
-                "a work item from another rank names '{}', which holds a NUL byte",
-                String::from_utf8_lossy(bytes)
+                "a work item from another rank names {}, which holds a NUL byte",
+                quote(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes))
             )));
             None
         }

@@ -18,6 +18,7 @@ use crate::parents;
 use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference, Engine, Sparse, Tuning};
 use crate::progress::{Progress, Reporter, Summary};
 use crate::queue::{Queue, Task};
+use crate::quote::quote;
 use crate::rank::RankShare;
 use crate::sys::{self, Kind};
 use crate::walk;
@@ -519,8 +520,8 @@ pub(crate) fn start_root<'a>(
     }
     if !plan.recursive {
         return Err(CopyError::Refused(format!(
-            "-r not specified; omitting directory '{}'",
-            root.src.display()
+            "-r not specified; omitting directory {}",
+            quote(&root.src)
         )));
     }
     if named_again(ctx, root, &stat)? {
@@ -558,9 +559,9 @@ pub(crate) fn start_root<'a>(
         Ok(fd) => fd,
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) => {
             return Err(CopyError::Refused(format!(
-                "cannot overwrite non-directory '{}' with directory '{}'",
-                root.dst.display(),
-                root.src.display()
+                "cannot overwrite non-directory {} with directory {}",
+                quote(&root.dst),
+                quote(&root.src)
             )))
         }
         Err(e) => return Err(CopyError::io(Op::OpenDir, &root.dst, e)),
@@ -637,16 +638,16 @@ fn named_again(ctx: &Ctx<'_>, root: &CopyRoot, stat: &sys::Stat) -> Result<bool,
         "directory"
     } else if plan.dereference == Dereference::Never {
         return Err(CopyError::Refused(format!(
-            "will not create hard link '{}' to directory '{}'",
-            root.dst.display(),
-            first.dst.display()
+            "will not create hard link {} to directory {}",
+            quote(&root.dst),
+            quote(&first.dst)
         )));
     } else {
         return Ok(false);
     };
     ctx.reporter.note(&format!(
-        "warning: source {what} '{}' specified more than once",
-        root.src.display()
+        "warning: source {what} {} specified more than once",
+        quote(&root.src)
     ));
     Ok(true)
 }

@@ -19,6 +19,7 @@ use crate::finalize;
 use crate::node::{DirHold, DirNode};
 use crate::plan::{Dereference, Overwrite};
 use crate::queue::{Entry, Queue, Task, BATCH};
+use crate::quote::quote;
 use crate::remote;
 use crate::resume;
 use crate::sys::{self, Kind, Stat};
@@ -163,8 +164,8 @@ fn open_subdir<'a>(
     };
     if follow && parent.has_ancestor(stat.dev, stat.ino) {
         ctx.fail(CopyError::Refused(format!(
-            "cannot copy '{}': symbolic link loop (directory is its own ancestor)",
-            parent.src_path(Some(&name)).display()
+            "cannot copy {}: symbolic link loop (directory is its own ancestor)",
+            quote(&parent.src_path(Some(&name)))
         )));
         return None;
     }
@@ -231,9 +232,9 @@ pub(crate) fn make_dst_dir(
             if e.raw_os_error() == Some(libc::ENOTDIR) || e.raw_os_error() == Some(libc::ELOOP) =>
         {
             ctx.fail(CopyError::Refused(format!(
-                "cannot overwrite non-directory '{}' with directory '{}'",
-                parent.dst_path(Some(name)).display(),
-                parent.src_path(Some(name)).display()
+                "cannot overwrite non-directory {} with directory {}",
+                quote(&parent.dst_path(Some(name))),
+                quote(&parent.src_path(Some(name)))
             )));
             None
         }

@@ -1,6 +1,7 @@
 //! `ringio bench gen`: seeded, deterministic workload trees. The same seed builds the same
 //! names, sizes, bytes, modes, links and mtimes on every machine; the bytes are incompressible.
 
+use ringio_copy::quote::quote;
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -52,8 +53,8 @@ pub fn generate(root: &Path, shape: &Shape, seed: u64) -> Result<Generated, LabE
         Ok(mut entries) => {
             if entries.next().is_some() {
                 return Err(LabError::Invalid(format!(
-                    "'{}' is not empty: generate into a new or empty directory",
-                    root.display()
+                    "{} is not empty: generate into a new or empty directory",
+                    quote(&root)
                 )));
             }
         }

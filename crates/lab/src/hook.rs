@@ -2,6 +2,7 @@
 //! what a race does is tested deterministically rather than by timing luck. Unset (always,
 //! outside the tests), a hook costs one environment lookup per process.
 
+use ringio_copy::quote::quote;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -23,8 +24,8 @@ pub(crate) fn resize_after_stat(path: &Path) {
         if let Err(e) = resized {
             // The test that set the hook must know it did not fire.
             eprintln!(
-                "RINGIO_TEST_RESIZE_AFTER_STAT: cannot resize '{}': {e}",
-                path.display()
+                "RINGIO_TEST_RESIZE_AFTER_STAT: cannot resize {}: {e}",
+                quote(&path)
             );
         }
     }

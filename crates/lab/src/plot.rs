@@ -1,13 +1,14 @@
 //! SVG charts, the one plotting mechanism every command uses: a line chart (one line per
 //! series, optional log axes) and a bar chart.
 
+use ringio_copy::quote::quote;
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
 /// A chart could not be written.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot write plot '{}': {message}", path.display())]
+#[error("cannot write plot {}: {message}", quote(&path))]
 pub struct PlotError {
     /// The SVG file.
     pub path: PathBuf,

@@ -1,5 +1,6 @@
 //! `ringio cp`: arguments → `CopyPlan` → run, with messages, progress and the exit code.
 
+use ringio_copy::quote::quote;
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -63,8 +64,8 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         match paths.first() {
             None => bail!("missing file operand\n{try_help}"),
             Some(only) => bail!(
-                "missing destination file operand after '{}'\n{try_help}",
-                only.display()
+                "missing destination file operand after {}\n{try_help}",
+                quote(&only)
             ),
         }
     }
@@ -73,7 +74,7 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
             bail!("cannot combine --target-directory (-t) and --no-target-directory (-T)");
         }
         if let Some(extra) = paths.get(2) {
-            bail!("extra operand '{}'\n{try_help}", extra.display());
+            bail!("extra operand {}\n{try_help}", quote(&extra));
         }
     }
     let (sources, target, into) = match &args.target_directory {
@@ -194,7 +195,7 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
     if let ([root], Some(policy)) = (roots.as_mut_slice(), &backup) {
         if args.force && root.src == root.dst && root.parents.is_none() && root.src.is_file() {
             root.dst = ringio_copy::backup_path(&root.dst, policy)
-                .map_err(|e| anyhow::anyhow!("cannot back up '{}': {e}", root.dst.display()))?;
+                .map_err(|e| anyhow::anyhow!("cannot back up {}: {e}", quote(&root.dst)))?;
             backup = None;
         }
     }
@@ -329,10 +330,7 @@ impl ringio_copy::Reporter for Terminal {
     }
 
     fn copied(&self, src: &Path, dst: &Path) {
-        self.line(
-            false,
-            &format!("'{}' -> '{}'", src.display(), dst.display()),
-        );
+        self.line(false, &format!("{} -> {}", quote(&src), quote(&dst)));
     }
 
     fn verbose_line(&self, line: &str) {

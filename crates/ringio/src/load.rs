@@ -1,5 +1,6 @@
 //! `ringio load`: verifying clients against an FSM server.
 
+use ringio_copy::quote::quote;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -197,7 +198,7 @@ pub fn run(args: &Args) -> Result<i32> {
     print_report(&report);
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)
-            .map_err(|e| anyhow!("cannot write '{}': {e}", path.display()))?;
+            .map_err(|e| anyhow!("cannot write {}: {e}", quote(&path)))?;
     }
     Ok(verdict(&report, args))
 }

@@ -314,7 +314,7 @@ fn hard_and_symbolic_links() {
     assert_exit(&out, 1);
     assert_eq!(
         stderr(&out),
-        "cp: tree/rel: can make relative symbolic links only in current directories\n"
+        "cp: tree/rel: can make relative symbolic links only in current directory\n"
     );
     let abs = scratch.join("f");
     assert_success(&cp().arg("-s").arg(&abs).arg("tree/abs").run());
@@ -1759,4 +1759,126 @@ fn copies_under_a_tight_descriptor_limit(engine: &str) {
             assert_eq!(inode(copy.join("linked")), inode(copy.join("linked2")));
         }
     }
+}
+
+/// Names that need quoting: a newline, a tab, a byte that is not UTF-8, a single quote, a
+/// multibyte character, a space.
+fn awkward_names() -> Vec<std::ffi::OsString> {
+    use std::os::unix::ffi::OsStringExt;
+    [
+        &b"a\nb"[..],
+        b"tab\tx",
+        b"x\xffy",
+        b"it's",
+        "caf\u{e9}".as_bytes(),
+        b"two words",
+    ]
+    .iter()
+    .map(|name| std::ffi::OsString::from_vec(name.to_vec()))
+    .collect()
+}
+
+/// File names in `-v` lines, errors and the `-i` prompt are quoted as GNU cp quotes them
+/// (shell-escape quoting: `'a'$'\n''b'`, raw bytes of non-UTF-8 names escaped, never U+FFFD),
+/// in the C locale and in a UTF-8 one; compared with GNU cp itself when it is installed.
+fn names_are_quoted_as_gnu_quotes_them(engine: &str) {
+    let scratch = Scratch::new();
+    let dir = scratch.path();
+    let names = awkward_names();
+    for name in &names {
+        write_file(dir.join("src").join(name), b"x");
+    }
+    for locale in ["C", "C.UTF-8"] {
+        let dst = format!("dst-{locale}");
+        let out = Cp::named_cp(dir)
+            .engine(engine)
+            .env("LC_ALL", locale)
+            .current_dir(dir)
+            .args(["-rv", "src", &dst])
+            .run();
+        assert_success(&out);
+        let text = stdout(&out);
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.sort_unstable();
+        let quoted = |name: &[u8]| -> String {
+            // The expected quoting, written out per name and locale.
+            match (name, locale) {
+                (b"a\nb", _) => "'a'$'\\n''b'".into(),
+                (b"tab\tx", _) => "'tab'$'\\t''x'".into(),
+                (b"x\xffy", _) => "'x'$'\\377''y'".into(),
+                (b"it's", _) => "\"it's\"".into(),
+                (b"two words", _) => "'two words'".into(),
+                (_, "C") => "'caf'$'\\303\\251'".into(),
+                _ => "'caf\u{e9}'".into(),
+            }
+        };
+        for name in &names {
+            use std::os::unix::ffi::OsStrExt;
+            let q = quoted(name.as_bytes());
+            // src/NAME -> dst/NAME: the quoting spans the whole path.
+            let join = |root: &str| {
+                let inner = &q[1..q.len() - 1];
+                format!("{}{root}/{inner}{}", &q[..1], &q[q.len() - 1..])
+            };
+            let line = format!("{} -> {}", join("src"), join(&dst));
+            assert!(
+                lines.contains(&line.as_str()),
+                "no {line:?} in the -v lines ({locale}):\n{}",
+                lines.join("\n")
+            );
+        }
+        if gnu_cp_9() {
+            let gnu = std::process::Command::new("cp")
+                .args(["-rv", "src", &format!("gnu-{locale}")])
+                .env("LC_ALL", locale)
+                .current_dir(dir)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .expect("run GNU cp");
+            let gnu_stdout = stdout(&gnu).replace(&format!("gnu-{locale}"), &dst);
+            let mut gnu_lines: Vec<&str> = gnu_stdout.lines().collect();
+            gnu_lines.sort_unstable();
+            assert_eq!(lines, gnu_lines, "-v lines against GNU cp ({locale})");
+        }
+    }
+
+    // An error names the file the same way.
+    let out = Cp::named_cp(dir)
+        .engine(engine)
+        .current_dir(dir)
+        .arg(std::ffi::OsStr::new("missing\nname"))
+        .arg("x")
+        .run();
+    assert_exit(&out, 1);
+    assert_eq!(
+        stderr(&out),
+        "cp: cannot stat 'missing'$'\\n''name': No such file or directory\n"
+    );
+}
+
+engine_tests!(names_are_quoted_as_gnu_quotes_them);
+
+/// `ringio verify` names a differing entry with the same quoting.
+#[test]
+fn verify_quotes_names_as_cp_does() {
+    let scratch = Scratch::new();
+    let dir = scratch.path();
+    for name in awkward_names() {
+        write_file(dir.join("src").join(&name), b"x");
+    }
+    std::fs::create_dir(dir.join("dst")).unwrap();
+    let out = Cp::bare()
+        .current_dir(dir)
+        .args(["verify", "src", "dst"])
+        .run();
+    assert_exit(&out, 1);
+    let text = stdout(&out) + &stderr(&out);
+    for expected in [
+        "'a'$'\\n''b': missing from the destination",
+        "'x'$'\\377''y': missing from the destination",
+        "\"it's\": missing from the destination",
+    ] {
+        assert!(text.contains(expected), "no {expected:?} in:\n{text}");
+    }
+    assert!(!text.contains('\u{fffd}'), "{text}");
 }

@@ -117,7 +117,9 @@ impl Side {
         match self {
             Side::Read(e) => CopyError::io(Op::Read, dir.src_path(Some(src)), e),
             Side::Write(e) => CopyError::io(Op::Write, dir.dst_path(Some(dst)), e),
-            Side::Clone(e) => CopyError::io(Op::Clone, dir.dst_path(Some(dst)), e),
+            Side::Clone(e) => {
+                CopyError::clone_failed(dir.dst_path(Some(dst)), dir.src_path(Some(src)), e)
+            }
         }
     }
 }

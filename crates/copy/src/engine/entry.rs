@@ -19,6 +19,7 @@ use crate::node::{DirHold, DirNode};
 use crate::opened::{count_done, finish_file, stop_for_tests, Copied, OpenedPair};
 use crate::plan::{Backup, BackupMode, Dereference, LinkMode, Overwrite, Reflink, Resume};
 use crate::queue::{Queue, Task};
+use crate::quote::quote;
 use crate::replaced::{self, Replaced};
 use crate::resume::{self, QuickCheck};
 use crate::sys::{self, Kind, Stat};
@@ -101,8 +102,8 @@ pub(crate) fn copy_stated<'a>(
                 });
             } else {
                 ctx.fail(CopyError::Refused(format!(
-                    "-r not specified; omitting directory '{}'",
-                    dir.src_path(Some(&src)).display()
+                    "-r not specified; omitting directory {}",
+                    quote(&dir.src_path(Some(&src)))
                 )));
             }
         }
@@ -200,15 +201,15 @@ pub(crate) fn check_existing(
     if ctx.just_created(&entry) {
         return Err(CopyError::Refused(if is_link && as_data {
             format!(
-                "will not copy '{}' through just-created symlink '{}'",
-                dir.src_path(Some(src)).display(),
-                dst_path().display()
+                "will not copy {} through just-created symlink {}",
+                quote(&dir.src_path(Some(src))),
+                quote(&dst_path())
             )
         } else {
             format!(
-                "will not overwrite just-created '{}' with '{}'",
-                dst_path().display(),
-                dir.src_path(Some(src)).display()
+                "will not overwrite just-created {} with {}",
+                quote(&dst_path()),
+                quote(&dir.src_path(Some(src)))
             )
         }));
     }
@@ -225,9 +226,9 @@ pub(crate) fn check_existing(
             SameFile::Done => already_done = true,
             SameFile::Refuse => {
                 return Err(CopyError::Refused(format!(
-                    "'{}' and '{}' are the same file",
-                    dir.src_path(Some(src)).display(),
-                    dst_path().display()
+                    "{} and {} are the same file",
+                    quote(&dir.src_path(Some(src))),
+                    quote(&dst_path())
                 )))
             }
         }
@@ -246,8 +247,8 @@ pub(crate) fn check_existing(
     let replace = plan.remove_destination || plan.backup.is_some() || for_data || loop_removed;
     if as_data && target.is_none() && !replace && std::env::var_os("POSIXLY_CORRECT").is_none() {
         return Err(CopyError::Refused(format!(
-            "not writing through dangling symlink '{}'",
-            dst_path().display()
+            "not writing through dangling symlink {}",
+            quote(&dst_path())
         )));
     }
     if let Overwrite::Resume(how) = plan.overwrite {
@@ -277,7 +278,7 @@ pub(crate) fn check_existing(
     if plan.interactive
         && !ctx
             .reporter
-            .confirm(&format!("overwrite '{}'? ", dst_path().display()))
+            .confirm(&format!("overwrite {}? ", quote(&dst_path())))
     {
         return Ok(None);
     }
@@ -286,8 +287,8 @@ pub(crate) fn check_existing(
     }
     if seen.is_some_and(|s| s.kind() == Kind::Dir) {
         return Err(CopyError::Refused(format!(
-            "cannot overwrite directory '{}' with non-directory",
-            dst_path().display()
+            "cannot overwrite directory {} with non-directory",
+            quote(&dst_path())
         )));
     }
     if plan.atomic && as_data && !replace && target.is_none_or(|t| t.kind() != Kind::File) {
@@ -296,9 +297,9 @@ pub(crate) fn check_existing(
     if let Some(backup) = &plan.backup {
         if backup_is_source(dir, src, dst, stat, backup) {
             return Err(CopyError::Refused(format!(
-                "backing up '{}' might destroy source;  '{}' not copied",
-                dst_path().display(),
-                dir.src_path(Some(src)).display()
+                "backing up {} might destroy source;  {} not copied",
+                quote(&dst_path()),
+                quote(&dir.src_path(Some(src)))
             )));
         }
         let aside = backup::name_for(dir.dst_fd(), dst, backup)
@@ -504,8 +505,9 @@ pub(crate) fn open_pair(
             let clones = ctx.plan.reflink == Reflink::Always && !ctx.plan.attributes_only;
             if regular && target.is_some() && clones {
                 // Truncating first and failing the clone after would lose the file.
-                clone_possible(dir.dst_fd(), src_fd.as_fd(), stat)
-                    .map_err(|e| CopyError::io(Op::Clone, dir.dst_path(Some(dst)), e))?;
+                clone_possible(dir.dst_fd(), src_fd.as_fd(), stat).map_err(|e| {
+                    CopyError::clone_failed(dir.dst_path(Some(dst)), dir.src_path(Some(src)), e)
+                })?;
             }
             // A FIFO or a device is written into as it is: no truncation, in order.
             let mut flags = libc::O_WRONLY;
@@ -574,8 +576,8 @@ pub(crate) fn opened_as_stated(
         sys::fstatx(fd).map_err(|e| CopyError::io(Op::Stat, dir.src_path(Some(src)), e))?;
     if !opened.same_file(stated) {
         return Err(CopyError::Refused(format!(
-            "skipping file '{}', as it was replaced while being copied",
-            dir.src_path(Some(src)).display()
+            "skipping file {}, as it was replaced while being copied",
+            quote(&dir.src_path(Some(src)))
         )));
     }
     stop_for_tests();
@@ -620,7 +622,7 @@ fn resuming(ctx: &Ctx<'_>) -> bool {
 fn said_removed(ctx: &Ctx<'_>, path: &std::path::Path) {
     if ctx.plan.verbose {
         ctx.reporter
-            .verbose_line(&format!("removed '{}'", path.display()));
+            .verbose_line(&format!("removed {}", quote(&path)));
     }
 }
 
@@ -915,7 +917,7 @@ fn make_link(
         .expect("a path built from C strings has no NUL");
     if symbolic && !target.to_bytes().starts_with(b"/") && !in_current_directory(dir) {
         return Err(CopyError::Refused(format!(
-            "{}: can make relative symbolic links only in current directories",
+            "{}: can make relative symbolic links only in current directory",
             dst_path.display()
         )));
     }
@@ -946,10 +948,10 @@ fn make_link(
     };
     made.map_err(|e| {
         CopyError::Refused(format!(
-            "cannot create {} link '{}' to '{}': {}",
+            "cannot create {} link {} to {}: {}",
             if symbolic { "symbolic" } else { "hard" },
-            dst_path.display(),
-            src_path.display(),
+            quote(&dst_path),
+            quote(&src_path),
             crate::error::reason(&e)
         ))
     })?;

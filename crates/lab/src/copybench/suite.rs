@@ -1,6 +1,7 @@
 //! The standard workloads, their source trees (generated once, or real trees found on the
 //! machine) and the size of a tree.
 
+use ringio_copy::quote::quote;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -105,8 +106,8 @@ pub fn prepare(dir: &Path, workload: &Workload) -> Result<Option<PathBuf>, LabEr
                 .map_err(|e| LabError::io("run cp for", &origin, e))?;
             if !out.status.success() {
                 return Err(LabError::Invalid(format!(
-                    "copying '{}' for {} failed: {}",
-                    origin.display(),
+                    "copying {} for {} failed: {}",
+                    quote(&origin),
                     workload.name,
                     String::from_utf8_lossy(&out.stderr).trim()
                 )));

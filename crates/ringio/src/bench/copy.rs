@@ -1,6 +1,7 @@
 //! `ringio bench copy`: ringio's engines and the peer copiers on the same trees, every copy
 //! verified, with a table, JSON and SVG plots.
 
+use ringio_copy::quote::quote;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -85,7 +86,7 @@ pub fn run(args: &Args) -> Result<i32> {
     let mut sources: Vec<(String, String, PathBuf, Option<Shape>)> = Vec::new();
     if let Some(src) = &args.src {
         if !src.is_dir() {
-            bail!("--src '{}' is not a directory", src.display());
+            bail!("--src {} is not a directory", quote(&src));
         }
         let name = src
             .file_name()
@@ -136,8 +137,7 @@ pub fn run(args: &Args) -> Result<i32> {
         }
     }
     let work = args.dir.join("copies");
-    std::fs::create_dir_all(&work)
-        .with_context(|| format!("cannot create '{}'", work.display()))?;
+    std::fs::create_dir_all(&work).with_context(|| format!("cannot create {}", quote(&work)))?;
     let machine = ringio_lab::machine::describe(&work);
     let mode = if args.cold { "cold" } else { "warm" };
     let opts = BenchOptions {
@@ -211,14 +211,14 @@ pub fn run(args: &Args) -> Result<i32> {
             "workloads": records,
         });
         std::fs::write(path, serde_json::to_string_pretty(&doc)?)
-            .with_context(|| format!("cannot write '{}'", path.display()))?;
+            .with_context(|| format!("cannot write {}", quote(&path)))?;
         eprintln!("wrote {}", path.display());
     }
     Ok(0)
 }
 
 fn plot_workload(dir: &Path, name: &str, mode: &str, results: &[ToolRuns]) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create '{}'", dir.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", quote(&dir)))?;
     let bars: Vec<(String, f64)> = results
         .iter()
         .filter(|r| r.verified())

@@ -1,5 +1,6 @@
 //! `ringio bench server`: every FSM model at several client counts.
 
+use ringio_copy::quote::quote;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -214,8 +215,7 @@ pub fn run(args: &Args) -> Result<i32> {
     }
     print!("{}", ringio_lab::table::render(&table));
     if let Some(dir) = &args.plot {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create '{}'", dir.display()))?;
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", quote(&dir)))?;
         let mut rate: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
         let mut p99: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
         for p in &points {
@@ -273,7 +273,7 @@ pub fn run(args: &Args) -> Result<i32> {
             "points": all,
         });
         std::fs::write(path, serde_json::to_string_pretty(&doc)?)
-            .with_context(|| format!("cannot write '{}'", path.display()))?;
+            .with_context(|| format!("cannot write {}", quote(&path)))?;
     }
     Ok(if all.iter().any(|p| p.load.errors > 0) {
         1
@@ -370,7 +370,7 @@ pub fn run_loopback(args: &LoopbackArgs) -> Result<i32> {
             .map(|(place, r)| serde_json::json!({ "threads": place, "run": r }))
             .collect();
         std::fs::write(path, serde_json::to_string_pretty(&runs)?)
-            .with_context(|| format!("cannot write '{}'", path.display()))?;
+            .with_context(|| format!("cannot write {}", quote(&path)))?;
     }
     Ok(0)
 }

@@ -100,7 +100,7 @@ fn types_sizes_times_and_missing_entries() {
         ],
     );
     fs::remove_file(dst.join("link")).unwrap();
-    assert_finds(&src, &dst, &[], &["link: missing from the destination"]);
+    assert_finds(&src, &dst, &[], &["'link': missing from the destination"]);
 }
 
 #[test]
@@ -127,7 +127,7 @@ fn xattrs_owners_and_holes() {
     ];
     if is_root() {
         std::os::unix::fs::chown(dst.join("file"), Some(4242), None).unwrap();
-        expect.push("file: owner: 0:0 in the source, 4242:0 in the destination");
+        expect.push("'file': owner: 0:0 in the source, 4242:0 in the destination");
     }
     assert_finds(&src, &dst, &[], &expect);
     let out = verify(&src, &dst, &["--no-xattrs", "--no-owner"]);
@@ -252,7 +252,7 @@ fn cp_a_keeps_xattrs_of_every_file_type(engine: &str) {
         &src,
         &dst,
         &[],
-        &["dangling: extended attribute trusted.extra: only in the destination"],
+        &["'dangling': extended attribute trusted.extra: only in the destination"],
     );
 }
 
@@ -380,7 +380,7 @@ fn promised_comparisons_still_find_differences() {
     };
     let found = differences(&copy, hard.clone());
     assert!(
-        found.contains(&"big: not a hard link to the source".to_string()),
+        found.contains(&"'big': not a hard link to the source".to_string()),
         "{found:?}"
     );
 
@@ -390,7 +390,7 @@ fn promised_comparisons_still_find_differences() {
     };
     let found = differences(&copy, symbolic.clone());
     assert!(
-        found.contains(&"big: not a symbolic link to the source".to_string()),
+        found.contains(&"'big': not a symbolic link to the source".to_string()),
         "{found:?}"
     );
     let links = s.join("links");
@@ -399,7 +399,7 @@ fn promised_comparisons_still_find_differences() {
     fs::remove_file(links.join("big")).unwrap();
     symlink(src.join("dir/small"), links.join("big")).unwrap();
     let found = differences(&links, symbolic);
-    assert_eq!(found, ["big: not a symbolic link to the source"]);
+    assert_eq!(found, ["'big': not a symbolic link to the source"]);
 
     let followed = VerifyOptions {
         follow: Follow::Always,
@@ -408,7 +408,7 @@ fn promised_comparisons_still_find_differences() {
     let found = differences(&copy, followed);
     assert!(
         found.contains(
-            &"to-file: type: regular file in the source, symbolic link in the destination"
+            &"'to-file': type: regular file in the source, symbolic link in the destination"
                 .to_string()
         ),
         "{found:?}"
@@ -425,7 +425,7 @@ fn promised_comparisons_still_find_differences() {
     let found = differences(&copy, attributes.clone());
     assert_eq!(
         found,
-        ["big: mode: 0644 in the source, 0600 in the destination"]
+        ["'big': mode: 0644 in the source, 0600 in the destination"]
     );
     // Extended attributes of files whose content is not read count too.
     if set_xattr(&src.join("big"), "user.k", b"v").is_ok() {
@@ -434,7 +434,7 @@ fn promised_comparisons_still_find_differences() {
             ..attributes
         };
         let found = differences(&copy, with_xattrs);
-        let missing = "big: extended attribute user.k: missing from the destination";
+        let missing = "'big': extended attribute user.k: missing from the destination";
         assert!(found.contains(&missing.to_string()), "{found:?}");
     }
 }

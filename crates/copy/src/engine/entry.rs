@@ -35,7 +35,17 @@ pub(crate) fn copy_entry<'a>(
 ) {
     let follow = ctx.plan.dereference == Dereference::Always;
     match sys::statx_at(dir.src_fd(), &name, follow) {
-        Ok(stat) => copy_stated(ctx, mover, dir, name.clone(), name, stat, follow, queue),
+        Ok(stat) => copy_stated(
+            ctx,
+            mover,
+            dir,
+            name.clone(),
+            name,
+            stat,
+            follow,
+            None,
+            queue,
+        ),
         Err(e) => ctx.fail(CopyError::io(Op::Stat, dir.src_path(Some(&name)), e)),
     }
 }
@@ -59,6 +69,7 @@ pub(crate) fn copy_root_entry<'a>(
             dst.to_owned(),
             stat,
             follow,
+            None,
             queue,
         ),
         Err(e) => ctx.fail(CopyError::io(Op::Stat, dir.src_path(Some(src)), e)),
@@ -75,6 +86,7 @@ pub(crate) fn copy_stated<'a>(
     dst: CString,
     stat: Stat,
     follow: bool,
+    opened: Option<OwnedFd>,
     queue: &Queue<'a>,
 ) {
     if crate::remote::forward_linked(ctx, dir, &src, &dst, &stat) {
@@ -109,7 +121,8 @@ pub(crate) fn copy_stated<'a>(
         }
         // Regular files, and special files read as data (cp without -r, or --copy-contents).
         _ if copied_as_data(ctx, &stat) => {
-            if let Err(e) = copy_file(ctx, mover, dir, &src, &dst, &stat, follow, queue) {
+            let source = Source { follow, opened };
+            if let Err(e) = copy_file(ctx, mover, dir, &src, &dst, &stat, source, queue) {
                 ctx.fail(e);
             }
         }
@@ -407,6 +420,16 @@ fn resolve_link(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<(OwnedFd, CStrin
     Err(io::Error::from_raw_os_error(libc::ELOOP))
 }
 
+/// How a regular file's source is reached: opened already (the in-place path opens first and
+/// stats the descriptor, so the file it hands on needs no second open), or by name, following
+/// a symlink or not.
+pub(crate) struct Source {
+    /// Whether a symlink at the name is followed when the source is opened by name.
+    pub follow: bool,
+    /// The source, when it was opened and stated through its descriptor already.
+    pub opened: Option<OwnedFd>,
+}
+
 /// Opens the source and the destination following cp's rules: a new file is created with
 /// O_EXCL, an existing one is opened as it is (see [`check_existing`]).
 /// Returns `None` when the entry is skipped (`-n`, `-u`).
@@ -416,16 +439,23 @@ pub(crate) fn open_pair(
     src: &CStr,
     dst: &CStr,
     stat: &Stat,
-    follow: bool,
+    source: Source,
 ) -> Result<Option<OpenedPair>, CopyError> {
     let Some(existing) = check_existing(ctx, dir, src, dst, stat)? else {
         return Ok(None);
     };
-    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
-    stop_for_tests();
-    let src_fd = sys::openat(dir.src_fd(), src, libc::O_RDONLY | nofollow, 0)
-        .map_err(|e| CopyError::io(Op::Open, dir.src_path(Some(src)), e))?;
-    let src_stat = opened_as_stated(dir, src, src_fd.as_fd(), stat)?;
+    let (src_fd, src_stat) = match source.opened {
+        // Stated through this very descriptor: nothing to compare.
+        Some(fd) => (fd, stat.clone()),
+        None => {
+            let nofollow = if source.follow { 0 } else { libc::O_NOFOLLOW };
+            stop_for_tests();
+            let fd = sys::openat(dir.src_fd(), src, libc::O_RDONLY | nofollow, 0)
+                .map_err(|e| CopyError::io(Op::Open, dir.src_path(Some(src)), e))?;
+            let stat = opened_as_stated(dir, src, fd.as_fd(), stat)?;
+            (fd, stat)
+        }
+    };
     let stat = &src_stat;
     let source_stream = stat.kind() != Kind::File;
     if let Existing::Open {
@@ -647,10 +677,10 @@ fn copy_file<'a>(
     src: &CStr,
     dst: &CStr,
     stat: &Stat,
-    follow: bool,
+    source: Source,
     queue: &Queue<'a>,
 ) -> Result<(), CopyError> {
-    if tracks_links(ctx, stat, follow) {
+    if tracks_links(ctx, stat, source.follow) {
         if ctx.plan.atomic {
             // Later names link to the final name, so it must exist before they do: the first
             // copy is finished, renamed and all, while the link map's lock is held.
@@ -660,7 +690,7 @@ fn copy_file<'a>(
                 || dir.anchored_path(dst),
                 stat,
                 link_replaces(ctx),
-                || match open_pair(ctx, dir, src, dst, stat, follow)? {
+                || match open_pair(ctx, dir, src, dst, stat, source)? {
                     Some(pair) => copy_opened(ctx, mover, dir, src, dst, pair, None),
                     None => Ok(()),
                 },
@@ -676,7 +706,7 @@ fn copy_file<'a>(
             || dir.anchored_path(dst),
             stat,
             link_replaces(ctx),
-            || open_pair(ctx, dir, src, dst, stat, follow),
+            || open_pair(ctx, dir, src, dst, stat, source),
         )? {
             Linked::Linked => {
                 count_done(ctx, dir, src, dst);
@@ -688,7 +718,7 @@ fn copy_file<'a>(
             Linked::Created(None) => Ok(()),
         }
     } else {
-        match open_pair(ctx, dir, src, dst, stat, follow)? {
+        match open_pair(ctx, dir, src, dst, stat, source)? {
             Some(pair) => copy_opened(ctx, mover, dir, src, dst, pair, Some(queue)),
             None => Ok(()),
         }

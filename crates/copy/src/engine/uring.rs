@@ -297,7 +297,17 @@ impl<'a> UringMover<'a> {
                     let op = self.release(slot);
                     if !ctx.stopped() {
                         let name = op.name;
-                        copy_stated(ctx, self, &op.dir, name.clone(), name, stat, false, queue);
+                        copy_stated(
+                            ctx,
+                            self,
+                            &op.dir,
+                            name.clone(),
+                            name,
+                            stat,
+                            false,
+                            None,
+                            queue,
+                        );
                     }
                     return;
                 }
@@ -631,7 +641,7 @@ impl<'a> UringMover<'a> {
             || linked
             || self.data.keeps_holes(&stat)
         {
-            drop(src);
+            // The descriptor goes along: the shared path needs no second open.
             copy_stated(
                 ctx,
                 self,
@@ -640,6 +650,7 @@ impl<'a> UringMover<'a> {
                 name.clone(),
                 stat,
                 false,
+                Some(src),
                 queue,
             );
             return InPlace::Done;

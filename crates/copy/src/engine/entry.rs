@@ -446,7 +446,7 @@ pub(crate) fn open_pair(
     };
     let (src_fd, src_stat) = match source.opened {
         // Stated through this very descriptor: nothing to compare.
-        Some(fd) => (fd, stat.clone()),
+        Some(fd) => (fd, *stat),
         None => {
             let nofollow = if source.follow { 0 } else { libc::O_NOFOLLOW };
             stop_for_tests();

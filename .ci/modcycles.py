@@ -9,10 +9,15 @@ children and are not edges. Test modules (`mod tests { use super::*; }`) are ski
 
 With --layers (and no cycle), prints each crate's modules by layer instead: layer 0 imports no
 other module of its crate, and a module sits one layer above the highest module it imports.
-docs/ARCHITECTURE.md's layer drawings are this output.
+docs/ARCHITECTURE.md's layer drawings are this output; with --check-doc FILE, fails (printing
+the difference) unless FILE's fenced block that ends with the "module cycle(s)" line is exactly
+this output, so the drawing cannot drift from the code.
 
-Usage: .ci/modcycles.py [--layers] [REPO_ROOT]
+Usage: .ci/modcycles.py [--layers | --check-doc FILE] [REPO_ROOT]
 """
+import contextlib
+import difflib
+import io
 import os
 import re
 import sys
@@ -159,6 +164,37 @@ def main(root, show_layers=False):
     return 1 if bad else 0
 
 
+def drawing_in(doc):
+    """The lines of the fenced block in `doc` whose last line is the cycle count."""
+    blocks = re.findall(r"^```\n(.*?)^```$", open(doc).read(), re.S | re.M)
+    for block in blocks:
+        lines = block.rstrip("\n").split("\n")
+        if lines and lines[-1].endswith("module cycle(s)"):
+            return lines
+    return []
+
+
+def check_doc(root, doc):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main(root, True)
+    code = out.getvalue().rstrip("\n").split("\n")
+    drawn = drawing_in(doc)
+    if status or drawn == code:
+        print(code[-1] if status else f"{doc}: the layer drawing matches the code")
+        return status
+    print(f"{doc}: the layer drawing differs from the code (- drawn, + code); "
+          f"paste `.ci/modcycles.py --layers` there:")
+    sys.stdout.writelines(line + "\n" for line in difflib.unified_diff(drawn, code, lineterm=""))
+    return 1
+
+
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--layers"]
-    sys.exit(main(args[0] if args else ".", "--layers" in sys.argv[1:]))
+    argv = sys.argv[1:]
+    if "--check-doc" in argv:
+        i = argv.index("--check-doc")
+        doc = argv[i + 1]
+        rest = argv[:i] + argv[i + 2:]
+        sys.exit(check_doc(rest[0] if rest else ".", doc))
+    args = [a for a in argv if a != "--layers"]
+    sys.exit(main(args[0] if args else ".", "--layers" in argv))

@@ -12,7 +12,18 @@ use crate::transfer::Method;
 
 /// A copy engine, selectable with `ringio cp --engine`. Every engine shares the walk, the
 /// policies and finalize; they differ only in how file bytes move.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::Display, strum::EnumString)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[strum(serialize_all = "kebab-case")]
 pub enum Engine {
     /// io_uring: per-file system calls of small files batched through one ring per worker;
@@ -34,26 +45,12 @@ pub enum Engine {
 }
 
 impl Engine {
-    /// Every engine, in the order `--help` lists them.
-    pub const ALL: &'static [Engine] = &[
-        Engine::Uring,
-        Engine::Aio,
-        Engine::CopyRange,
-        Engine::Sendfile,
-        Engine::Splice,
-        Engine::ReadWrite,
-    ];
+    /// Every engine, in the order `--help` lists them (declaration order).
+    pub const ALL: &'static [Engine] = <Engine as strum::VariantArray>::VARIANTS;
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
-        match self {
-            Engine::Uring => "uring",
-            Engine::Aio => "aio",
-            Engine::CopyRange => "copy-range",
-            Engine::Sendfile => "sendfile",
-            Engine::Splice => "splice",
-            Engine::ReadWrite => "readwrite",
-        }
+        self.into()
     }
 
     /// One line for `--help`.

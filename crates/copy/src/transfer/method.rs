@@ -3,7 +3,18 @@
 use std::io;
 
 /// A way of moving bytes between two files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::Display, strum::EnumString)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[strum(serialize_all = "kebab-case")]
 pub enum Method {
     /// pread/pwrite through a user-space buffer.
@@ -20,24 +31,12 @@ pub enum Method {
 }
 
 impl Method {
-    /// Every method, in the order help texts list them.
-    pub const ALL: &'static [Method] = &[
-        Method::ReadWrite,
-        Method::CopyRange,
-        Method::Sendfile,
-        Method::Splice,
-        Method::Aio,
-    ];
+    /// Every method, in the order help texts list them (declaration order).
+    pub const ALL: &'static [Method] = <Method as strum::VariantArray>::VARIANTS;
 
     /// The name used on command lines.
     pub fn name(self) -> &'static str {
-        match self {
-            Method::ReadWrite => "readwrite",
-            Method::CopyRange => "copy-range",
-            Method::Sendfile => "sendfile",
-            Method::Splice => "splice",
-            Method::Aio => "aio",
-        }
+        self.into()
     }
 
     /// True when the method writes at explicit offsets, so several threads may copy parts of

@@ -11,7 +11,7 @@ use crate::error::{CopyError, Op};
 use crate::plan::{CopyPlan, Overwrite};
 use crate::quote::quote;
 use crate::sys::{self, Stat};
-use crate::xattr::{self, Target, XattrError};
+use crate::xattr::{self, Acls, Target, XattrError};
 use std::sync::atomic::Ordering;
 
 /// The permission bits of a new entry whose mode is not preserved, before the umask: the
@@ -61,11 +61,13 @@ pub(crate) fn create_mode(plan: &CopyPlan, stat: &Stat, fresh_dir: bool) -> u32 
 /// `created` says the file was made by this run with [`create_mode`], in a directory this
 /// run made when `fresh_dir`.
 /// `dst_setgid`: the destination directory is (or may be) setgid, so a new file took its group.
-/// `path` names the destination in messages.
+/// `dir_default_acl`: the destination directory has a default ACL, so a new file took an ACL
+/// from it. `path` names the destination in messages.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn file(
     ctx: &Ctx<'_>,
     dst_setgid: bool,
+    dir_default_acl: bool,
     src: BorrowedFd<'_>,
     dst: BorrowedFd<'_>,
     stat: &Stat,
@@ -82,9 +84,11 @@ pub(crate) fn file(
         owner_kept = chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid))
             .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
     }
-    if preserve.xattr {
-        xattrs(ctx, Target::Fd(src), Target::Fd(dst), path)?;
-    }
+    let listed = if preserve.xattr {
+        xattrs(ctx, Target::Fd(src), Target::Fd(dst), preserve.mode, path)?
+    } else {
+        None
+    };
     if preserve.mode && (!created || needs_chmod(ctx, stat, fresh_dir)) {
         sys::fchmod(dst, kept_perm(stat, owner_kept))
             .map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
@@ -93,11 +97,27 @@ pub(crate) fn file(
         let mode = base_mode(ctx.plan, stat, false) & !ctx.umask;
         sys::fchmod(dst, mode).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
     }
-    // An existing file may hold an ACL the source lacks, which goes with the source's mode
-    // even where the extended attributes were copied (they add, never remove).
-    if preserve.mode && (!preserve.xattr || !created) {
-        xattr::copy_acls(Target::Fd(src), Target::Fd(dst), false, !created)
-            .map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+    // An existing file may hold an ACL the source lacks, and so does a new one that took its
+    // directory's default ACL: cp gives either the source's mode alone. Anywhere else a new
+    // file has no ACL to take away, and pays no call for it.
+    let foreign_acl = !created || dir_default_acl;
+    let acl_error = |e| CopyError::io(Op::SetMode, path(), e);
+    if preserve.mode {
+        let held = match listed {
+            Some(held) => Some(held),
+            None if preserve.xattr => None,
+            None => {
+                Some(xattr::copy_acls(Target::Fd(src), Target::Fd(dst), false).map_err(acl_error)?)
+            }
+        };
+        if held.is_some_and(|held| foreign_acl && !held.access) {
+            xattr::reset_acls(Target::Fd(dst), ACCESS_ONLY, stat.perm() & 0o777)
+                .map_err(acl_error)?;
+        }
+    } else if ctx.plan.default_modes && created && dir_default_acl {
+        // An explicit --no-preserve=mode sets a new file's default mode, ACL and all, as cp.
+        let perm = base_mode(ctx.plan, stat, false) & !ctx.umask;
+        xattr::reset_acls(Target::Fd(dst), ACCESS_ONLY, perm).map_err(acl_error)?;
     }
     if preserve.timestamps {
         sys::futimens(dst, stat.atime, stat.mtime)
@@ -105,6 +125,19 @@ pub(crate) fn file(
     }
     Ok(())
 }
+
+/// True when a run sets ACLs at all: they go with the mode, kept (`-p`) or explicitly not
+/// (`--no-preserve=mode`, which gives new entries their default mode without an ACL). Only
+/// then does a destination directory's default ACL matter.
+pub(crate) fn acls_matter(plan: &CopyPlan) -> bool {
+    plan.preserve.mode || plan.default_modes
+}
+
+/// The access ACL alone, to be taken away.
+const ACCESS_ONLY: Acls = Acls {
+    access: true,
+    default: false,
+};
 
 /// True when the mode a file was created with (after the umask) differs from the source's.
 fn needs_chmod(ctx: &Ctx<'_>, stat: &Stat, fresh_dir: bool) -> bool {
@@ -140,16 +173,19 @@ fn kept_perm(stat: &Stat, owner_kept: bool) -> u32 {
 }
 
 /// Applies a directory's metadata once all its children are done (it runs when the directory's
-/// node is dropped). `fresh`: this run created it, with [`dir_create_mode`].
+/// node is dropped). `fresh`: this run created it, with [`dir_create_mode`]. `default_acl`:
+/// whether it has a default ACL, so that, fresh, it took its ACLs from its parent's default
+/// ACL; `None` when not known, to be asked only if it matters.
 pub(crate) fn directory(
     ctx: &Ctx<'_>,
     src: BorrowedFd<'_>,
     dst: BorrowedFd<'_>,
     stat: &Stat,
     fresh: bool,
+    default_acl: Option<bool>,
     path: &dyn Fn() -> PathBuf,
 ) {
-    directory_of(ctx, Target::Fd(src), dst, stat, fresh, path);
+    directory_of(ctx, Target::Fd(src), dst, stat, fresh, default_acl, path);
 }
 
 /// [`directory`] for a source that may not be open: one that cannot be read is reached by
@@ -160,9 +196,15 @@ pub(crate) fn directory_of(
     dst: BorrowedFd<'_>,
     stat: &Stat,
     fresh: bool,
+    default_acl: Option<bool>,
     path: &dyn Fn() -> PathBuf,
 ) {
     let preserve = ctx.plan.preserve;
+    // Asked before anything is set on it: a default ACL copied from the source is not one it
+    // took from its parent.
+    let inherited = fresh
+        && acls_matter(ctx.plan)
+        && default_acl.unwrap_or_else(|| xattr::has_default_acl(dst));
     let mut owner_kept = true;
     if preserve.ownership {
         match chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid)) {
@@ -170,11 +212,14 @@ pub(crate) fn directory_of(
             Err(e) => ctx.fail(CopyError::io(Op::SetOwner, path(), e)),
         }
     }
-    if preserve.xattr {
-        if let Err(e) = xattrs(ctx, src, Target::Fd(dst), path) {
+    let listed = if preserve.xattr {
+        xattrs(ctx, src, Target::Fd(dst), preserve.mode, path).unwrap_or_else(|e| {
             ctx.fail(e);
-        }
-    }
+            None
+        })
+    } else {
+        None
+    };
     // A fresh directory was made with owner rwx so it could be filled; give it its real mode.
     let mode = if preserve.mode {
         Some(kept_perm(stat, owner_kept))
@@ -192,10 +237,34 @@ pub(crate) fn directory_of(
             ctx.fail(CopyError::io(Op::SetMode, path(), e));
         }
     }
-    // As for a file: an existing directory's ACLs the source lacks go.
-    if preserve.mode && (!preserve.xattr || !fresh) {
-        if let Err(e) = xattr::copy_acls(src, Target::Fd(dst), true, !fresh) {
-            ctx.fail(CopyError::io(Op::SetMode, path(), e));
+    // As for a file: the ACLs the source lacks go from an existing directory, and from a new
+    // one that took them from its parent's default ACL (its access ACL and its default ACL).
+    let acl_error = |e| ctx.fail(CopyError::io(Op::SetMode, path(), e));
+    if preserve.mode {
+        let held = match listed {
+            Some(held) => Some(held),
+            None if preserve.xattr => None,
+            None => xattr::copy_acls(src, Target::Fd(dst), true)
+                .map_err(acl_error)
+                .ok(),
+        };
+        let lacking = held.map(|held| Acls {
+            access: !held.access,
+            default: !held.default,
+        });
+        if let Some(lacking) = lacking.filter(|l| *l != Acls::default()) {
+            if !fresh || inherited {
+                let perm = mode.unwrap_or(stat.perm()) & 0o777;
+                if let Err(e) = xattr::reset_acls(Target::Fd(dst), lacking, perm) {
+                    acl_error(e);
+                }
+            }
+        }
+    } else if let Some(mode) = mode.filter(|_| ctx.plan.default_modes && inherited) {
+        // An explicit --no-preserve=mode sets a new directory's access ACL from its default
+        // mode, as cp does, and leaves the default ACL it inherited.
+        if let Err(e) = xattr::reset_acls(Target::Fd(dst), ACCESS_ONLY, mode & 0o777) {
+            acl_error(e);
         }
     }
     if preserve.timestamps {
@@ -207,14 +276,17 @@ pub(crate) fn directory_of(
 
 /// Copies extended attributes. A destination that takes none gets one warning per run, not an
 /// error per file.
+/// `acls`: the POSIX ACLs too (the mode is kept). Returns which ACLs the source holds, `None`
+/// when the destination takes no extended attributes (nor ACLs).
 fn xattrs(
     ctx: &Ctx<'_>,
     src: Target<'_>,
     dst: Target<'_>,
+    acls: bool,
     path: &dyn Fn() -> PathBuf,
-) -> Result<(), CopyError> {
-    match xattr::copy_all(src, dst) {
-        Ok(()) => Ok(()),
+) -> Result<Option<Acls>, CopyError> {
+    match xattr::copy_all(src, dst, acls) {
+        Ok(held) => Ok(Some(held)),
         Err(XattrError::Unsupported(e)) => {
             if !ctx.xattr_warned.swap(true, Ordering::Relaxed) {
                 ctx.reporter.note(&format!(
@@ -224,7 +296,7 @@ fn xattrs(
                     CopyError::io(Op::SetXattr, path(), e).reason()
                 ));
             }
-            Ok(())
+            Ok(None)
         }
         Err(XattrError::Failed(e)) => Err(CopyError::io(Op::SetXattr, path(), e)),
     }
@@ -239,9 +311,11 @@ pub(crate) fn dir_create_mode(plan: &CopyPlan, stat: &Stat) -> u32 {
 /// Owner, extended attributes, mode and times of a symlink or special file, set on the entry
 /// `name` in `dir` itself; `src_dir`/`src_name` is its source (followed unless it is copied as
 /// a symlink, so under -L a FIFO reached through a link gives its own attributes).
+/// `dir_default_acl`: `dir` has a default ACL, which a new FIFO or device took an ACL from.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn entry_at(
     ctx: &Ctx<'_>,
+    dir_default_acl: bool,
     src_dir: BorrowedFd<'_>,
     src_name: &CStr,
     dir: BorrowedFd<'_>,
@@ -258,17 +332,27 @@ pub(crate) fn entry_at(
     }
     let src = Target::at(src_dir, src_name, !is_symlink);
     let dst = Target::at(dir, name, false);
-    if preserve.xattr {
-        xattrs(ctx, src, dst, path)?;
-    }
+    let listed = if preserve.xattr {
+        xattrs(ctx, src, dst, preserve.mode && !is_symlink, path)?
+    } else {
+        None
+    };
+    // A FIFO's or a device's ACL is part of its mode, as a file's is (symlinks have none).
+    let acl_error = |e| CopyError::io(Op::SetMode, path(), e);
     if preserve.mode && !is_symlink {
         sys::fchmodat(dir, name, kept_perm(stat, owner_kept))
             .map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
-        if !preserve.xattr {
-            // A FIFO's or a device's ACL is part of its mode, as a file's is (symlinks have none).
-            xattr::copy_acls(src, dst, false, false)
-                .map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+        let held = match listed {
+            Some(held) => Some(held),
+            None if preserve.xattr => None,
+            None => Some(xattr::copy_acls(src, dst, false).map_err(acl_error)?),
+        };
+        if held.is_some_and(|held| dir_default_acl && !held.access) {
+            xattr::reset_acls(dst, ACCESS_ONLY, stat.perm() & 0o777).map_err(acl_error)?;
         }
+    } else if ctx.plan.default_modes && !is_symlink && dir_default_acl {
+        // As for a file: the default mode it was made with, without the inherited ACL.
+        xattr::reset_acls(dst, ACCESS_ONLY, 0o666 & !ctx.umask).map_err(acl_error)?;
     }
     if preserve.timestamps {
         sys::lutimensat(dir, name, stat.atime, stat.mtime)

@@ -17,6 +17,7 @@ use crate::ctx::Ctx;
 use crate::finalize;
 use crate::rank::DeferredDir;
 use crate::sys::{self, Stat};
+use crate::xattr;
 
 /// How a root opens its pair again once the descriptor budget closed it: by the paths it was
 /// first opened by, from the working directory, following symlinks as that first open did.
@@ -59,6 +60,12 @@ pub(crate) struct DirNode<'a> {
     pub dst_dev: u64,
     /// The destination directory is (or may be) setgid, so new files take its group.
     pub dst_setgid: bool,
+    /// The destination directory has a default ACL, so new entries take an ACL from it, which
+    /// `-p` and `--no-preserve=mode` replace. Known only where that matters
+    /// ([`finalize::acls_matter`]; false elsewhere): asked once of a root or a directory that
+    /// was there, and for a directory this run made, its parent's (mkdir gives it the parent's
+    /// default ACL).
+    pub dst_default_acl: bool,
     /// Apply metadata in Drop (false for the parent of a single-file root).
     pub finalize: bool,
     /// The directory of a command-line file operand (`cp a b`), not a directory of a tree.
@@ -108,8 +115,15 @@ impl<'a> DirNode<'a> {
         stat: Stat,
         fresh: bool,
     ) -> Self {
+        let dst_default_acl = finalize::acls_matter(parent.ctx.plan)
+            && if fresh {
+                parent.dst_default_acl
+            } else {
+                xattr::has_default_acl(dst.as_fd())
+            };
         let (fds, src_raw, dst_raw) = Self::new_fds(parent.ctx, src, dst);
         DirNode {
+            dst_default_acl,
             ctx: parent.ctx,
             fds,
             src_raw,
@@ -142,8 +156,11 @@ impl<'a> DirNode<'a> {
         fresh: bool,
         finalize: bool,
     ) -> Self {
+        let dst_default_acl =
+            finalize::acls_matter(ctx.plan) && xattr::has_default_acl(dst.as_fd());
         let (fds, src_raw, dst_raw) = Self::new_fds(ctx, src, dst);
         DirNode {
+            dst_default_acl,
             ctx,
             fds,
             src_raw,
@@ -433,6 +450,7 @@ impl Drop for DirNode<'_> {
                 self.dst_fd(),
                 &self.stat,
                 self.fresh,
+                Some(self.dst_default_acl),
                 &path,
             );
         }

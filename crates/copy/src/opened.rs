@@ -161,6 +161,7 @@ pub(crate) fn finish_file(
     let meta = finalize::file(
         ctx,
         dir.dst_setgid,
+        dir.dst_default_acl,
         pair.src.as_fd(),
         pair.dst.as_fd(),
         &stat,

@@ -122,12 +122,16 @@ impl Parents {
         for parent in self.0.into_iter().rev() {
             if parent.created || ctx.plan.preserve.any() {
                 let path = parent.path.clone();
+                // cp sets a leading directory's ACL only when it keeps the mode: an explicit
+                // --no-preserve=mode leaves the ACL one took from a default ACL, as if none.
+                let default_acl = (!ctx.plan.preserve.mode).then_some(false);
                 finalize::directory(
                     ctx,
                     parent.src.as_fd(),
                     parent.dst.as_fd(),
                     &parent.stat,
                     parent.created,
+                    default_acl,
                     &move || path.clone(),
                 );
             }

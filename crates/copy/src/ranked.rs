@@ -361,5 +361,13 @@ fn apply(ctx: &Ctx<'_>, dir: &DeferredDir) {
         Err(e) => return ctx.fail(CopyError::io(Op::OpenDir, &dst_path, e)),
     };
     let path = || dst_path.clone();
-    finalize::directory(ctx, src.as_fd(), dst.as_fd(), &dir.stat, dir.fresh, &path);
+    finalize::directory(
+        ctx,
+        src.as_fd(),
+        dst.as_fd(),
+        &dir.stat,
+        dir.fresh,
+        None,
+        &path,
+    );
 }

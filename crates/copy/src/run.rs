@@ -549,7 +549,7 @@ pub(crate) fn start_root<'a>(
                 }
                 let path = || root.dst.clone();
                 let src = crate::xattr::Target::at(cwd, &src_c, follow);
-                finalize::directory_of(ctx, src, dst.as_fd(), &stat, fresh, &path);
+                finalize::directory_of(ctx, src, dst.as_fd(), &stat, fresh, None, &path);
             }
             return Err(CopyError::io(Op::Access, &root.src, e));
         }

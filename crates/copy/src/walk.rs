@@ -195,7 +195,8 @@ fn unreadable_subdir(
     if let Some((dst, fresh)) = make_dst_dir(ctx, parent, name, &stat) {
         let path = || parent.dst_path(Some(name));
         let src = Target::at(parent.src_fd(), name, follow);
-        finalize::directory_of(ctx, src, dst.as_fd(), &stat, fresh, &path);
+        let inherited = Some(parent.dst_default_acl);
+        finalize::directory_of(ctx, src, dst.as_fd(), &stat, fresh, inherited, &path);
     }
 }
 

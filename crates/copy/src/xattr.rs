@@ -121,15 +121,45 @@ pub(crate) enum XattrError {
     Failed(io::Error),
 }
 
-/// Copies every extended attribute of `src` that this process can read onto `dst`.
-pub(crate) fn copy_all(src: Target<'_>, dst: Target<'_>) -> Result<(), XattrError> {
+/// The POSIX ACL attributes. cp copies them with the mode, never as extended attributes
+/// (libattr's xattr.conf marks them `permissions`).
+const ACCESS: &CStr = c"system.posix_acl_access";
+const DEFAULT: &CStr = c"system.posix_acl_default";
+
+/// Which POSIX ACLs an entry holds (a default ACL only on a directory).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Acls {
+    pub access: bool,
+    pub default: bool,
+}
+
+/// True for the name of a POSIX ACL attribute.
+pub(crate) fn is_acl(name: &[u8]) -> bool {
+    name == ACCESS.to_bytes() || name == DEFAULT.to_bytes()
+}
+
+/// Copies every extended attribute of `src` that this process can read onto `dst`; its POSIX
+/// ACLs only when `acls` (they go with the mode, not the extended attributes). Returns which
+/// ACLs the source listed, copied or not: known from the listing, at no cost of its own.
+pub(crate) fn copy_all(src: Target<'_>, dst: Target<'_>, acls: bool) -> Result<Acls, XattrError> {
     let (src, dst) = (src.resolve(), dst.resolve());
     let names = match names(&src) {
         Ok(names) => names,
         Err(e) => return Err(XattrError::Failed(e)),
     };
+    let mut held = Acls::default();
     let mut value = Vec::new();
     for name in names.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+        if is_acl(name) {
+            if name == ACCESS.to_bytes() {
+                held.access = true;
+            } else {
+                held.default = true;
+            }
+            if !acls {
+                continue;
+            }
+        }
         let name = CString::new(name).expect("split at NUL");
         match get(&src, &name, &mut value) {
             Ok(()) => {}
@@ -145,47 +175,82 @@ pub(crate) fn copy_all(src: Target<'_>, dst: Target<'_>) -> Result<(), XattrErro
             Err(e) => return Err(XattrError::Failed(e.into())),
         }
     }
-    Ok(())
+    Ok(held)
 }
 
-/// Copies the POSIX ACLs of `src` onto `dst` (the default ACL too for a directory): part of
-/// the mode that `-p` keeps, as with cp. A destination that takes none leaves nothing to do.
-/// `clear`: `dst` may hold an ACL that is not the source's (it existed before the copy), and
-/// one the source lacks is removed, as cp sets a source without ACLs' mode alone; a new file
-/// has none to remove, so it pays no call for it.
-pub(crate) fn copy_acls(
-    src: Target<'_>,
-    dst: Target<'_>,
-    dir: bool,
-    clear: bool,
-) -> io::Result<()> {
-    let names: &[&CStr] = if dir {
-        &[c"system.posix_acl_access", c"system.posix_acl_default"]
-    } else {
-        &[c"system.posix_acl_access"]
-    };
+/// Copies the POSIX ACLs that `src` holds onto `dst` (the default ACL too for a directory):
+/// part of the mode that `-p` keeps, as with cp. A destination that takes none leaves nothing
+/// to do. Returns which ACLs the source holds; what it lacks, `dst` may still hold (see
+/// [`reset_acls`]).
+pub(crate) fn copy_acls(src: Target<'_>, dst: Target<'_>, dir: bool) -> io::Result<Acls> {
+    let names: &[&CStr] = if dir { &[ACCESS, DEFAULT] } else { &[ACCESS] };
     let (src, dst) = (src.resolve(), dst.resolve());
+    let mut held = Acls::default();
     let mut value = Vec::new();
-    for name in names {
+    for &name in names {
         match get(&src, name, &mut value) {
             Ok(()) => {}
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENODATA | libc::EOPNOTSUPP)) => {
-                if clear {
-                    match dst.remove(name) {
-                        Ok(()) | Err(Errno::NODATA | Errno::OPNOTSUPP) => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-                continue;
+                continue
             }
             Err(e) => return Err(e),
+        }
+        if name == ACCESS {
+            held.access = true;
+        } else {
+            held.default = true;
         }
         match dst.set(name, &value) {
             Ok(()) | Err(Errno::OPNOTSUPP) => {}
             Err(e) => return Err(e.into()),
         }
     }
+    Ok(held)
+}
+
+/// Takes from `dst` the ACLs the source lacks (`lacking`), as cp's qset_acl does: the access
+/// ACL becomes the one `perm` (rwx bits) alone makes, which the kernel stores as no ACL and
+/// those mode bits, in one call; a default ACL is removed. For a file that may hold one that
+/// is not the source's: one that existed, or one made in a directory with a default ACL.
+pub(crate) fn reset_acls(dst: Target<'_>, lacking: Acls, perm: u32) -> io::Result<()> {
+    let dst = dst.resolve();
+    if lacking.access {
+        match dst.set(ACCESS, &minimal_acl(perm)) {
+            Ok(()) | Err(Errno::OPNOTSUPP) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if lacking.default {
+        match dst.remove(DEFAULT) {
+            Ok(()) | Err(Errno::NODATA | Errno::OPNOTSUPP) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
     Ok(())
+}
+
+/// True when new entries in the directory `dir` inherit an ACL: it has a default ACL. One
+/// call, sized zero: only whether it is there matters.
+pub(crate) fn has_default_acl(dir: BorrowedFd<'_>) -> bool {
+    rustix::fs::fgetxattr(dir, DEFAULT, &mut [0u8; 0][..]).is_ok()
+}
+
+/// The access ACL equivalent to the permission bits `perm`, in the kernel's
+/// `system.posix_acl_access` format: a version, then (tag, perm, id) for the owner, the
+/// group and the others.
+fn minimal_acl(perm: u32) -> Vec<u8> {
+    const VERSION: u32 = 2;
+    const USER_OBJ: u16 = 0x01;
+    const GROUP_OBJ: u16 = 0x04;
+    const OTHER: u16 = 0x20;
+    const UNDEFINED_ID: u32 = u32::MAX;
+    let mut acl = VERSION.to_le_bytes().to_vec();
+    for (tag, shift) in [(USER_OBJ, 6), (GROUP_OBJ, 3), (OTHER, 0)] {
+        acl.extend_from_slice(&tag.to_le_bytes());
+        acl.extend_from_slice(&(((perm >> shift) & 7) as u16).to_le_bytes());
+        acl.extend_from_slice(&UNDEFINED_ID.to_le_bytes());
+    }
+    acl
 }
 
 /// Sets each of `attrs` on `dst`. A `security.*` attribute that `dst` already holds with the
@@ -283,8 +348,15 @@ mod tests {
         }
         let want = vec![(CString::from(c"user.t"), b"value".to_vec())];
         assert_eq!(read_all(Target::Fd(fa.as_fd())).unwrap(), want);
-        assert!(copy_all(Target::Fd(fa.as_fd()), Target::Fd(fb.as_fd())).is_ok());
+        assert!(copy_all(Target::Fd(fa.as_fd()), Target::Fd(fb.as_fd()), true).is_ok());
         assert_eq!(read_all(Target::Fd(fb.as_fd())).unwrap(), want);
+    }
+
+    #[test]
+    fn minimal_acl_is_what_libacl_makes_from_a_mode() {
+        // acl_from_mode(0644) as setxattr receives it from cp.
+        let want = b"\x02\0\0\0\x01\0\x06\0\xff\xff\xff\xff\x04\0\x04\0\xff\xff\xff\xff \0\x04\0\xff\xff\xff\xff";
+        assert_eq!(minimal_acl(0o644), want.to_vec());
     }
 
     #[test]
@@ -305,7 +377,7 @@ mod tests {
         let want = vec![(CString::from(c"trusted.t"), b"v".to_vec())];
         assert_eq!(read_all(target(c"a")).unwrap(), want);
         assert!(read_all(target(c"b")).unwrap().is_empty());
-        assert!(copy_all(target(c"a"), target(c"b")).is_ok());
+        assert!(copy_all(target(c"a"), target(c"b"), true).is_ok());
         assert_eq!(read_all(target(c"b")).unwrap(), want);
     }
 }

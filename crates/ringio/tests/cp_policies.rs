@@ -8,6 +8,7 @@ mod common;
 use std::fs;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
+use std::process::{Command, Output, Stdio};
 
 use common::*;
 
@@ -301,6 +302,7 @@ engine_tests!(
     atomic_keeps_content_and_refusals_of_plain_cp,
     atomic_needs_the_write_permission_plain_cp_needs,
     preserve_mode_removes_an_acl_the_source_lacks,
+    preserve_mode_replaces_an_inherited_acl,
 );
 
 /// Extended attributes the `--atomic` tests set and compare: a user one, one only root sees,
@@ -872,6 +874,184 @@ fn preserve_mode_removes_an_acl_the_source_lacks(engine: &str) {
         );
     }
     assert_eq!(mode_of(s.join("into/d")), 0o750);
+}
+
+/// The file operands of [`preserve_mode_replaces_an_inherited_acl`] in its source tree: none
+/// has an ACL but `g` (its own), as no entry of the tree has but `g`, `e` (a default ACL) and
+/// `e/i` (which took it).
+const INHERIT_OPERANDS: [&str; 4] = ["f", "g", "p", "l"];
+
+/// Copies from `src` into `root/dst`, whose default ACL gives a named user rwx on every new
+/// entry, with `cp -R ARGS` run by `cp` in `root`: the operands, then the tree as `dst/tree`.
+fn copy_under_default_acl(
+    root: &Path,
+    src: &Path,
+    args: &[&str],
+    cp: impl Fn(&[String]) -> Output,
+) {
+    let dst = root.join("dst");
+    fs::create_dir(&dst).unwrap();
+    setfacl(&["-d", "-m", "u:65534:rwx"], &dst);
+    let mut operands = vec!["-R".to_string()];
+    operands.extend(args.iter().map(|a| a.to_string()));
+    let mut tree = operands.clone();
+    let src_name = |name: &str| src.join(name).to_str().unwrap().to_string();
+    operands.extend(INHERIT_OPERANDS.iter().map(|name| src_name(name)));
+    operands.push("dst/".into());
+    tree.extend([src_name(""), "dst/tree".into()]);
+    assert_success(&cp(&operands));
+    assert_success(&cp(&tree));
+}
+
+/// `getfacl` of every entry under `dir` (symlinks have no ACL), numeric, relative names.
+fn acls_below(dir: &Path) -> String {
+    let out = Command::new("getfacl")
+        .args(["-R", "-P", "-p", "-n", "."])
+        .current_dir(dir)
+        .output()
+        .expect("run getfacl");
+    assert!(out.status.success(), "getfacl: {}", describe(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn setfacl(args: &[&str], path: &Path) {
+    let out = Command::new("setfacl").args(args).arg(path).output();
+    let out = out.expect("run setfacl");
+    assert!(out.status.success(), "setfacl: {}", describe(&out));
+}
+
+/// True when /usr/bin/cp is GNU cp: the reference these ACLs are compared with.
+fn gnu_cp_at_usr_bin() -> bool {
+    Command::new("/usr/bin/cp")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("GNU coreutils"))
+}
+
+/// A new entry in a directory with a default ACL takes an ACL from it. `-p` (and `-a`) gives
+/// it the source's mode, ACL and all, as cp's copy_acl does: a source without an ACL leaves
+/// the copy none (files, FIFOs, directories, whose default ACL is then the source's, or none);
+/// an explicit `--no-preserve=mode` takes the access ACL away too, and leaves a new
+/// directory's default ACL; `--preserve=xattr` alone leaves the inherited ACLs, as cp never
+/// copies ACLs as extended attributes. The same as GNU cp, entry by entry.
+fn preserve_mode_replaces_an_inherited_acl(engine: &str) {
+    let s = Scratch::new();
+    let probe = s.join("probe");
+    fs::create_dir(&probe).unwrap();
+    match Command::new("setfacl")
+        .args(["-d", "-m", "u:65534:rwx"])
+        .arg(&probe)
+        .output()
+    {
+        Err(e) => skip!("no setfacl: {e}"),
+        Ok(out) if !out.status.success() => skip!("no POSIX ACLs here: {}", describe(&out)),
+        Ok(_) => {}
+    }
+    if Command::new("getfacl").arg("--version").output().is_err() {
+        skip!("no getfacl");
+    }
+    let src = s.join("src");
+    write_file(src.join("f"), "f\n");
+    chmod(src.join("f"), 0o640);
+    write_file(src.join("g"), "g\n");
+    setfacl(&["-m", "u:2000:r"], &src.join("g"));
+    write_file(src.join("d/h"), "h\n");
+    chmod(src.join("d"), 0o750);
+    fs::create_dir(src.join("e")).unwrap();
+    setfacl(&["-d", "-m", "u:2001:rx"], &src.join("e"));
+    write_file(src.join("e/i"), "i\n");
+    mkfifo(&src.join("p"), 0o604);
+    chmod(src.join("p"), 0o604);
+    std::os::unix::fs::symlink("f", src.join("l")).unwrap();
+    let acl = |path: &str, name: &str| get_xattr(&s.join("ringio/dst").join(path), name).ok();
+    let (access, default) = ("system.posix_acl_access", "system.posix_acl_default");
+    let compare = gnu_cp_at_usr_bin();
+    if !compare {
+        eprintln!("not compared with GNU cp: /usr/bin/cp is not GNU cp");
+    }
+    let runs: [&[&str]; 6] = [
+        &["-p"],
+        &["-a"],
+        &["--preserve=xattr"],
+        &["--no-preserve=mode"],
+        &["-a", "--no-preserve=mode"],
+        &[],
+    ];
+    for args in runs {
+        let ours = s.join("ringio");
+        for root in [&ours, &s.join("gnu")] {
+            let _ = fs::remove_dir_all(root);
+            fs::create_dir(root).unwrap();
+        }
+        copy_under_default_acl(&ours, &src, args, |a| {
+            Cp::new().engine(engine).current_dir(&ours).args(a).run()
+        });
+        match args {
+            ["-p"] | ["-a"] => {
+                for name in [
+                    "f",
+                    "p",
+                    "tree/f",
+                    "tree/p",
+                    "tree/d",
+                    "tree/d/h",
+                    "tree/d/sub",
+                ] {
+                    assert_eq!(acl(name, access), None, "cp {args:?}: {name} kept an ACL");
+                }
+                for name in ["tree", "tree/d"] {
+                    assert_eq!(
+                        acl(name, default),
+                        None,
+                        "cp {args:?}: {name}'s default ACL"
+                    );
+                }
+                assert_eq!(mode_of(s.join("ringio/dst/f")), 0o640);
+                assert_eq!(mode_of(s.join("ringio/dst/p")), 0o604);
+                assert_eq!(mode_of(s.join("ringio/dst/tree/d")), 0o750);
+                assert_eq!(acl("g", access), get_xattr(&src.join("g"), access).ok());
+                assert_eq!(
+                    acl("tree/e", default),
+                    get_xattr(&src.join("e"), default).ok()
+                );
+                assert_eq!(acl("tree/e", access), None);
+            }
+            ["--no-preserve=mode"] | ["-a", "--no-preserve=mode"] => {
+                for name in ["f", "g", "p", "tree", "tree/g", "tree/e/i", "tree/d/sub"] {
+                    assert_eq!(acl(name, access), None, "cp {args:?}: {name} kept an ACL");
+                }
+                for name in ["tree", "tree/e", "tree/d"] {
+                    assert!(acl(name, default).is_some(), "cp {args:?}: {name}");
+                }
+            }
+            _ => {
+                // Neither the mode nor ACLs are copied: what was inherited stays, the
+                // named user of the destination's default ACL and not the source's.
+                let theirs = get_xattr(&src.join("g"), access).ok();
+                for name in ["f", "g", "p", "tree/g", "tree/d/h"] {
+                    let kept = acl(name, access);
+                    assert!(kept.is_some() && kept != theirs, "cp {args:?}: {name}");
+                }
+            }
+        }
+        if compare {
+            let gnu = s.join("gnu");
+            copy_under_default_acl(&gnu, &src, args, |a| {
+                Command::new("/usr/bin/cp")
+                    .args(a)
+                    .current_dir(&gnu)
+                    .env("LC_ALL", "C")
+                    .stdin(Stdio::null())
+                    .output()
+                    .expect("run GNU cp")
+            });
+            assert_eq!(
+                acls_below(&ours.join("dst")),
+                acls_below(&gnu.join("dst")),
+                "cp {args:?}: ACLs differ from GNU cp's"
+            );
+        }
+    }
 }
 
 /// -x copies a mount point as an empty directory and does not descend into it.

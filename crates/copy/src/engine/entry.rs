@@ -632,6 +632,7 @@ fn complete_already(
         finalize::file(
             ctx,
             dir.dst_setgid,
+            dir.dst_default_acl,
             src,
             dst_fd.as_fd(),
             stat,
@@ -918,6 +919,7 @@ fn create_other(
     let path = || dir.dst_path(Some(dst));
     finalize::entry_at(
         ctx,
+        dir.dst_default_acl,
         dir.src_fd(),
         src,
         dir.dst_fd(),

@@ -472,7 +472,9 @@ impl<'a> UringMover<'a> {
             }
         }
         ctx.progress.bytes.fetch_add(op.offset, Ordering::Relaxed);
-        if ctx.plan.preserve.any() {
+        // Nothing to set on a file without a kept attribute, but for the ACL an explicit
+        // --no-preserve=mode takes from a file made in a directory with a default ACL.
+        if ctx.plan.preserve.any() || (ctx.plan.default_modes && op.dir.dst_default_acl) {
             // SAFETY: op.dst is open until the CLOSE below completes.
             let dst = unsafe { BorrowedFd::borrow_raw(op.dst) };
             // SAFETY: likewise op.src.
@@ -481,6 +483,7 @@ impl<'a> UringMover<'a> {
             if let Err(e) = finalize::file(
                 ctx,
                 op.dir.dst_setgid,
+                op.dir.dst_default_acl,
                 src,
                 dst,
                 &stat,

@@ -381,13 +381,18 @@ impl Walk<'_> {
     }
 
     fn xattrs(&mut self, path: &Path, src: Target<'_>, dst: Target<'_>) {
-        let (a, b) = match (xattr::read_all(src), xattr::read_all(dst)) {
+        let (mut a, mut b) = match (xattr::read_all(src), xattr::read_all(dst)) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) => return self.unreadable(path, "source", "list extended attributes", e),
             (_, Err(e)) => {
                 return self.unreadable(path, "destination", "list extended attributes", e)
             }
         };
+        if !self.opts.mode {
+            // ACLs are part of the mode, which cp keeps with them or not at all.
+            a.retain(|(name, _)| !xattr::is_acl(name.to_bytes()));
+            b.retain(|(name, _)| !xattr::is_acl(name.to_bytes()));
+        }
         for (name, value) in &a {
             let what = match b.iter().find(|(n, _)| n == name) {
                 None => "missing from the destination",

@@ -412,6 +412,7 @@ pub fn run(args: &CpArgs) -> Result<i32> {
             "{}: interrupted; partially copied files were removed",
             crate::argv::program()
         );
+        crate::signals::end_by_received_signal();
         return Ok(130);
     }
     if summary.errors > 0 {

@@ -78,10 +78,30 @@ fn main() {
     match code {
         Ok(code) => std::process::exit(code),
         Err(err) => {
-            eprintln!("{}: {err:#}", argv::program());
+            eprintln!("{}: {}", argv::program(), one_line(&err));
             std::process::exit(1);
         }
     }
+}
+
+/// An error and its causes on one line, each reason once: a context ("cannot write 'F'") gets
+/// the reason below it, while a cause whose text the message already holds (a library error
+/// that names its reason) adds nothing. Reasons read as cp prints them, without Rust's
+/// " (os error N)".
+fn one_line(err: &anyhow::Error) -> String {
+    let bare = |text: String| match text.rsplit_once(" (os error ") {
+        Some((reason, _)) => reason.to_string(),
+        None => text,
+    };
+    let mut line = bare(err.to_string());
+    for cause in err.chain().skip(1) {
+        let reason = bare(cause.to_string());
+        if !line.contains(&reason) {
+            line.push_str(": ");
+            line.push_str(&reason);
+        }
+    }
+    line
 }
 
 fn run(cli: Cli) -> anyhow::Result<i32> {

@@ -52,3 +52,15 @@ pub fn stop_on_signals(flag: &Arc<AtomicBool>) -> Result<()> {
     .context("cannot install a signal handler")?;
     Ok(())
 }
+
+/// Ends the process by the first SIGINT or SIGTERM that arrived, as that signal's default action
+/// would, once the command has cleaned up after it: the shell then sees 130 or 143 and knows the
+/// command was stopped, as for GNU cp. Returns only when no such signal arrived.
+pub fn end_by_received_signal() {
+    let signal = FIRST.load(Ordering::SeqCst);
+    if signal != 0 {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        let _ = signal_hook::low_level::emulate_default_handler(signal);
+    }
+}

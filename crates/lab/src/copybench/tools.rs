@@ -154,13 +154,23 @@ pub fn resolve_tool(spec: &str, ringio: &Path) -> Result<Tool, LabError> {
                 }
                 let mut args: Vec<String> = words.map(String::from).collect();
                 args.extend(["{src}".to_string(), "{dst}".to_string()]);
+                // As a shell finds it: a name with a slash is a path (made absolute, since the
+                // runs happen elsewhere), a bare name is looked up in PATH.
+                let found = if program.contains('/') {
+                    std::path::absolute(program)
+                        .ok()
+                        .filter(|p| fs::metadata(p).is_ok_and(|m| m.is_file()))
+                } else {
+                    find_program(program)
+                };
                 Tool {
                     name: name.to_string(),
-                    program: fs::metadata(program)
-                        .is_ok()
-                        .then(|| PathBuf::from(program)),
+                    program: found,
                     args,
-                    install: format!("'{program}' does not exist"),
+                    install: format!(
+                        "'{program}' is no executable file (a name without a slash is looked \
+                         up in PATH)"
+                    ),
                     keeps: content,
                     reference: false,
                 }

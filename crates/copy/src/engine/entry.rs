@@ -18,7 +18,7 @@ use crate::links::Linked;
 use crate::node::{DirHold, DirNode};
 use crate::opened::{count_done, finish_file, stop_for_tests, Copied, OpenedPair};
 use crate::plan::{Backup, BackupMode, Dereference, LinkMode, Overwrite, Reflink, Resume};
-use crate::queue::{Queue, Task};
+use crate::queue::{Entry, Queue, Task};
 use crate::quote::quote;
 use crate::replaced::{self, Replaced};
 use crate::resume::{self, QuickCheck};
@@ -48,6 +48,34 @@ pub(crate) fn copy_entry<'a>(
         ),
         Err(e) => ctx.fail(CopyError::io(Op::Stat, dir.src_path(Some(&name)), e)),
     }
+}
+
+/// Copies one entry the walk listed with its type. Into a directory this run made (where the
+/// file will be opened anyway), a regular file is opened first and stated through its
+/// descriptor: the stat, the data and the metadata are then of one file, for the calls a statx
+/// by name costs. Anything else, or a file that cannot be opened, goes to [`copy_entry`], which
+/// stats it by name and says why.
+pub(crate) fn copy_listed<'a>(
+    ctx: &'a Ctx<'a>,
+    mover: &mut dyn Mover<'a>,
+    dir: &Arc<DirNode<'a>>,
+    (name, kind): Entry,
+    queue: &Queue<'a>,
+) {
+    let follow = ctx.plan.dereference == Dereference::Always;
+    if dir.fresh && kind == Some(Kind::File) && !follow {
+        if let Ok(fd) = sys::openat(dir.src_fd(), &name, libc::O_RDONLY | libc::O_NOFOLLOW, 0) {
+            match sys::fstatx(fd.as_fd()) {
+                Ok(stat) => {
+                    let dst = name.clone();
+                    copy_stated(ctx, mover, dir, name, dst, stat, false, Some(fd), queue);
+                }
+                Err(e) => ctx.fail(CopyError::io(Op::Stat, dir.src_path(Some(&name)), e)),
+            }
+            return;
+        }
+    }
+    copy_entry(ctx, mover, dir, name, queue);
 }
 
 /// Copies a command-line file operand `src` of `dir` to `dst` in the destination directory.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::bigfile::BigFile;
 use super::data::DataPath;
-use super::entry::copy_entry;
+use super::entry::copy_listed;
 use super::mover::Mover;
 use crate::node::DirNode;
 use crate::queue::{Entry, Queue};
@@ -25,11 +25,11 @@ impl SyncMover {
 impl<'a> Mover<'a> for SyncMover {
     fn copy_entries(&mut self, dir: &Arc<DirNode<'a>>, entries: Vec<Entry>, queue: &Queue<'a>) {
         let ctx = dir.ctx;
-        for (name, _) in entries {
+        for entry in entries {
             if ctx.stopped() {
                 return;
             }
-            copy_entry(ctx, self, dir, name, queue);
+            copy_listed(ctx, self, dir, entry, queue);
         }
     }
 

@@ -9,11 +9,14 @@
 //! * [`io`]: `pread` that retries EINTR, and [`buf::AlignedBuf`] for O_DIRECT;
 //! * [`child`]: running a child and taking its own resource usage from `wait4` (the lab's
 //!   measurements, the server benchmark);
-//! * [`prng`]: the one seeded generator (workload trees, `ringio write`, the load generator).
+//! * [`prng`]: the one seeded generator (workload trees, `ringio write`, the load generator);
+//! * [`hooks`]: the test-only hook that changes a source at a known instant (`ringio read`,
+//!   `dup` and the tree comparer honour it).
 #![deny(missing_docs)]
 
 pub mod buf;
 pub mod child;
+pub mod hooks;
 pub mod io;
 pub mod limits;
 pub mod prng;

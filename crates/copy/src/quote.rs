@@ -45,7 +45,7 @@ pub fn quote_path(path: &Path) -> Quoted<'_> {
 
 /// True when the locale's character set is UTF-8: the first of `LC_ALL`, `LC_CTYPE` and `LANG`
 /// that is set and not empty names it (`C.UTF-8`, `en_US.utf8`).
-fn utf8_locale() -> bool {
+pub fn utf8_locale() -> bool {
     static UTF8: OnceLock<bool> = OnceLock::new();
     *UTF8.get_or_init(|| {
         let locale = ["LC_ALL", "LC_CTYPE", "LANG"]

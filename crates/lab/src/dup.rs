@@ -107,7 +107,7 @@ pub fn dup(src: &Path, dst: &Path, method: DupMethod, block_size: usize) -> Resu
             .set_len(0)
             .map_err(|e| LabError::io("truncate", dst, e))?;
     }
-    crate::hook::resize_after_stat(src);
+    ringio_base::hooks::resize_after_stat(src);
     let result = dup_into(src, &input, &stat, dst, &output, method, block_size);
     if result.is_err() {
         discard(dst, &output, &out_stat);

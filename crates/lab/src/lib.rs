@@ -9,7 +9,6 @@ pub mod dup;
 pub mod error;
 mod fault;
 pub mod gen;
-mod hook;
 pub mod machine;
 mod names;
 pub mod plot;

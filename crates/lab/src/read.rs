@@ -168,7 +168,7 @@ pub fn read_file(path: &Path, opts: &ReadOptions) -> Result<ReadResult, LabError
         }
         _ => None,
     };
-    crate::hook::resize_after_stat(path);
+    ringio_base::hooks::resize_after_stat(path);
     let results: Vec<Result<(u32, u64), LabError>> = match &map {
         Some(map) => std::thread::scope(|s| {
             let handles: Vec<_> = ranges

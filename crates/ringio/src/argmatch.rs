@@ -70,16 +70,17 @@ impl Choices {
             Problem::Ambiguous => "ambiguous",
         };
         let mut text = format!(
-            "{what} argument {} for '{}'\nValid arguments are:",
+            "{what} argument {} for {}\nValid arguments are:",
             quote(value),
-            self.context
+            quote(self.context.as_bytes())
         );
         let mut last_meaning = None;
         for (name, meaning) in &self.args {
+            let name = quote(name.as_bytes());
             if last_meaning == Some(*meaning) {
-                text.push_str(&format!(", '{name}'"));
+                text.push_str(&format!(", {name}"));
             } else {
-                text.push_str(&format!("\n  - '{name}'"));
+                text.push_str(&format!("\n  - {name}"));
                 last_meaning = Some(*meaning);
             }
         }
@@ -115,28 +116,64 @@ impl ValueCheck {
     }
 }
 
-/// A value as argmatch quotes it in the C locale: in single quotes, with a backslash before
-/// a quote or a backslash, C escapes for control characters, and octal for bytes beyond
-/// ASCII.
+/// A value as argmatch quotes it (gnulib's locale quoting). In the C locale: in single quotes,
+/// with a backslash before a quote or a backslash, C escapes for control characters, and octal
+/// for bytes beyond ASCII. In a UTF-8 locale: in curly quotes, printable characters as they
+/// are (quotes and backslashes included).
 pub fn quote(value: &[u8]) -> String {
+    if curly_quotes() {
+        let mut out = String::from("\u{2018}");
+        for chunk in value.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                match u8::try_from(c) {
+                    Ok(b) if b.is_ascii_control() => push_escape(&mut out, b),
+                    _ if c.is_control() => {
+                        let mut bytes = [0; 4];
+                        for &b in c.encode_utf8(&mut bytes).as_bytes() {
+                            push_escape(&mut out, b);
+                        }
+                    }
+                    _ => out.push(c),
+                }
+            }
+            for &b in chunk.invalid() {
+                push_escape(&mut out, b);
+            }
+        }
+        out.push('\u{2019}');
+        return out;
+    }
     let mut out = String::from("'");
     for &b in value {
         match b {
             b'\'' => out.push_str("\\'"),
             b'\\' => out.push_str("\\\\"),
-            0x07 => out.push_str("\\a"),
-            0x08 => out.push_str("\\b"),
-            0x0c => out.push_str("\\f"),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            0x0b => out.push_str("\\v"),
             0x20..=0x7e => out.push(char::from(b)),
-            _ => out.push_str(&format!("\\{b:03o}")),
+            _ => push_escape(&mut out, b),
         }
     }
     out.push('\'');
     out
+}
+
+/// Whether values are quoted for a UTF-8 locale. The unit tests check the C locale's text
+/// whatever locale they run in; the integration tests run the binary in both.
+fn curly_quotes() -> bool {
+    !cfg!(test) && ringio_copy::quote::utf8_locale()
+}
+
+/// One byte as a C escape: a letter for the usual control characters, octal otherwise.
+fn push_escape(out: &mut String, b: u8) {
+    match b {
+        0x07 => out.push_str("\\a"),
+        0x08 => out.push_str("\\b"),
+        0x0c => out.push_str("\\f"),
+        b'\n' => out.push_str("\\n"),
+        b'\r' => out.push_str("\\r"),
+        b'\t' => out.push_str("\\t"),
+        0x0b => out.push_str("\\v"),
+        _ => out.push_str(&format!("\\{b:03o}")),
+    }
 }
 
 #[cfg(test)]

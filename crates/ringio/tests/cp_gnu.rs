@@ -1882,3 +1882,44 @@ fn verify_quotes_names_as_cp_does() {
     }
     assert!(!text.contains('\u{fffd}'), "{text}");
 }
+
+/// argmatch quotes a bad value, the option and the valid arguments as the locale quotes: curly
+/// quotes in a UTF-8 locale (getopt's own messages keep ASCII quotes), as GNU cp does.
+#[test]
+fn argmatch_quotes_for_the_locale() {
+    let scratch = Scratch::new();
+    let dir = scratch.path();
+    write_file(dir.join("f"), b"x");
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--sparse=x", "f", "g"],
+            "cp: invalid argument \u{2018}x\u{2019} for \u{2018}--sparse\u{2019}\nValid \
+             arguments are:\n  - \u{2018}never\u{2019}\n  - \u{2018}auto\u{2019}\n  - \
+             \u{2018}always\u{2019}\nTry 'cp --help' for more information.\n",
+        ),
+        (
+            &["--bogus", "f", "g"],
+            "cp: unrecognized option '--bogus'\nTry 'cp --help' for more information.\n",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = Cp::named_cp(dir)
+            .env("LC_ALL", "C.UTF-8")
+            .current_dir(dir)
+            .args(*args)
+            .run();
+        assert_exit(&out, 1);
+        let text = stderr(&out);
+        assert_eq!(&text, expected);
+        if gnu_cp_9() {
+            let gnu = std::process::Command::new("cp")
+                .args(*args)
+                .env("LC_ALL", "C.UTF-8")
+                .current_dir(dir)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .expect("run GNU cp");
+            assert_eq!(text, stderr(&gnu), "against GNU cp: {args:?}");
+        }
+    }
+}

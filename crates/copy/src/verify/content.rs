@@ -3,7 +3,6 @@
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 use crate::sys::{self};
 
@@ -100,25 +99,10 @@ fn changed(stated: (u64, u64), read: (u64, u64)) -> Option<DifferenceKind> {
     .map(|(side, stated, read)| DifferenceKind::Changed { side, stated, read })
 }
 
-/// Test-only: `RINGIO_TEST_RESIZE_AFTER_STAT=BYTES` sets the source's length to BYTES after it
-/// was stat'ed and before its bytes are compared, as a process writing to it at that instant
-/// would, so that the tests need no timing luck. Unset, it costs one lookup per process.
+/// Test-only: the source's length changes after it was stat'ed and before its bytes are
+/// compared (see ringio-base's hook); the comparer's descriptor is read-only, so the hook opens
+/// a writable one through its /proc link.
 fn resize_source_for_test(job: &ContentJob) {
-    static RESIZE_TO: OnceLock<Option<u64>> = OnceLock::new();
-    let resize_to = RESIZE_TO.get_or_init(|| {
-        std::env::var("RINGIO_TEST_RESIZE_AFTER_STAT")
-            .ok()
-            .and_then(|v| v.parse().ok())
-    });
-    if let Some(len) = *resize_to {
-        // The comparer's descriptor is read-only: a writable one through its /proc link.
-        let link = format!("/proc/self/fd/{}", job.src.as_raw_fd());
-        let resized = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&link)
-            .and_then(|f| f.set_len(len));
-        if let Err(e) = resized {
-            eprintln!("RINGIO_TEST_RESIZE_AFTER_STAT: cannot resize the source: {e}");
-        }
-    }
+    let link = format!("/proc/self/fd/{}", job.src.as_raw_fd());
+    ringio_base::hooks::resize_after_stat(std::path::Path::new(&link));
 }

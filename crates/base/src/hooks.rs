@@ -2,14 +2,14 @@
 //! what a race does is tested deterministically rather than by timing luck. Unset (always,
 //! outside the tests), a hook costs one environment lookup per process.
 
-use ringio_copy::quote::quote;
 use std::path::Path;
 use std::sync::OnceLock;
 
 /// `RINGIO_TEST_RESIZE_AFTER_STAT=BYTES`: once a reader has sized its source (stat'ed it, and
 /// mapped it for mmap), the source's length is set to BYTES, as another process truncating or
-/// appending to the file at that instant would.
-pub(crate) fn resize_after_stat(path: &Path) {
+/// appending to the file at that instant would. `path` may be a `/proc/self/fd/N` link, for a
+/// reader that holds the source open read-only.
+pub fn resize_after_stat(path: &Path) {
     static RESIZE_TO: OnceLock<Option<u64>> = OnceLock::new();
     let resize_to = RESIZE_TO.get_or_init(|| {
         std::env::var("RINGIO_TEST_RESIZE_AFTER_STAT")
@@ -25,7 +25,7 @@ pub(crate) fn resize_after_stat(path: &Path) {
             // The test that set the hook must know it did not fire.
             eprintln!(
                 "RINGIO_TEST_RESIZE_AFTER_STAT: cannot resize {}: {e}",
-                quote(&path)
+                path.display()
             );
         }
     }

@@ -67,8 +67,9 @@ pub struct CpCli {
     override_usage = "ringio cp [OPTIONS] SRC DST\n       ringio cp [OPTIONS] SRC... DIR\n       ringio cp [OPTIONS] -t DIR SRC...",
     after_help = "Copying onto an existing directory copies into it, as cp does. Per-entry errors are \
 printed as \"ringio: cannot <op> '<path>': <reason>\" (\"cp: ...\" when run as cp); the copy goes on and exits 1 at the end. \
-No space left stops at once. Ctrl-C stops promptly (exit 130). Either way, no partially written \
-file is left behind."
+No space left stops at once. Ctrl-C and SIGTERM stop it promptly, also while it waits on a FIFO, \
+a terminal or a prompt, and it then dies by that signal (status 130 or 143). Either way, no \
+partially written file is left behind; a kill -9 can leave one, which --resume finds."
 )]
 pub struct CpArgs {
     /// Sources, then the destination (unless -t is given).

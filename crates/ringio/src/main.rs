@@ -8,6 +8,7 @@ mod cli;
 mod cp;
 mod cp_mpi;
 mod dup;
+mod examples;
 mod load;
 mod man;
 mod progress;
@@ -32,7 +33,7 @@ fn main() {
         let table = argv::OptionTable::from_command(&CpCli::command(), true);
         let rest = argv::getopt(args.split_off(1), &table, &cli::value_check)
             .unwrap_or_else(|message| usage_failure(&message, "cp"));
-        let parsed = CpCli::command()
+        let parsed = examples::in_long_help(CpCli::command(), "cp")
             .try_get_matches_from(std::iter::once(OsString::from("cp")).chain(rest))
             .and_then(|m| CpCli::from_arg_matches(&m).map(|cli| (cli, m)));
         match parsed {
@@ -59,7 +60,7 @@ fn main() {
                 .unwrap_or_else(|message| usage_failure(&message, "ringio cp"));
             args.extend(rest);
         }
-        let parsed = Cli::command()
+        let parsed = examples::in_long_help(Cli::command(), "")
             .try_get_matches_from(&args)
             .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
         match parsed {

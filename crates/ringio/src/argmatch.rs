@@ -180,22 +180,6 @@ fn push_escape(out: &mut String, b: u8) {
 mod tests {
     use super::*;
 
-    fn backup() -> Choices {
-        Choices {
-            context: "backup type",
-            args: vec![
-                ("none", 0),
-                ("off", 0),
-                ("simple", 1),
-                ("never", 1),
-                ("existing", 2),
-                ("nil", 2),
-                ("numbered", 3),
-                ("t", 3),
-            ],
-        }
-    }
-
     #[test]
     fn prefixes_as_argmatch_reads_them() {
         let sparse = Choices::distinct("--sparse", &["never", "auto", "always"]);
@@ -206,12 +190,6 @@ mod tests {
         assert_eq!(sparse.find(b""), Err(Problem::Ambiguous));
         assert_eq!(sparse.find(b"autox"), Err(Problem::Invalid));
         assert_eq!(sparse.find(b"x"), Err(Problem::Invalid));
-        let backup = backup();
-        assert_eq!(backup.expand(b"num"), Ok("numbered"));
-        assert_eq!(backup.expand(b"ne"), Ok("never"));
-        assert_eq!(backup.expand(b"t"), Ok("t"));
-        assert_eq!(backup.find(b"n"), Err(Problem::Ambiguous));
-        assert_eq!(backup.find(b"ni"), Ok(5));
         // An exact match wins over being the prefix of a longer name.
         let exact = Choices::distinct("--x", &["ab", "a"]);
         assert_eq!(exact.expand(b"a"), Ok("a"));
@@ -246,11 +224,6 @@ mod tests {
             .expand(b"")
             .unwrap_err()
             .starts_with("ambiguous argument '' for '--preserve'\n"));
-        assert_eq!(
-            backup().failure(b"foo", Problem::Invalid),
-            "invalid argument 'foo' for 'backup type'\nValid arguments are:\n  - 'none', 'off'\n  \
-             - 'simple', 'never'\n  - 'existing', 'nil'\n  - 'numbered', 't'"
-        );
     }
 
     #[test]

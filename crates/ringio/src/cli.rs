@@ -432,6 +432,14 @@ impl BackupControl {
         ("numbered", 3),
         ("t", 3),
     ];
+    /// GNU's backup types as argmatch reads them, reported as `context`.
+    pub fn choices(context: &'static str) -> Choices {
+        Choices {
+            context,
+            args: Self::ARGS.to_vec(),
+        }
+    }
+
     const BY_MEANING: [BackupControl; 4] = [
         BackupControl::None,
         BackupControl::Simple,
@@ -442,10 +450,7 @@ impl BackupControl {
     /// The control `value` names (any unambiguous prefix), or argmatch's report naming
     /// `context` (`backup type` for the option, `$VERSION_CONTROL` for the variable).
     pub fn parse(value: &[u8], context: &'static str) -> Result<BackupControl, String> {
-        let choices = Choices {
-            context,
-            args: Self::ARGS.to_vec(),
-        };
+        let choices = Self::choices(context);
         let index = choices
             .find(value)
             .map_err(|problem| choices.failure(value, problem))?;
@@ -551,6 +556,24 @@ impl ValueEnum for EngineArg {
 
 #[cfg(test)]
 mod tests {
+    use crate::argmatch::Problem;
+
+    /// GNU's backup types: prefixes and synonyms as argmatch reads them, and its report.
+    #[test]
+    fn backup_types_read_as_argmatch_reads_them() {
+        let backup = BackupControl::choices("backup type");
+        assert_eq!(backup.expand(b"num"), Ok("numbered"));
+        assert_eq!(backup.expand(b"ne"), Ok("never"));
+        assert_eq!(backup.expand(b"t"), Ok("t"));
+        assert_eq!(backup.find(b"n"), Err(Problem::Ambiguous));
+        assert_eq!(backup.find(b"ni"), Ok(5));
+        assert_eq!(
+            backup.failure(b"foo", Problem::Invalid),
+            "invalid argument 'foo' for 'backup type'\nValid arguments are:\n  - 'none', 'off'\n  \
+             - 'simple', 'never'\n  - 'existing', 'nil'\n  - 'numbered', 't'"
+        );
+    }
+
     use super::*;
     use clap::CommandFactory;
 

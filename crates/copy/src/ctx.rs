@@ -3,13 +3,13 @@
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::BorrowedFd;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::error::CopyError;
 use crate::links::LinkMap;
 use crate::plan::CopyPlan;
+use crate::policy::Policy;
 use crate::progress::{Progress, Reporter};
 use crate::rank::RankShare;
 use crate::sys::{self, Stat};
@@ -20,6 +20,8 @@ pub(crate) type OperandsSeen = HashMap<(u64, u64), Vec<usize>>;
 /// State shared by every worker of one run.
 pub(crate) struct Ctx<'a> {
     pub plan: &'a CopyPlan,
+    /// cp's rules for existing destinations, read from the plan once.
+    pub policy: Policy,
     pub progress: &'a Progress,
     pub reporter: &'a dyn Reporter,
     pub umask: u32,
@@ -44,9 +46,6 @@ pub(crate) struct Ctx<'a> {
     pub operands: Option<Mutex<OperandsSeen>>,
     /// A run spread over MPI ranks (`cp --mpi`): this rank's part.
     pub share: Option<RankShare>,
-    /// `-v --backup`: the backup name each destination path was renamed to, until its `-v`
-    /// line is printed (cp's `'SRC' -> 'DST' (backup: 'DST~')`).
-    pub backups: Mutex<HashMap<PathBuf, PathBuf>>,
 }
 
 impl Ctx<'_> {

@@ -117,6 +117,10 @@ pub enum CopyError {
         source: io::Error,
     },
     /// A rule of cp refused the copy (into itself, same file, missing -r, ...).
+    #[error(transparent)]
+    Rule(#[from] crate::policy::Refused),
+    /// The copy of an entry was given up for a reason of its own (a source that changed while
+    /// it was copied, a parent that is not a directory, ...).
     #[error("{0}")]
     Refused(String),
 }
@@ -153,7 +157,7 @@ impl CopyError {
                 source.raw_os_error(),
                 Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EROFS)
             ),
-            CopyError::Refused(_) => false,
+            CopyError::Rule(_) | CopyError::Refused(_) => false,
         }
     }
 }

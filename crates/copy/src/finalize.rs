@@ -8,7 +8,8 @@ use std::path::PathBuf;
 
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
-use crate::plan::{CopyPlan, Overwrite};
+use crate::node::DirNode;
+use crate::plan::CopyPlan;
 use crate::quote::quote;
 use crate::sys::{self, Stat};
 use crate::xattr::{self, Acls, Target, XattrError};
@@ -57,24 +58,20 @@ pub(crate) fn create_mode(plan: &CopyPlan, stat: &Stat, fresh_dir: bool) -> u32 
     base_mode(plan, stat, false) & !file_omitted(plan, stat, fresh_dir)
 }
 
-/// Applies metadata to a regular file's destination descriptor after its content is written.
-/// `created` says the file was made by this run with [`create_mode`], in a directory this
-/// run made when `fresh_dir`.
-/// `dst_setgid`: the destination directory is (or may be) setgid, so a new file took its group.
-/// `dir_default_acl`: the destination directory has a default ACL, so a new file took an ACL
-/// from it. `path` names the destination in messages.
-#[allow(clippy::too_many_arguments)]
+/// Applies metadata to a regular file's destination descriptor after its content is written,
+/// in the directory pair `dir`. `created` says the file was made by this run with
+/// [`create_mode`]. `path` names the destination in messages.
 pub(crate) fn file(
-    ctx: &Ctx<'_>,
-    dst_setgid: bool,
-    dir_default_acl: bool,
-    src: BorrowedFd<'_>,
-    dst: BorrowedFd<'_>,
+    dir: &DirNode<'_>,
+    (src, dst): (BorrowedFd<'_>, BorrowedFd<'_>),
     stat: &Stat,
     created: bool,
-    fresh_dir: bool,
     path: &dyn Fn() -> PathBuf,
 ) -> Result<(), CopyError> {
+    let ctx = dir.ctx;
+    // A new file took the destination directory's group if it is (or may be) setgid, and an
+    // ACL from its default ACL if it has one.
+    let (dst_setgid, dir_default_acl, fresh_dir) = (dir.dst_setgid, dir.dst_default_acl, dir.fresh);
     let preserve = ctx.plan.preserve;
     // A file this run created already belongs to us, and to our group unless its directory is
     // setgid: skip the chown when that is already the source's owner and group.
@@ -223,7 +220,7 @@ pub(crate) fn directory_of(
     // A fresh directory was made with owner rwx so it could be filled; give it its real mode.
     let mode = if preserve.mode {
         Some(kept_perm(stat, owner_kept))
-    } else if fresh || matches!(ctx.plan.overwrite, Overwrite::Resume(_)) {
+    } else if fresh || ctx.plan.overwrite.resume().is_some() {
         // (Under --resume an existing directory is taken to be an interrupted run's.)
         // cp keeps the sticky bit of a new directory, drops setuid/setgid, applies the umask.
         Some((base_mode(ctx.plan, stat, true) | (stat.perm() & 0o1000)) & !ctx.umask)
@@ -312,18 +309,15 @@ pub(crate) fn dir_create_mode(plan: &CopyPlan, stat: &Stat) -> u32 {
 /// `name` in `dir` itself; `src_dir`/`src_name` is its source (followed unless it is copied as
 /// a symlink, so under -L a FIFO reached through a link gives its own attributes).
 /// `dir_default_acl`: `dir` has a default ACL, which a new FIFO or device took an ACL from.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn entry_at(
     ctx: &Ctx<'_>,
     dir_default_acl: bool,
-    src_dir: BorrowedFd<'_>,
-    src_name: &CStr,
-    dir: BorrowedFd<'_>,
-    name: &CStr,
+    (src_dir, src_name): (BorrowedFd<'_>, &CStr),
+    (dir, name): (BorrowedFd<'_>, &CStr),
     stat: &Stat,
-    is_symlink: bool,
     path: &dyn Fn() -> PathBuf,
 ) -> Result<(), CopyError> {
+    let is_symlink = stat.kind() == crate::sys::Kind::Symlink;
     let preserve = ctx.plan.preserve;
     let mut owner_kept = true;
     if preserve.ownership {

@@ -27,6 +27,7 @@ mod node;
 mod opened;
 mod parents;
 mod plan;
+mod policy;
 mod progress;
 mod queue;
 pub mod quote;
@@ -47,9 +48,10 @@ pub use backup::{backup_path, simple_backup_suffix};
 pub use engine::uring_available;
 pub use error::{CopyError, Op};
 pub use plan::{
-    Backup, BackupMode, CopyPlan, CopyRoot, Dereference, Engine, LinkMode, Overwrite, Preserve,
-    Reflink, Resume, Sparse, Tuning,
+    Backup, BackupMode, Clobber, CopyPlan, CopyRoot, Dereference, Engine, LinkMode, Overwrite,
+    Preserve, Reflink, Resume, Sparse, Tuning,
 };
+pub use policy::{Refusal, Refused};
 pub use progress::{Progress, Reporter, Summary};
 pub use rank::link_owner;
 pub use run::copy;

@@ -40,6 +40,8 @@ pub(crate) struct OpenedPair {
     /// The source or the destination is not a regular file (a pipe, a device): bytes move in
     /// order by read/write, with no clones, chunks, holes or truncation.
     pub stream: bool,
+    /// `--backup`: the name the old destination was renamed to, for the `-v` line.
+    pub backup: Option<CString>,
 }
 
 impl OpenedPair {
@@ -92,24 +94,21 @@ pub(crate) fn stop_for_tests() {
     }
 }
 
-/// Counts a finished entry and prints it under `-v`.
-pub(crate) fn count_done(ctx: &Ctx<'_>, dir: &DirNode<'_>, src: &CStr, dst: &CStr) {
+/// Counts a finished entry and prints it under `-v`, with the name an existing destination was
+/// backed up to (`--backup`).
+pub(crate) fn count_done(dir: &DirNode<'_>, src: &CStr, dst: &CStr, backup: Option<&CStr>) {
+    let ctx = dir.ctx;
     ctx.progress.files.fetch_add(1, Ordering::Relaxed);
     if ctx.plan.verbose {
-        let dst = dir.dst_path(Some(dst));
-        let src = dir.src_path(Some(src));
-        let backup = match ctx.plan.backup {
-            Some(_) => ctx.backups.lock().expect("backups lock").remove(&dst),
-            None => None,
-        };
+        let (src, dst_path) = (dir.src_path(Some(src)), dir.dst_path(Some(dst)));
         match backup {
             Some(aside) => ctx.reporter.verbose_line(&format!(
                 "{} -> {} (backup: {})",
                 quote(&src),
-                quote(&dst),
-                quote(&aside)
+                quote(&dst_path),
+                quote(&dir.dst_path(Some(aside)))
             )),
-            None => ctx.reporter.copied(&src, &dst),
+            None => ctx.reporter.copied(&src, &dst_path),
         }
     }
 }
@@ -159,16 +158,13 @@ pub(crate) fn finish_file(
         }
     }
     let meta = finalize::file(
-        ctx,
-        dir.dst_setgid,
-        dir.dst_default_acl,
-        pair.src.as_fd(),
-        pair.dst.as_fd(),
+        dir,
+        (pair.src.as_fd(), pair.dst.as_fd()),
         &stat,
         pair.created,
-        dir.fresh,
         &path,
     );
+    let backup = pair.backup.clone();
     place(ctx, dir, dst, pair)?;
     let (Copied::Snapshot(bytes) | Copied::Spread(bytes)) = copied;
     if bytes != stat.size && stat.kind() == Kind::File && ctx.plan.verbose {
@@ -179,7 +175,7 @@ pub(crate) fn finish_file(
             stat.size
         ));
     }
-    count_done(ctx, dir, src, dst);
+    count_done(dir, src, dst, backup.as_deref());
     meta
 }
 

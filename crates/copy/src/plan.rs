@@ -7,6 +7,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::CopyError;
+use crate::policy::Refusal;
 use crate::quote::quote;
 use crate::transfer::Method;
 
@@ -158,17 +159,40 @@ impl Preserve {
     }
 }
 
-/// What happens when a destination file already exists.
+/// What happens to an existing destination: cp's `-n`, `-i`, `-u` and `--resume` as one value,
+/// in the spirit of uutils' `OverwriteMode`. How it is replaced (written over in place, removed
+/// first, backed up) is `--remove-destination` and `--backup`; the rules themselves are in
+/// `policy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Overwrite {
-    /// cp's default: write over the existing file, keeping its inode.
-    Replace,
-    /// `-n`: never touch an existing file.
+    /// `-n`, `--update=none`: an existing destination is never touched.
     NoClobber,
-    /// `-u`: replace only when the source is newer.
-    Update,
-    /// `--resume`: finish an interrupted copy; keep files that are provably complete.
-    Resume(Resume),
+    /// Replace the destinations `Clobber` names (cp's default: all of them).
+    Clobber(Clobber),
+    /// `-i`: ask (through [`crate::Reporter::confirm`]) before replacing what `Clobber` names.
+    Interactive(Clobber),
+}
+
+impl Overwrite {
+    /// The `--resume` check, when resuming.
+    pub fn resume(self) -> Option<Resume> {
+        match self {
+            Overwrite::Clobber(Clobber::Incomplete(how))
+            | Overwrite::Interactive(Clobber::Incomplete(how)) => Some(how),
+            _ => None,
+        }
+    }
+}
+
+/// Which existing destinations are replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clobber {
+    /// Every one (cp's default, `--update=all`).
+    All,
+    /// `-u`, `--update=older`: those older than the source.
+    Older,
+    /// `--resume`: finish an interrupted copy; those not provably complete.
+    Incomplete(Resume),
 }
 
 /// How `--resume` proves a destination file complete.
@@ -192,6 +216,17 @@ pub enum Sparse {
     Always,
     /// Write every byte; the copy has no holes.
     Never,
+}
+
+impl Sparse {
+    /// True when this file's holes are kept: it has some, or `--sparse=always` makes them.
+    pub(crate) fn keeps_holes(self, stat: &crate::sys::Stat) -> bool {
+        match self {
+            Sparse::Never => false,
+            Sparse::Auto => stat.looks_sparse(),
+            Sparse::Always => true,
+        }
+    }
 }
 
 /// Clones sharing the source's extents (cp's `--reflink`).
@@ -343,8 +378,6 @@ pub struct CopyPlan {
     /// `copy offload: ..., reflink: ..., sparse detection: ...`). Every file then takes the
     /// synchronous path whole.
     pub debug: bool,
-    /// `-i`: ask (through [`crate::Reporter::confirm`]) before overwriting an existing entry.
-    pub interactive: bool,
 }
 
 impl CopyPlan {
@@ -360,7 +393,7 @@ impl CopyPlan {
                 Dereference::CommandLine
             },
             preserve: Preserve::default(),
-            overwrite: Overwrite::Replace,
+            overwrite: Overwrite::Clobber(Clobber::All),
             force: false,
             engine: Engine::Uring,
             tuning: Tuning::default(),
@@ -378,7 +411,6 @@ impl CopyPlan {
             attributes_only: false,
             default_modes: false,
             debug: false,
-            interactive: false,
         }
     }
 
@@ -657,19 +689,11 @@ pub(crate) fn check_not_inside(
         let id = (here.dev, here.ino);
         if id == src_id && exists {
             // `cp -rT d d`: the destination is the source itself.
-            return Err(CopyError::Refused(format!(
-                "{} and {} are the same file",
-                quote(&src),
-                quote(&dst)
-            )));
+            return Err(Refusal::SameFile.of(src, dst).into());
         }
         exists = false;
         if id == src_id {
-            return Err(CopyError::Refused(format!(
-                "cannot copy a directory, {}, into itself, {}",
-                quote(&src),
-                quote(&dst)
-            )));
+            return Err(Refusal::IntoItself.of(src, dst).into());
         }
         let Ok(up) = rustix::fs::openat(&dir, "..", flags, Mode::empty()) else {
             return Ok(());

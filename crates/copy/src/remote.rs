@@ -255,6 +255,7 @@ fn open_lent<'a>(
         link_target: None,
         removable: false,
         stream: false,
+        backup: None,
     };
     Some(BigFile::new(dir, src.clone(), dst, pair).lent(owner, id))
 }

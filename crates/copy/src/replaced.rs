@@ -18,7 +18,7 @@ use rustix::io::Errno;
 
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
-use crate::quote::quote;
+use crate::policy::Refusal;
 use crate::sys::{self, Kind, Stat};
 use crate::xattr::{self, Target};
 
@@ -68,7 +68,7 @@ impl Replaced {
         };
         let stat = sys::fstatx(fd.as_fd()).map_err(|e| CopyError::io(Op::Stat, path(), e))?;
         if stat.kind() != Kind::File {
-            return Err(not_regular(path));
+            return Err(Refusal::AtomicNotRegular.of(path(), path()).into());
         }
         if let Err(e) = writable(fd.as_fd()) {
             if force {
@@ -155,12 +155,4 @@ fn writable(fd: BorrowedFd<'_>) -> Result<(), Errno> {
         Errno::NOSYS | Errno::INVAL => Ok(()),
         e => Err(e),
     }
-}
-
-/// cp's refusal of `--atomic` onto anything but a regular file (`path`: the destination).
-pub(crate) fn not_regular(path: &dyn Fn() -> PathBuf) -> CopyError {
-    CopyError::Refused(format!(
-        "cannot replace {} atomically: not a regular file",
-        quote(&path())
-    ))
 }

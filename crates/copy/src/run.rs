@@ -15,7 +15,8 @@ use crate::finalize;
 use crate::links::LinkMap;
 use crate::node::{DirNode, RootNames, RootPaths};
 use crate::parents;
-use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference, Engine, Sparse, Tuning};
+use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference, Engine, Tuning};
+use crate::policy::{Policy, Refusal};
 use crate::progress::{Progress, Reporter, Summary};
 use crate::queue::{Queue, Task};
 use crate::quote::quote;
@@ -269,6 +270,7 @@ impl Setup {
         let plan = &self.plan;
         Ctx {
             plan,
+            policy: Policy::of(plan),
             progress,
             reporter,
             umask: sys::umask(),
@@ -283,7 +285,6 @@ impl Setup {
             xattr_warned: AtomicBool::new(false),
             created: (plan.roots.len() > 1).then(Default::default),
             operands: (plan.roots.len() > 1).then(Default::default),
-            backups: Default::default(),
             share,
         }
     }
@@ -478,14 +479,8 @@ pub(crate) fn needs_pool(plan: &CopyPlan, root: &CopyRoot) -> bool {
     };
     match sys::statx_at(rustix::fs::CWD, &src, follow) {
         Ok(stat) => {
-            // A sparse file is split by the data it holds (see `engine::entry`).
-            let weight = if plan.sparse != Sparse::Never && stat.looks_sparse() {
-                stat.blocks.saturating_mul(512)
-            } else {
-                stat.size
-            };
-            stat.kind() == Kind::Dir
-                || (plan.tuning.chunk_size > 0 && weight >= 2 * plan.tuning.chunk_size)
+            use crate::engine::file::{weight, worth_splitting};
+            stat.kind() == Kind::Dir || worth_splitting(&plan.tuning, weight(&stat, plan.sparse))
         }
         Err(_) => false,
     }
@@ -519,10 +514,7 @@ pub(crate) fn start_root<'a>(
         return start_root_entry(ctx, queue, root, follow).map(|()| None);
     }
     if !plan.recursive {
-        return Err(CopyError::Refused(format!(
-            "-r not specified; omitting directory {}",
-            quote(&root.src)
-        )));
+        return Err(Refusal::NotRecursive.of(&root.src, &root.dst).into());
     }
     if named_again(ctx, root, &stat)? {
         return Ok(None);
@@ -558,11 +550,9 @@ pub(crate) fn start_root<'a>(
     let dst = match sys::open_dir(cwd, &dst_c, false) {
         Ok(fd) => fd,
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) => {
-            return Err(CopyError::Refused(format!(
-                "cannot overwrite non-directory {} with directory {}",
-                quote(&root.dst),
-                quote(&root.src)
-            )))
+            return Err(Refusal::NonDirectoryWithDirectory
+                .of(&root.src, &root.dst)
+                .into())
         }
         Err(e) => return Err(CopyError::io(Op::OpenDir, &root.dst, e)),
     };
@@ -637,11 +627,9 @@ fn named_again(ctx: &Ctx<'_>, root: &CopyRoot, stat: &sys::Stat) -> Result<bool,
     } else if first.dst == root.dst {
         "directory"
     } else if plan.dereference == Dereference::Never {
-        return Err(CopyError::Refused(format!(
-            "will not create hard link {} to directory {}",
-            quote(&root.dst),
-            quote(&first.dst)
-        )));
+        return Err(Refusal::HardLinkToDirectory
+            .of(&first.dst, &root.dst)
+            .into());
     } else {
         return Ok(false);
     };

@@ -21,7 +21,7 @@ pub enum Kind {
 }
 
 /// The part of statx the copy needs.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stat {
     /// Type and permission bits (`st_mode`).
     pub mode: u32,

@@ -17,9 +17,9 @@ use crate::engine::Mover;
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::node::{DirHold, DirNode};
-use crate::plan::{Dereference, Overwrite};
+use crate::plan::Dereference;
+use crate::policy::Refusal;
 use crate::queue::{Entry, Queue, Task, BATCH};
-use crate::quote::quote;
 use crate::remote;
 use crate::resume;
 use crate::sys::{self, Kind, Stat};
@@ -104,7 +104,7 @@ fn run_task<'a>(
             follow,
         } => {
             if let Some(dir) = hold(ctx, dir) {
-                crate::engine::copy_root_entry(ctx, mover, &dir, &src, &dst, follow, queue);
+                crate::engine::copy_root_entry(mover, &dir, (&src, &dst), follow, queue);
             }
         }
         Task::Chunk { file, offset, len } => mover.copy_chunk(&file, offset, len),
@@ -163,10 +163,12 @@ fn open_subdir<'a>(
         },
     };
     if follow && parent.has_ancestor(stat.dev, stat.ino) {
-        ctx.fail(CopyError::Refused(format!(
-            "cannot copy {}: symbolic link loop (directory is its own ancestor)",
-            quote(&parent.src_path(Some(&name)))
-        )));
+        let src = parent.src_path(Some(&name));
+        ctx.fail(
+            Refusal::SymlinkLoop
+                .of(src, parent.dst_path(Some(&name)))
+                .into(),
+        );
         return None;
     }
     let (dst, fresh) = make_dst_dir(ctx, &parent, &name, &stat)?;
@@ -232,11 +234,9 @@ pub(crate) fn make_dst_dir(
         Err(e)
             if e.raw_os_error() == Some(libc::ENOTDIR) || e.raw_os_error() == Some(libc::ELOOP) =>
         {
-            ctx.fail(CopyError::Refused(format!(
-                "cannot overwrite non-directory {} with directory {}",
-                quote(&parent.dst_path(Some(name))),
-                quote(&parent.src_path(Some(name)))
-            )));
+            let refused = Refusal::NonDirectoryWithDirectory
+                .of(parent.src_path(Some(name)), parent.dst_path(Some(name)));
+            ctx.fail(refused.into());
             None
         }
         Err(e) => {
@@ -257,7 +257,7 @@ fn read_dir<'a>(
 ) {
     ctx.progress.dirs.fetch_add(1, Ordering::Relaxed);
     let Some(node) = hold(ctx, node) else { return };
-    if !node.fresh && matches!(ctx.plan.overwrite, Overwrite::Resume(_)) {
+    if !node.fresh && ctx.plan.overwrite.resume().is_some() {
         if let Err(e) = resume::remove_stale_temps(node.dst_fd(), dir_buf) {
             ctx.fail(CopyError::io(Op::ReadDir, node.dst_path(None), e));
         }

@@ -10,8 +10,8 @@ use anyhow::{bail, Result};
 use indicatif::{HumanBytes, ProgressBar};
 use ringio_copy::verify::VerifyOptions;
 use ringio_copy::{
-    Backup, BackupMode, CopyError, CopyPlan, Dereference, LinkMode, Overwrite, Preserve, Progress,
-    Reflink, Resume, Sparse, Tuning,
+    Backup, BackupMode, Clobber, CopyError, CopyPlan, Dereference, LinkMode, Overwrite, Preserve,
+    Progress, Reflink, Resume, Sparse, Tuning,
 };
 
 use crate::cli::{
@@ -174,18 +174,22 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
     if args.direct && args.engine.0 != ringio_copy::Engine::Aio {
         anyhow::bail!("--direct is for --engine aio");
     }
-    let overwrite = if let Some(check) = args.resume {
-        Overwrite::Resume(match check {
-            ResumeCheck::Quick => Resume::Quick,
-            ResumeCheck::Checksum => Resume::Checksum,
-        })
-    } else if args.no_clobber {
-        Overwrite::NoClobber
-    } else {
-        match args.update {
-            Some(UpdateWhen::Older) => Overwrite::Update,
-            Some(UpdateWhen::None) => Overwrite::NoClobber,
-            Some(UpdateWhen::All) | None => Overwrite::Replace,
+    let no_clobber = args.no_clobber || args.update == Some(UpdateWhen::None);
+    let overwrite = match args.resume {
+        // --resume decides what is kept, whatever -n says.
+        None if no_clobber => Overwrite::NoClobber,
+        resume => {
+            let clobber = match (resume, args.update) {
+                (Some(ResumeCheck::Quick), _) => Clobber::Incomplete(Resume::Quick),
+                (Some(ResumeCheck::Checksum), _) => Clobber::Incomplete(Resume::Checksum),
+                (None, Some(UpdateWhen::Older)) => Clobber::Older,
+                (None, _) => Clobber::All,
+            };
+            if args.interactive {
+                Overwrite::Interactive(clobber)
+            } else {
+                Overwrite::Clobber(clobber)
+            }
         }
     };
 
@@ -245,7 +249,6 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         copy_contents: args.copy_contents,
         link,
         attributes_only: args.attributes_only,
-        interactive: args.interactive,
         default_modes,
         debug: args.debug,
     })

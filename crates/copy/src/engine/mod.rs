@@ -4,8 +4,11 @@
 pub(crate) mod bigfile;
 mod data;
 mod entry;
+mod existing;
+pub(crate) mod file;
 mod mover;
-mod same_file;
+mod open;
+mod other;
 mod sync;
 mod uring;
 

@@ -16,8 +16,9 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use super::bigfile::BigFile;
 use super::data::DataPath;
-use super::entry::{copy_entry, copy_stated, opened_as_stated};
+use super::entry::{copy_entry, copy_stated, EntryJob};
 use super::mover::Mover;
+use super::open::opened_as_stated;
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::node::{DirHold, DirNode};
@@ -296,18 +297,7 @@ impl<'a> UringMover<'a> {
                     // Not a small file: the shared synchronous path takes it from here.
                     let op = self.release(slot);
                     if !ctx.stopped() {
-                        let name = op.name;
-                        copy_stated(
-                            ctx,
-                            self,
-                            &op.dir,
-                            name.clone(),
-                            name,
-                            stat,
-                            false,
-                            None,
-                            queue,
-                        );
+                        copy_stated(self, EntryJob::new(&op.dir, op.name, stat), queue);
                     }
                     return;
                 }
@@ -480,17 +470,7 @@ impl<'a> UringMover<'a> {
             // SAFETY: likewise op.src.
             let src = unsafe { BorrowedFd::borrow_raw(op.src) };
             let path = || op.dir.dst_path(Some(&op.name));
-            if let Err(e) = finalize::file(
-                ctx,
-                op.dir.dst_setgid,
-                op.dir.dst_default_acl,
-                src,
-                dst,
-                &stat,
-                true,
-                op.dir.fresh,
-                &path,
-            ) {
+            if let Err(e) = finalize::file(&op.dir, (src, dst), &stat, true, &path) {
                 op.error = Some(e);
             }
         }
@@ -535,7 +515,7 @@ impl<'a> UringMover<'a> {
                         op.offset
                     ));
                 }
-                count_done(ctx, &op.dir, &op.name, &op.name)
+                count_done(&op.dir, &op.name, &op.name, None)
             }
             None => {}
         }
@@ -645,17 +625,11 @@ impl<'a> UringMover<'a> {
             || self.data.keeps_holes(&stat)
         {
             // The descriptor goes along: the shared path needs no second open.
-            copy_stated(
-                ctx,
-                self,
-                dir,
-                name.clone(),
-                name.clone(),
-                stat,
-                false,
-                Some(src),
-                queue,
-            );
+            let job = EntryJob {
+                opened: Some(src),
+                ..EntryJob::new(dir, name.clone(), stat)
+            };
+            copy_stated(self, job, queue);
             return InPlace::Done;
         }
         stop_for_tests();
@@ -749,6 +723,7 @@ impl<'a> UringMover<'a> {
             link_target: None,
             removable: true,
             stream: false,
+            backup: None,
         };
         if let Err(e) = finish_file(ctx, dir, name, name, pair, copied) {
             ctx.fail(e);

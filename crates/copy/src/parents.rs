@@ -3,6 +3,7 @@
 //! their source's metadata once the operand is copied.
 
 use std::ffi::{CString, OsStr};
+use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
@@ -56,21 +57,16 @@ pub(crate) fn make(ctx: &Ctx<'_>, src: &Path, target: &Path) -> Result<Parents, 
         src_prefix.push(name);
         dst_path.push(name);
         let src_c = c(&src_prefix)?;
-        let not_dir = || {
-            CopyError::Refused(format!(
-                "failed to get attributes of {}: Not a directory",
-                quote(&src_prefix)
-            ))
-        };
-        let stat = sys::statx_at(cwd, &src_c, true).map_err(|e| {
+        let unusable = |e: &io::Error| {
             CopyError::Refused(format!(
                 "failed to get attributes of {}: {}",
                 quote(&src_prefix),
-                crate::error::reason(&e)
+                crate::error::reason(e)
             ))
-        })?;
+        };
+        let stat = sys::statx_at(cwd, &src_c, true).map_err(|e| unusable(&e))?;
         if stat.kind() != Kind::Dir {
-            return Err(not_dir());
+            return Err(unusable(&io::Error::from_raw_os_error(libc::ENOTDIR)));
         }
         let name_c = CString::new(OsStr::as_bytes(name)).expect("a path component has no NUL");
         let created = match sys::mkdirat(

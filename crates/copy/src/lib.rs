@@ -21,7 +21,6 @@ mod ctx;
 mod engine;
 mod error;
 pub mod finalize;
-pub mod item;
 mod links;
 mod node;
 mod opened;
@@ -30,9 +29,7 @@ mod plan;
 mod progress;
 mod queue;
 pub mod quote;
-mod rank;
-pub mod ranked;
-mod remote;
+pub mod ranks;
 mod replaced;
 mod resume;
 mod run;
@@ -51,5 +48,4 @@ pub use plan::{
     Reflink, Resume, Sparse, Tuning,
 };
 pub use progress::{Progress, Reporter, Summary};
-pub use rank::link_owner;
 pub use run::copy;

@@ -19,7 +19,7 @@ use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference, Engine, Spa
 use crate::progress::{Progress, Reporter, Summary};
 use crate::queue::{Queue, Task};
 use crate::quote::quote;
-use crate::rank::RankShare;
+use crate::ranks::Ranks;
 use crate::sys::{self, Kind};
 use crate::walk;
 
@@ -259,12 +259,12 @@ impl Setup {
         }
     }
 
-    /// The shared state of a run of this setup (`share`: this rank's part of an MPI job).
+    /// The shared state of a run of this setup (`ranks`: this rank's part of an MPI job).
     pub fn ctx<'a>(
         &'a self,
         progress: &'a Progress,
         reporter: &'a dyn Reporter,
-        share: Option<RankShare>,
+        ranks: Option<Ranks>,
     ) -> Ctx<'a> {
         let plan = &self.plan;
         Ctx {
@@ -284,7 +284,7 @@ impl Setup {
             created: (plan.roots.len() > 1).then(Default::default),
             operands: (plan.roots.len() > 1).then(Default::default),
             backups: Default::default(),
-            share,
+            ranks,
         }
     }
 

@@ -117,7 +117,7 @@ pub(crate) fn copy_stated<'a>(
     opened: Option<OwnedFd>,
     queue: &Queue<'a>,
 ) {
-    if crate::remote::forward_linked(ctx, dir, &src, &dst, &stat) {
+    if crate::ranks::sent_to_owner(ctx, dir, &src, &dst, &stat) {
         return;
     }
     match stat.kind() {

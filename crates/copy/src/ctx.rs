@@ -11,7 +11,7 @@ use crate::links::LinkMap;
 use crate::plan::CopyPlan;
 use crate::policy::Policy;
 use crate::progress::{Progress, Reporter};
-use crate::rank::RankShare;
+use crate::ranks::Ranks;
 use crate::sys::{self, Stat};
 
 /// Source operand identity (dev, ino) → the indices of the operands that named it.
@@ -44,8 +44,8 @@ pub(crate) struct Ctx<'a> {
     /// With several operands: the (dev, ino) of each source operand met so far, and the
     /// indices of the operands that named it (cp's "specified more than once").
     pub operands: Option<Mutex<OperandsSeen>>,
-    /// A run spread over MPI ranks (`cp --mpi`): this rank's part.
-    pub share: Option<RankShare>,
+    /// A run spread over MPI ranks (`cp --mpi`): this rank's part; `None` on one node.
+    pub ranks: Option<Ranks>,
 }
 
 impl Ctx<'_> {

@@ -1,10 +1,10 @@
 //! Errors that name the operation and the path.
 
-use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
 use crate::quote::quote;
+pub(crate) use crate::quote::reason;
 
 /// The operation that failed, worded for `ringio: cannot <op> '<path>': <reason>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +118,7 @@ pub enum CopyError {
     },
     /// A rule of cp refused the copy (into itself, same file, missing -r, ...).
     #[error(transparent)]
-    Rule(#[from] crate::policy::Refused),
+    Rule(#[from] crate::refusal::Refused),
     /// The copy of an entry was given up for a reason of its own (a source that changed while
     /// it was copied, a parent that is not a directory, ...).
     #[error("{0}")]
@@ -160,21 +160,6 @@ impl CopyError {
             CopyError::Rule(_) | CopyError::Refused(_) => false,
         }
     }
-}
-
-/// An io::Error's text without Rust's " (os error N)" tail, as cp prints reasons.
-pub(crate) fn reason(err: &io::Error) -> impl fmt::Display + '_ {
-    struct Reason<'a>(&'a io::Error);
-    impl fmt::Display for Reason<'_> {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            let text = self.0.to_string();
-            match text.rfind(" (os error ") {
-                Some(cut) => f.write_str(&text[..cut]),
-                None => f.write_str(&text),
-            }
-        }
-    }
-    Reason(err)
 }
 
 #[cfg(test)]

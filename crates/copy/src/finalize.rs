@@ -8,7 +8,6 @@ use std::path::PathBuf;
 
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
-use crate::node::DirNode;
 use crate::plan::CopyPlan;
 use crate::quote::quote;
 use crate::sys::{self, Stat};
@@ -58,20 +57,29 @@ pub(crate) fn create_mode(plan: &CopyPlan, stat: &Stat, fresh_dir: bool) -> u32 
     base_mode(plan, stat, false) & !file_omitted(plan, stat, fresh_dir)
 }
 
-/// Applies metadata to a regular file's destination descriptor after its content is written,
-/// in the directory pair `dir`. `created` says the file was made by this run with
-/// [`create_mode`]. `path` names the destination in messages.
+/// What a file's destination directory means for the file's metadata.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InDir {
+    /// The directory is (or may be) setgid, so a new file took its group.
+    pub setgid: bool,
+    /// The directory has a default ACL, so a new file took an ACL from it.
+    pub default_acl: bool,
+    /// The directory was made by this run.
+    pub fresh: bool,
+}
+
+/// Applies metadata to a regular file's destination descriptor after its content is written.
+/// `created` says the file was made by this run with [`create_mode`]. `path` names the
+/// destination in messages.
 pub(crate) fn file(
-    dir: &DirNode<'_>,
+    ctx: &Ctx<'_>,
+    dir: InDir,
     (src, dst): (BorrowedFd<'_>, BorrowedFd<'_>),
     stat: &Stat,
     created: bool,
     path: &dyn Fn() -> PathBuf,
 ) -> Result<(), CopyError> {
-    let ctx = dir.ctx;
-    // A new file took the destination directory's group if it is (or may be) setgid, and an
-    // ACL from its default ACL if it has one.
-    let (dst_setgid, dir_default_acl, fresh_dir) = (dir.dst_setgid, dir.dst_default_acl, dir.fresh);
+    let (dst_setgid, dir_default_acl, fresh_dir) = (dir.setgid, dir.default_acl, dir.fresh);
     let preserve = ctx.plan.preserve;
     // A file this run created already belongs to us, and to our group unless its directory is
     // setgid: skip the chown when that is already the source's owner and group.

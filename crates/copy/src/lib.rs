@@ -21,7 +21,6 @@ mod ctx;
 mod engine;
 mod error;
 pub mod finalize;
-pub mod item;
 mod links;
 mod node;
 mod opened;
@@ -31,9 +30,8 @@ mod policy;
 mod progress;
 mod queue;
 pub mod quote;
-mod rank;
-pub mod ranked;
-mod remote;
+pub mod ranks;
+mod refusal;
 mod replaced;
 mod resume;
 mod run;
@@ -51,7 +49,6 @@ pub use plan::{
     Backup, BackupMode, Clobber, CopyPlan, CopyRoot, Dereference, Engine, LinkMode, Overwrite,
     Preserve, Reflink, Resume, Sparse, Tuning,
 };
-pub use policy::{Refusal, Refused};
 pub use progress::{Progress, Reporter, Summary};
-pub use rank::link_owner;
+pub use refusal::{Refusal, Refused};
 pub use run::copy;

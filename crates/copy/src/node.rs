@@ -15,7 +15,6 @@ use std::sync::{Arc, Mutex};
 
 use crate::ctx::Ctx;
 use crate::finalize;
-use crate::rank::DeferredDir;
 use crate::sys::{self, Stat};
 use crate::xattr;
 
@@ -176,6 +175,15 @@ impl<'a> DirNode<'a> {
             operand: !finalize,
             anchor: None,
             reopen_from: None,
+        }
+    }
+
+    /// What this directory means for the metadata of a file made in it.
+    pub fn in_dir(&self) -> finalize::InDir {
+        finalize::InDir {
+            setgid: self.dst_setgid,
+            default_acl: self.dst_default_acl,
+            fresh: self.fresh,
         }
     }
 
@@ -431,16 +439,9 @@ impl<'a> DirNode<'a> {
 impl Drop for DirNode<'_> {
     fn drop(&mut self) {
         let open = self.fds.get_mut().expect("dir fds lock").src.is_some();
-        if let Some(share) = self.ctx.share.as_ref().filter(|_| self.finalize) {
+        if let Some(ranks) = self.ctx.ranks.as_ref().filter(|_| self.finalize) {
             // Other ranks may still be filling it: its metadata waits for the end of the job.
-            let (root, path, depth) = self.rel_path();
-            share.defer(DeferredDir {
-                root,
-                path,
-                depth,
-                stat: self.stat,
-                fresh: self.fresh,
-            });
+            ranks.defer_dir(self.rel_path(), self.stat, self.fresh);
         } else if self.finalize && (open || self.acquire().is_ok()) {
             let path = || self.dst_path(None);
             let ctx = self.ctx;

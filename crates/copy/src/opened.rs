@@ -158,7 +158,8 @@ pub(crate) fn finish_file(
         }
     }
     let meta = finalize::file(
-        dir,
+        ctx,
+        dir.in_dir(),
         (pair.src.as_fd(), pair.dst.as_fd()),
         &stat,
         pair.created,

@@ -7,8 +7,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::CopyError;
-use crate::policy::Refusal;
 use crate::quote::quote;
+use crate::refusal::Refusal;
 use crate::transfer::Method;
 
 /// A copy engine, selectable with `ringio cp --engine`. Every engine shares the walk, the

@@ -5,8 +5,8 @@ use std::ffi::CString;
 use std::sync::{Arc, Condvar, Mutex};
 
 use crate::engine::bigfile::BigFile;
-use crate::item::WorkItem;
 use crate::node::DirNode;
+use crate::ranks::WorkItem;
 use crate::sys::{Kind, Stat};
 
 /// One directory entry waiting to be copied: its name and, when getdents knew it, its type.
@@ -41,7 +41,7 @@ pub(crate) enum Task<'a> {
         len: u64,
     },
     /// Work from another rank, below one of this rank's roots (`cp --mpi`).
-    Remote {
+    FromRank {
         root: Arc<DirNode<'a>>,
         item: WorkItem,
     },

@@ -19,6 +19,7 @@
 
 use std::ffi::OsStr;
 use std::fmt;
+use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -191,6 +192,21 @@ fn write_escape(f: &mut fmt::Formatter<'_>, byte: u8) -> fmt::Result {
         _ => return write!(f, "\\{byte:03o}"),
     };
     write!(f, "\\{letter}")
+}
+
+/// An io::Error's text without Rust's " (os error N)" tail, as cp prints reasons.
+pub(crate) fn reason(err: &io::Error) -> impl fmt::Display + '_ {
+    struct Reason<'a>(&'a io::Error);
+    impl fmt::Display for Reason<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            let text = self.0.to_string();
+            match text.rfind(" (os error ") {
+                Some(cut) => f.write_str(&text[..cut]),
+                None => f.write_str(&text),
+            }
+        }
+    }
+    Reason(err)
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use rustix::io::Errno;
 
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
-use crate::policy::Refusal;
+use crate::refusal::Refusal;
 use crate::sys::{self, Kind, Stat};
 use crate::xattr::{self, Target};
 

@@ -16,11 +16,12 @@ use crate::links::LinkMap;
 use crate::node::{DirNode, RootNames, RootPaths};
 use crate::parents;
 use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference, Engine, Tuning};
-use crate::policy::{Policy, Refusal};
+use crate::policy::Policy;
 use crate::progress::{Progress, Reporter, Summary};
 use crate::queue::{Queue, Task};
 use crate::quote::quote;
-use crate::rank::RankShare;
+use crate::ranks::Ranks;
+use crate::refusal::Refusal;
 use crate::sys::{self, Kind};
 use crate::walk;
 
@@ -260,12 +261,12 @@ impl Setup {
         }
     }
 
-    /// The shared state of a run of this setup (`share`: this rank's part of an MPI job).
+    /// The shared state of a run of this setup (`ranks`: this rank's part of an MPI job).
     pub fn ctx<'a>(
         &'a self,
         progress: &'a Progress,
         reporter: &'a dyn Reporter,
-        share: Option<RankShare>,
+        ranks: Option<Ranks>,
     ) -> Ctx<'a> {
         let plan = &self.plan;
         Ctx {
@@ -285,7 +286,7 @@ impl Setup {
             xattr_warned: AtomicBool::new(false),
             created: (plan.roots.len() > 1).then(Default::default),
             operands: (plan.roots.len() > 1).then(Default::default),
-            share,
+            ranks,
         }
     }
 

@@ -18,9 +18,8 @@ use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::node::{DirHold, DirNode};
 use crate::plan::Dereference;
-use crate::policy::Refusal;
 use crate::queue::{Entry, Queue, Task, BATCH};
-use crate::remote;
+use crate::refusal::Refusal;
 use crate::resume;
 use crate::sys::{self, Kind, Stat};
 use crate::xattr::Target;
@@ -108,8 +107,8 @@ fn run_task<'a>(
             }
         }
         Task::Chunk { file, offset, len } => mover.copy_chunk(&file, offset, len),
-        Task::Remote { root, item } => {
-            let mut tasks = remote::resolve(ctx, root, item);
+        Task::FromRank { root, item } => {
+            let mut tasks = crate::ranks::tasks_for(ctx, root, item);
             let first = tasks.pop();
             for task in tasks {
                 queue.push(task);

@@ -3,15 +3,16 @@
 //! * [`protocol`]: work stealing and Dijkstra–Safra termination as a pure state machine.
 //! * [`sim`]: a discrete-event simulator that drives the same state machine with thousands of
 //!   virtual ranks, random message delays and a metadata-server model.
-//! * `runtime` and `wire` (cargo feature `mpi`): each rank runs ringio-copy's engine on its
-//!   share of the tree and exchanges work with the others over MPI.
+//! * [`wire`]: the wire format, all of it: messages, the work items they carry, lockstep
+//!   bundles.
+//! * `runtime` (cargo feature `mpi`): each rank runs ringio-copy's engine on its share of the
+//!   tree and exchanges work with the others over MPI.
 #![deny(missing_docs)]
 
 pub mod protocol;
 #[cfg(feature = "mpi")]
 pub mod runtime;
 pub mod sim;
-#[cfg(feature = "mpi")]
 pub mod wire;
 
 /// The launcher variables that give the number of processes of this job step: OpenMPI's,

@@ -9,8 +9,7 @@ use mpi::collective::SystemOperation;
 use mpi::request::{Request, StaticScope};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
-use ringio_copy::item::WorkItem;
-use ringio_copy::ranked::{Exchange, Port};
+use ringio_copy::ranks::{Exchange, Port, WorkItem};
 use ringio_copy::Progress;
 
 use crate::protocol::{Phase, Rank, Stats, WorkPool};
@@ -92,7 +91,7 @@ impl Mpi {
     }
 }
 
-/// The transport between ranks for [`ringio_copy::ranked::copy_ranked`].
+/// The transport between ranks for [`ringio_copy::ranks::copy_ranked`].
 pub struct MpiExchange<'m> {
     world: &'m SimpleCommunicator,
     seed: u64,
@@ -129,20 +128,12 @@ impl MpiExchange<'_> {
             rank.poll(now, &mut pool);
             let mut bundles = vec![Vec::new(); size as usize];
             for (to, msg) in rank.take_outbox() {
-                let bytes = wire::encode(&msg);
-                let bundle: &mut Vec<u8> = &mut bundles[to as usize];
-                bundle.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-                bundle.extend_from_slice(&bytes);
+                wire::bundle(&mut bundles[to as usize], &msg);
             }
             for (from, bundle) in swap_bundles(world, bundles).into_iter().enumerate() {
-                let mut rest = &bundle[..];
-                while let Some((len, tail)) = rest.split_first_chunk::<4>() {
-                    let len = u32::from_le_bytes(*len) as usize;
-                    let msg = tail
-                        .get(..len)
-                        .and_then(wire::decode)
+                for msg in wire::unbundle(&bundle) {
+                    let msg = msg
                         .unwrap_or_else(|| panic!("rank {me}: malformed message from rank {from}"));
-                    rest = &tail[len..];
                     rank.on_message(now, from as u32, msg, &mut pool);
                 }
             }

@@ -137,7 +137,7 @@ fn run_ranks(args: &CpArgs) -> Result<i32> {
             exchange = exchange.with_lockstep();
         }
         let summary =
-            ringio_copy::ranked::copy_ranked(&plan, &progress, &Lines, rank, size, &mut exchange);
+            ringio_copy::ranks::copy_ranked(&plan, &progress, &Lines, rank, size, &mut exchange);
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         totals.stop();
         (summary, exchange.stats)

@@ -425,7 +425,7 @@ fn virtual_and_real_ranks_send_the_same_messages() {
     need_mpirun!();
     let scratch = Scratch::new();
     let src = lockstep_source(&scratch);
-    let tree = ringio_mpi::sim::ListedTree::read(&src, ringio_copy::link_owner).unwrap();
+    let tree = ringio_mpi::sim::ListedTree::read(&src, ringio_copy::ranks::link_owner).unwrap();
     for (ranks, seed) in [(2, 5), (4, 11), (4, 12)] {
         let dst = format!("dst{ranks}-{seed}");
         let out = run(mpi_cp(

@@ -5,7 +5,6 @@ use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::data::DataPath;
-use crate::item::WorkItem;
 use crate::node::DirHold;
 use crate::opened::{finish_file, Copied, OpenedPair};
 use crate::sys::Stat;
@@ -111,8 +110,8 @@ impl Drop for BigFile<'_> {
             drop(pair);
             let failed = self.failed.load(Ordering::Relaxed) || ctx.stopped();
             let bytes = self.copied.load(Ordering::Relaxed);
-            if let Some(share) = ctx.share.as_ref() {
-                share.send(owner, WorkItem::ChunkDone { id, failed, bytes });
+            if let Some(ranks) = ctx.ranks.as_ref() {
+                ranks.chunk_done(owner, id, failed, bytes);
             }
             return;
         }

@@ -1,63 +1,19 @@
-//! One directory entry on its way ([`EntryJob`]), and the dispatch on its type that every
-//! engine shares: directories to the walk, links (`-l`, `-s`) and symlinks and special files to
-//! `other`, data to `file`.
+//! The dispatch every engine shares once an entry's source is stated: directories to the walk,
+//! links (`-l`, `-s`) and symlinks and special files to `other`, data to `file`.
 
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsFd, OwnedFd};
-use std::path::PathBuf;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 
+use super::job::EntryJob;
 use super::mover::Mover;
 use super::{file, other};
 use crate::error::{CopyError, Op};
 use crate::node::DirNode;
 use crate::plan::{Dereference, LinkMode};
-use crate::policy::Refusal;
 use crate::queue::{Entry, Queue, Task};
-use crate::sys::{self, Kind, Stat};
-
-/// One entry on its way from the walk to its copy: where it is, its names on both sides, what
-/// the source is, and how it is reached. Every step below the dispatch (the rules for an
-/// existing destination, open, copy, chunk, finish) takes it.
-pub(crate) struct EntryJob<'j, 'a> {
-    /// The directory pair it is in (held by the caller).
-    pub dir: &'j Arc<DirNode<'a>>,
-    /// Its name in the source directory.
-    pub src: CString,
-    /// Its name in the destination directory (a command-line operand may take another).
-    pub dst: CString,
-    /// The source's statx, following a symlink where `follow`.
-    pub stat: Stat,
-    /// Whether a symlink at the source name is followed.
-    pub follow: bool,
-    /// The source, when it was opened already and stated through this descriptor (the
-    /// in-place path opens first, so the file it hands on needs no second open).
-    pub opened: Option<OwnedFd>,
-}
-
-impl<'j, 'a> EntryJob<'j, 'a> {
-    /// The entry `name` of `dir`, the same name on both sides, stated (not followed) as `stat`.
-    pub fn new(dir: &'j Arc<DirNode<'a>>, name: CString, stat: Stat) -> Self {
-        EntryJob {
-            dir,
-            src: name.clone(),
-            dst: name,
-            stat,
-            follow: false,
-            opened: None,
-        }
-    }
-
-    /// The source as the user would name it (built only for messages).
-    pub fn src_path(&self) -> PathBuf {
-        self.dir.src_path(Some(&self.src))
-    }
-
-    /// The destination as the user would name it (built only for messages).
-    pub fn dst_path(&self) -> PathBuf {
-        self.dir.dst_path(Some(&self.dst))
-    }
-}
+use crate::refusal::Refusal;
+use crate::sys::{self, Kind};
 
 /// Copies one entry of `dir` found by the walk (same name on both sides).
 pub(crate) fn copy_entry<'a>(
@@ -137,7 +93,7 @@ pub(crate) fn copy_root_entry<'a>(
 /// Dispatches on the source's type once it is known.
 pub(crate) fn copy_stated<'a>(mover: &mut dyn Mover<'a>, job: EntryJob<'_, 'a>, queue: &Queue<'a>) {
     let ctx = job.dir.ctx;
-    if crate::remote::forward_linked(ctx, job.dir, &job.src, &job.dst, &job.stat) {
+    if crate::ranks::sent_to_owner(ctx, job.dir, &job.src, &job.dst, &job.stat) {
         return;
     }
     let done = match job.stat.kind() {

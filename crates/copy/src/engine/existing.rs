@@ -5,7 +5,7 @@
 use std::ffi::CString;
 use std::io;
 
-use super::entry::EntryJob;
+use super::job::EntryJob;
 use crate::backup;
 use crate::error::{CopyError, Op};
 use crate::node::DirNode;

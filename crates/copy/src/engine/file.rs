@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::bigfile::BigFile;
-use super::entry::EntryJob;
+use super::job::EntryJob;
 use super::mover::Mover;
 use super::open::open_pair;
 use crate::error::{CopyError, Op};

@@ -6,6 +6,7 @@ mod data;
 mod entry;
 mod existing;
 pub(crate) mod file;
+mod job;
 mod mover;
 mod open;
 mod other;

@@ -6,14 +6,14 @@ use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use super::entry::EntryJob;
 use super::existing::{self, Existing, WriteOver};
+use super::job::EntryJob;
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::node::DirNode;
 use crate::opened::{stop_for_tests, OpenedPair};
 use crate::plan::Reflink;
-use crate::policy::Refusal;
+use crate::refusal::Refusal;
 use crate::replaced::{self, Replaced};
 use crate::resume;
 use crate::sys::{self, Kind, Stat};
@@ -215,7 +215,14 @@ fn complete_already(
     let same = resume::same_content(src, dst_fd.as_fd(), stat.size)
         .map_err(|e| CopyError::io(Op::Read, path(), e))?;
     if same && dir.ctx.plan.preserve.any() {
-        finalize::file(dir, (src, dst_fd.as_fd()), stat, false, &path)?;
+        finalize::file(
+            dir.ctx,
+            dir.in_dir(),
+            (src, dst_fd.as_fd()),
+            stat,
+            false,
+            &path,
+        )?;
     }
     Ok(same)
 }

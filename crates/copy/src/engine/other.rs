@@ -4,16 +4,16 @@
 use std::ffi::CString;
 use std::io;
 
-use super::entry::EntryJob;
 use super::existing::{self, Existing};
+use super::job::EntryJob;
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::links::Linked;
 use crate::node::DirNode;
 use crate::opened::count_done;
 use crate::plan::LinkMode;
-use crate::policy::Refusal;
 use crate::quote::quote;
+use crate::refusal::Refusal;
 use crate::sys::{self, Kind};
 
 /// Symlinks and special files, hard-linked to an earlier copy where the source is.

@@ -16,7 +16,8 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use super::bigfile::BigFile;
 use super::data::DataPath;
-use super::entry::{copy_entry, copy_stated, EntryJob};
+use super::entry::{copy_entry, copy_stated};
+use super::job::EntryJob;
 use super::mover::Mover;
 use super::open::opened_as_stated;
 use crate::error::{CopyError, Op};
@@ -470,7 +471,7 @@ impl<'a> UringMover<'a> {
             // SAFETY: likewise op.src.
             let src = unsafe { BorrowedFd::borrow_raw(op.src) };
             let path = || op.dir.dst_path(Some(&op.name));
-            if let Err(e) = finalize::file(&op.dir, (src, dst), &stat, true, &path) {
+            if let Err(e) = finalize::file(ctx, op.dir.in_dir(), (src, dst), &stat, true, &path) {
                 op.error = Some(e);
             }
         }

@@ -9,7 +9,6 @@
 //! caller looks, fills it in and asks again. So an entry costs exactly the calls its case
 //! needs, in the order cp makes them, and a test states every fact and never sees a `Look`.
 
-mod refusal;
 mod same_file;
 #[cfg(test)]
 mod tests;
@@ -20,7 +19,7 @@ use crate::plan::{Backup, BackupMode, Clobber, CopyPlan, Dereference, LinkMode, 
 use crate::resume::{self, QuickCheck};
 use crate::sys::{Kind, Stat};
 
-pub use refusal::{Refusal, Refused};
+pub use crate::refusal::Refusal;
 use same_file::SameFile;
 
 /// The options that decide what happens to an existing destination, read once per run.

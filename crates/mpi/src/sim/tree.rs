@@ -99,7 +99,7 @@ pub struct ListedTree {
 impl ListedTree {
     /// Lists the tree at `root` (symbolic links are not followed). `owner(dev, ino, ranks)`
     /// places multiply linked inodes on ranks, as the copy does
-    /// (`ringio_copy::link_owner`).
+    /// (`ringio_copy::ranks::link_owner`).
     pub fn read(root: &Path, owner: fn(u64, u64, u32) -> u32) -> io::Result<ListedTree> {
         let mut dirs: Vec<Listing> = vec![Listing::default()];
         let mut stack: Vec<(usize, PathBuf)> = vec![(0, root.to_path_buf())];

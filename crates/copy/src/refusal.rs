@@ -3,8 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::error::reason;
-use crate::quote::quote;
+use crate::quote::{quote, reason};
 
 /// A rule of cp that refuses to copy an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,158 +1,29 @@
-//! Tasks that cross ranks (`cp --mpi`): queued tasks become [`WorkItem`]s for a thief, items
-//! from other ranks become tasks again below this rank's roots, and the names of multiply
-//! linked inodes go to the rank that owns the inode.
+//! Work arriving from other ranks: a [`WorkItem`] becomes the tasks that do it here, below
+//! this rank's node of its root. The directories above it are opened, not created (whoever
+//! sent it created them), and carry no metadata of their own.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::os::fd::AsFd;
 use std::sync::Arc;
 
+use super::outgoing::clamp_len;
+use super::work::{kind_of, WorkItem};
 use crate::ctx::Ctx;
 use crate::engine::bigfile::{chunk_len, BigFile};
 use crate::error::{CopyError, Op};
-use crate::item::{WorkItem, KIND_DIR, KIND_FILE, KIND_SPECIAL, KIND_SYMLINK, KIND_UNKNOWN};
 use crate::node::{DirHold, DirNode};
 use crate::opened::OpenedPair;
 use crate::plan::Dereference;
 use crate::queue::Task;
 use crate::quote::quote;
-use crate::sys::{self, Kind, Stat};
+use crate::sys;
 
-/// True when `task` can be given to another rank: directories to copy, batches of entries and
-/// chunks of big files inside a tree (not a command-line file operand).
-pub(crate) fn movable(task: &Task<'_>) -> bool {
-    match task {
-        Task::Subdir { .. } | Task::Remote { .. } => true,
-        Task::Entries { dir, .. } => !dir.is_operand_dir(),
-        Task::Chunk { file, .. } => !file.dir.is_operand_dir() && file.written_name().is_some(),
-        Task::Read(_) | Task::Root { .. } => false,
-    }
-}
-
-/// `len` bytes from `offset` of `file`, clamped to the size the file had when it was opened:
-/// a length that means "to end of file" (`u64::MAX - offset`) never leaves as a count of bytes
-/// to enumerate.
-pub(crate) fn clamp_len(file: &BigFile<'_>, offset: u64, len: u64) -> u64 {
-    len.min(file.stat.size.saturating_sub(offset))
-}
-
-/// Cuts `offset .. end` into pieces of about `step` bytes (a short last piece joins the one
-/// before it), never more than [`MAX_CHUNKS`](crate::engine::bigfile::MAX_CHUNKS) of them.
-pub(crate) fn pieces(offset: u64, end: u64, step: u64) -> impl Iterator<Item = (u64, u64)> {
-    let step = chunk_len(end.saturating_sub(offset), step);
-    let mut at = offset;
-    std::iter::from_fn(move || {
-        if at >= end {
-            return None;
-        }
-        let rest = end - at;
-        let piece = if rest > step.saturating_add(step / 2) {
-            step
-        } else {
-            rest
-        };
-        let item = (at, piece);
-        at += piece;
-        Some(item)
-    })
-}
-
-/// The item a chunk of `file` stands for; `id` is how this rank will know the file again.
-/// The range is clamped to the file's size as opened.
-pub(crate) fn chunk_item(
-    file: &BigFile<'_>,
-    owner: u32,
-    id: u64,
-    offset: u64,
-    len: u64,
-) -> Option<WorkItem> {
-    let (root, dir, _) = file.dir.rel_path();
-    Some(WorkItem::Chunk {
-        root,
-        dir,
-        src: file.src_name.to_bytes().to_vec(),
-        dst: file.written_name()?.to_bytes().to_vec(),
-        name: file.dst_name.to_bytes().to_vec(),
-        offset,
-        len: clamp_len(file, offset, len),
-        owner,
-        id,
-    })
-}
-
-/// The item a [`movable`] task other than a chunk stands for.
-pub(crate) fn to_item(task: Task<'_>) -> Option<WorkItem> {
-    match task {
-        Task::Subdir { parent, name, .. } => {
-            let (root, mut path, _) = parent.rel_path();
-            if !path.is_empty() {
-                path.push(b'/');
-            }
-            path.extend_from_slice(name.to_bytes());
-            Some(WorkItem::Dir {
-                root,
-                path,
-                parent_fresh: parent.fresh,
-            })
-        }
-        Task::Entries { dir, entries } => {
-            let (root, path, _) = dir.rel_path();
-            Some(WorkItem::Entries {
-                root,
-                dir: path,
-                fresh: dir.fresh,
-                names: entries
-                    .into_iter()
-                    .map(|(name, kind)| (name.into_bytes(), kind_code(kind)))
-                    .collect(),
-            })
-        }
-        Task::Remote { item, .. } => Some(item),
-        Task::Read(_) | Task::Root { .. } | Task::Chunk { .. } => None,
-    }
-}
-
-/// Sends a name of a multiply linked inode to the rank that owns the inode, so one rank
-/// copies the inode once and links every other name to it. True when the name went away.
-pub(crate) fn forward_linked(
-    ctx: &Ctx<'_>,
-    dir: &DirNode<'_>,
-    src: &CStr,
-    dst: &CStr,
-    stat: &Stat,
-) -> bool {
-    let Some(share) = ctx.share.as_ref() else {
-        return false;
-    };
-    if !ctx.plan.preserve.links
-        || stat.nlink < 2
-        || stat.kind() == Kind::Dir
-        || src != dst
-        || dir.is_operand_dir()
-    {
-        return false;
-    }
-    let owner = share.owner(stat.dev, stat.ino);
-    if owner == share.rank {
-        return false;
-    }
-    let (root, path, _) = dir.rel_path();
-    share.send(
-        owner,
-        WorkItem::Entries {
-            root,
-            dir: path,
-            fresh: dir.fresh,
-            names: vec![(src.to_bytes().to_vec(), kind_code(Some(stat.kind())))],
-        },
-    );
-    true
-}
-
-/// Turns an item from another rank into the tasks that do it here: the directories above it
-/// are opened (not created: whoever sent it created them), and carry no metadata of their own.
-/// A chunk range is clamped to the file's size as opened here, and cut into `--chunk-size`
-/// tasks again for this rank's workers (at most [`MAX_CHUNKS`](crate::engine::bigfile::MAX_CHUNKS)), whatever length it claims.
-pub(crate) fn resolve<'a>(
+/// The hook of a worker's `Task::FromRank`: turns an item from another rank into the tasks
+/// that do it here, below `root`. The directories above it are opened (not created: whoever
+/// sent it created them), and carry no metadata of their own. A chunk range is clamped to the
+/// file's size as opened here, and cut into `--chunk-size` tasks again for this rank's workers
+/// (at most [`MAX_CHUNKS`](crate::engine::bigfile::MAX_CHUNKS)), whatever length it claims.
+pub(crate) fn tasks_for<'a>(
     ctx: &'a Ctx<'a>,
     root: Arc<DirNode<'a>>,
     item: WorkItem,
@@ -173,13 +44,8 @@ pub(crate) fn resolve<'a>(
                 .and_then(|dir| open_lent(ctx, dir, &src, (&dst, &name), owner, id));
             let Some(file) = file else {
                 // The owner must hear of it, or it waits for this chunk forever.
-                if let Some(share) = ctx.share.as_ref() {
-                    let failed = WorkItem::ChunkDone {
-                        id,
-                        failed: true,
-                        bytes: 0,
-                    };
-                    share.send(owner, failed);
+                if let Some(ranks) = ctx.ranks.as_ref() {
+                    ranks.chunk_done(owner, id, true, 0);
                 }
                 return Vec::new();
             };
@@ -354,24 +220,25 @@ fn cstring(ctx: &Ctx<'_>, bytes: &[u8]) -> Option<CString> {
     }
 }
 
-fn kind_code(kind: Option<Kind>) -> u8 {
-    match kind {
-        None => KIND_UNKNOWN,
-        Some(Kind::File) => KIND_FILE,
-        Some(Kind::Dir) => KIND_DIR,
-        Some(Kind::Symlink) => KIND_SYMLINK,
-        Some(Kind::Special) => KIND_SPECIAL,
-    }
-}
-
-fn kind_of(code: u8) -> Option<Kind> {
-    match code {
-        KIND_FILE => Some(Kind::File),
-        KIND_DIR => Some(Kind::Dir),
-        KIND_SYMLINK => Some(Kind::Symlink),
-        KIND_SPECIAL => Some(Kind::Special),
-        _ => None,
-    }
+/// Cuts `offset .. end` into pieces of about `step` bytes (a short last piece joins the one
+/// before it), never more than [`MAX_CHUNKS`](crate::engine::bigfile::MAX_CHUNKS) of them.
+fn pieces(offset: u64, end: u64, step: u64) -> impl Iterator<Item = (u64, u64)> {
+    let step = chunk_len(end.saturating_sub(offset), step);
+    let mut at = offset;
+    std::iter::from_fn(move || {
+        if at >= end {
+            return None;
+        }
+        let rest = end - at;
+        let piece = if rest > step.saturating_add(step / 2) {
+            step
+        } else {
+            rest
+        };
+        let item = (at, piece);
+        at += piece;
+        Some(item)
+    })
 }
 
 #[cfg(test)]

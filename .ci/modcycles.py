@@ -58,7 +58,7 @@ def flatten(path):
 def edges(text, me, mods):
     text = re.sub(r"//[^\n]*", "", text)
     paths = []
-    for m in re.finditer(r"(?m)^(\s*)(?:pub(?:\([^)]*\))?\s+)?use\s+([^;]+);", text):
+    for m in re.finditer(r"(?m)^([ \t]*)(?:pub(?:\([^)]*\))?\s+)?use\s+([^;]+);", text):
         if m.group(1):  # indented: inside an inner module such as `mod tests`
             continue
         paths += [re.sub(r"\s+as\s+\w+$", "", p) for p in flatten(m.group(2))]

@@ -4,9 +4,11 @@
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
-use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex};
+
+use rustix::fs::AtFlags;
+use rustix::io::Errno;
 
 use crate::sys::{self, Kind, Stat};
 
@@ -51,21 +53,19 @@ impl LinkMap {
         let mut first = self.first.lock().expect("link map lock");
         if let Some(copy) = first.get(&key) {
             let link = || {
-                // SAFETY: both strings are NUL-terminated and both fds are open.
-                unsafe {
-                    libc::linkat(
-                        copy.anchor.as_raw_fd(),
-                        copy.path.as_ptr(),
-                        dst_dir.as_raw_fd(),
-                        dst.as_ptr(),
-                        0,
-                    )
-                }
+                rustix::fs::linkat(
+                    copy.anchor.as_fd(),
+                    copy.path.as_c_str(),
+                    dst_dir,
+                    dst,
+                    AtFlags::empty(),
+                )
             };
-            if link() == 0 {
+            let linked = link();
+            if linked.is_ok() {
                 return Ok(Linked::Linked);
             }
-            if replace_existing && io::Error::last_os_error().raw_os_error() == Some(libc::EEXIST) {
+            if replace_existing && linked == Err(Errno::EXIST) {
                 // A name that exists already (an interrupted run's, or any under cp's rules):
                 // already this link, or replaced by it.
                 let first_copy = sys::statx_at(copy.anchor.as_fd(), &copy.path, false);
@@ -74,7 +74,10 @@ impl LinkMap {
                     if (a.dev, a.ino) == (b.dev, b.ino) {
                         return Ok(Linked::Linked);
                     }
-                    if b.kind() != Kind::Dir && sys::unlinkat(dst_dir, dst).is_ok() && link() == 0 {
+                    if b.kind() != Kind::Dir
+                        && sys::unlinkat(dst_dir, dst).is_ok()
+                        && link().is_ok()
+                    {
                         return Ok(Linked::Linked);
                     }
                 }

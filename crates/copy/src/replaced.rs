@@ -11,9 +11,10 @@
 //! than quietly become someone else's or lose an ACL.
 
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::PathBuf;
 
+use rustix::fs::Access;
 use rustix::io::Errno;
 
 use crate::ctx::Ctx;
@@ -133,26 +134,11 @@ impl Replaced {
 /// would decide, with the effective IDs. A running program counts as writable: replacing one
 /// is what `--atomic` is for, and the rename does not disturb it.
 fn writable(fd: BorrowedFd<'_>) -> Result<(), Errno> {
-    // rustix's accessat refuses AT_EMPTY_PATH, which asks about the descriptor itself.
-    // SAFETY: faccessat2 reads the NUL-terminated empty path and writes nothing; `fd` is open
-    // for the length of the call.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_faccessat2,
-            fd.as_raw_fd(),
-            c"".as_ptr(),
-            libc::W_OK,
-            libc::AT_EMPTY_PATH | libc::AT_EACCESS,
-        )
-    };
-    if ret == 0 {
-        return Ok(());
-    }
-    match Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)) {
-        Errno::TXTBSY => Ok(()),
+    match sys::eaccess_fd(fd, Access::WRITE_OK) {
+        Ok(()) | Err(Errno::TXTBSY) => Ok(()),
         // A kernel without faccessat2 (before 5.8): the open that would have told is not
         // made, so nothing is refused on its account.
-        Errno::NOSYS | Errno::INVAL => Ok(()),
-        e => Err(e),
+        Err(Errno::NOSYS | Errno::INVAL) => Ok(()),
+        Err(e) => Err(e),
     }
 }

@@ -1,9 +1,18 @@
 //! Thin, safe wrappers over the system calls the pipeline makes, relative to directory fds.
+//! They go through rustix; the few that rustix lacks (cachestat, faccessat2 on a descriptor)
+//! and two glibc settings (malloc's arena count, the page size) are libc calls, each made once,
+//! here.
 
 use std::ffi::CStr;
-use std::io;
+use std::io::{self, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+
+use rustix::buffer::spare_capacity;
+use rustix::fs::{
+    Access, AtFlags, FileType, Gid, Mode, OFlags, Statx, StatxFlags, Timespec, Timestamps, Uid,
+};
+use rustix::io::{Errno, ReadWriteFlags};
 
 pub(crate) use ringio_base::io::pread;
 
@@ -74,8 +83,8 @@ impl Stat {
     }
 }
 
-impl From<&libc::statx> for Stat {
-    fn from(s: &libc::statx) -> Self {
+impl From<&Statx> for Stat {
+    fn from(s: &Statx) -> Self {
         Stat {
             mode: u32::from(s.stx_mode),
             size: s.stx_size,
@@ -83,8 +92,8 @@ impl From<&libc::statx> for Stat {
             gid: s.stx_gid,
             nlink: s.stx_nlink,
             ino: s.stx_ino,
-            dev: libc::makedev(s.stx_dev_major, s.stx_dev_minor),
-            rdev: libc::makedev(s.stx_rdev_major, s.stx_rdev_minor),
+            dev: rustix::fs::makedev(s.stx_dev_major, s.stx_dev_minor),
+            rdev: rustix::fs::makedev(s.stx_rdev_major, s.stx_rdev_minor),
             blocks: s.stx_blocks,
             atime: (s.stx_atime.tv_sec, s.stx_atime.tv_nsec),
             mtime: (s.stx_mtime.tv_sec, s.stx_mtime.tv_nsec),
@@ -93,157 +102,137 @@ impl From<&libc::statx> for Stat {
 }
 
 /// The statx mask the copy asks for.
-pub const STATX_MASK: u32 = libc::STATX_BASIC_STATS;
+pub const STATX_MASK: StatxFlags = StatxFlags::BASIC_STATS;
 
 /// statx relative to `dir`; `follow` decides whether a final symlink is followed.
 pub fn statx_at(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> io::Result<Stat> {
-    let flags = if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW };
-    statx_raw(dir.as_raw_fd(), name, flags)
+    let flags = if follow {
+        AtFlags::empty()
+    } else {
+        AtFlags::SYMLINK_NOFOLLOW
+    };
+    statx(dir, name, flags)
 }
 
 /// statx of an open descriptor.
 pub fn fstatx(fd: BorrowedFd<'_>) -> io::Result<Stat> {
-    statx_raw(fd.as_raw_fd(), c"", libc::AT_EMPTY_PATH)
+    statx(fd, c"", AtFlags::EMPTY_PATH)
 }
 
-fn statx_raw(dirfd: i32, name: &CStr, flags: i32) -> io::Result<Stat> {
-    let mut buf = MaybeUninit::<libc::statx>::zeroed();
-    // SAFETY: `name` is NUL-terminated and `buf` is a valid, writable statx buffer.
-    let rc = unsafe {
-        libc::statx(
-            dirfd,
-            name.as_ptr(),
-            flags | libc::AT_STATX_SYNC_AS_STAT,
-            STATX_MASK,
-            buf.as_mut_ptr(),
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: statx succeeded and filled the buffer (it was zeroed before, too).
-    Ok(Stat::from(unsafe { &buf.assume_init() }))
+fn statx(dir: BorrowedFd<'_>, name: &CStr, flags: AtFlags) -> io::Result<Stat> {
+    let flags = flags | AtFlags::STATX_SYNC_AS_STAT;
+    rustix::fs::statx(dir, name, flags, STATX_MASK)
+        .map(|s| Stat::from(&s))
+        .map_err(io::Error::from)
 }
 
-/// openat returning an owned descriptor; O_CLOEXEC is always added.
+/// openat returning an owned descriptor; O_CLOEXEC is always added. `flags` are libc's
+/// `O_*` bits, passed to the kernel as they are.
 pub fn openat(dir: BorrowedFd<'_>, name: &CStr, flags: i32, mode: u32) -> io::Result<OwnedFd> {
-    // SAFETY: `name` is NUL-terminated; the returned fd is checked before it is owned.
-    let fd = unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            flags | libc::O_CLOEXEC,
-            mode,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: openat returned a fresh descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    open(dir, name, OFlags::from_bits_retain(flags as u32), mode)
+}
+
+fn open(dir: BorrowedFd<'_>, name: &CStr, flags: OFlags, mode: u32) -> io::Result<OwnedFd> {
+    let mode = Mode::from_bits_retain(mode);
+    rustix::fs::openat(dir, name, flags | OFlags::CLOEXEC, mode).map_err(io::Error::from)
 }
 
 /// Opens a directory relative to `dir` without following a final symlink.
 pub fn open_dir(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> io::Result<OwnedFd> {
-    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
-    openat(dir, name, libc::O_RDONLY | libc::O_DIRECTORY | nofollow, 0)
+    let nofollow = if follow {
+        OFlags::empty()
+    } else {
+        OFlags::NOFOLLOW
+    };
+    open(dir, name, OFlags::RDONLY | OFlags::DIRECTORY | nofollow, 0)
 }
 
 /// mkdirat.
 pub fn mkdirat(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> io::Result<()> {
-    // SAFETY: `name` is NUL-terminated.
-    cvt(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) })
+    rustix::fs::mkdirat(dir, name, Mode::from_bits_retain(mode)).map_err(io::Error::from)
 }
 
 /// unlinkat (files, symlinks, special files).
 pub fn unlinkat(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
-    // SAFETY: `name` is NUL-terminated.
-    cvt(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) })
+    rustix::fs::unlinkat(dir, name, AtFlags::empty()).map_err(io::Error::from)
 }
 
 /// readlinkat into a fresh buffer sized from the link's size (grown if the link changed).
 pub fn readlinkat(dir: BorrowedFd<'_>, name: &CStr, size_hint: u64) -> io::Result<Vec<u8>> {
     let mut cap = (size_hint as usize).clamp(64, 1 << 20) + 1;
     loop {
-        let mut buf = vec![0u8; cap];
-        // SAFETY: `buf` is writable for `cap` bytes and `name` is NUL-terminated.
-        let n = unsafe {
-            libc::readlinkat(dir.as_raw_fd(), name.as_ptr(), buf.as_mut_ptr().cast(), cap)
-        };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let n = n as usize;
-        if n < cap {
-            buf.truncate(n);
+        let mut buf = Vec::with_capacity(cap);
+        let room = buf.capacity();
+        let n = rustix::fs::readlinkat_raw(dir, name, spare_capacity(&mut buf))?;
+        if n < room {
             return Ok(buf);
         }
-        cap *= 2;
+        cap = room * 2;
     }
 }
 
 /// symlinkat.
 pub fn symlinkat(target: &CStr, dir: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
-    // SAFETY: both strings are NUL-terminated.
-    cvt(unsafe { libc::symlinkat(target.as_ptr(), dir.as_raw_fd(), name.as_ptr()) })
+    rustix::fs::symlinkat(target, dir, name).map_err(io::Error::from)
 }
 
-/// mknodat (fifos, sockets, devices).
+/// mknodat (fifos, sockets, devices); `mode` holds the type bits and the permissions.
 pub fn mknodat(dir: BorrowedFd<'_>, name: &CStr, mode: u32, rdev: u64) -> io::Result<()> {
-    // SAFETY: `name` is NUL-terminated.
-    cvt(unsafe { libc::mknodat(dir.as_raw_fd(), name.as_ptr(), mode, rdev) })
+    let kind = match FileType::from_raw_mode(mode) {
+        // No type bits: a regular file, as mknod(2) takes them.
+        FileType::Unknown if mode & libc::S_IFMT == 0 => FileType::RegularFile,
+        kind => kind,
+    };
+    rustix::fs::mknodat(dir, name, kind, Mode::from_raw_mode(mode), rdev).map_err(io::Error::from)
+}
+
+/// An owner and group as chown(2) takes them: `u32::MAX` (-1) leaves that one alone.
+fn owner(uid: u32, gid: u32) -> (Option<Uid>, Option<Gid>) {
+    (
+        (uid != u32::MAX).then(|| Uid::from_raw(uid)),
+        (gid != u32::MAX).then(|| Gid::from_raw(gid)),
+    )
 }
 
 /// fchownat without following symlinks (works on the link itself).
 pub fn lchownat(dir: BorrowedFd<'_>, name: &CStr, uid: u32, gid: u32) -> io::Result<()> {
-    // SAFETY: `name` is NUL-terminated.
-    cvt(unsafe {
-        libc::fchownat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            uid,
-            gid,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    })
+    let (uid, gid) = owner(uid, gid);
+    rustix::fs::chownat(dir, name, uid, gid, AtFlags::SYMLINK_NOFOLLOW).map_err(io::Error::from)
 }
 
 /// fchown; `uid` of `u32::MAX` leaves the owner alone.
 pub fn fchown(fd: BorrowedFd<'_>, uid: u32, gid: u32) -> io::Result<()> {
-    // SAFETY: plain syscall on a borrowed fd.
-    cvt(unsafe { libc::fchown(fd.as_raw_fd(), uid, gid) })
+    let (uid, gid) = owner(uid, gid);
+    rustix::fs::fchown(fd, uid, gid).map_err(io::Error::from)
 }
 
 /// fchmod.
 pub fn fchmod(fd: BorrowedFd<'_>, mode: u32) -> io::Result<()> {
-    // SAFETY: plain syscall on a borrowed fd.
-    cvt(unsafe { libc::fchmod(fd.as_raw_fd(), mode) })
+    rustix::fs::fchmod(fd, Mode::from_bits_retain(mode)).map_err(io::Error::from)
 }
 
 /// fchmodat (the final component must not be a symlink).
 pub fn fchmodat(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> io::Result<()> {
-    // SAFETY: `name` is NUL-terminated.
-    cvt(unsafe { libc::fchmodat(dir.as_raw_fd(), name.as_ptr(), mode, 0) })
+    rustix::fs::chmodat(dir, name, Mode::from_bits_retain(mode), AtFlags::empty())
+        .map_err(io::Error::from)
 }
 
-fn timespecs(atime: (i64, u32), mtime: (i64, u32)) -> [libc::timespec; 2] {
-    [
-        libc::timespec {
+fn timestamps(atime: (i64, u32), mtime: (i64, u32)) -> Timestamps {
+    Timestamps {
+        last_access: Timespec {
             tv_sec: atime.0,
             tv_nsec: i64::from(atime.1),
         },
-        libc::timespec {
+        last_modification: Timespec {
             tv_sec: mtime.0,
             tv_nsec: i64::from(mtime.1),
         },
-    ]
+    }
 }
 
 /// futimens.
 pub fn futimens(fd: BorrowedFd<'_>, atime: (i64, u32), mtime: (i64, u32)) -> io::Result<()> {
-    let ts = timespecs(atime, mtime);
-    // SAFETY: `ts` is a valid array of two timespecs.
-    cvt(unsafe { libc::futimens(fd.as_raw_fd(), ts.as_ptr()) })
+    rustix::fs::futimens(fd, &timestamps(atime, mtime)).map_err(io::Error::from)
 }
 
 /// utimensat on the entry itself (symlinks are not followed).
@@ -253,16 +242,8 @@ pub fn lutimensat(
     atime: (i64, u32),
     mtime: (i64, u32),
 ) -> io::Result<()> {
-    let ts = timespecs(atime, mtime);
-    // SAFETY: `name` is NUL-terminated and `ts` holds two timespecs.
-    cvt(unsafe {
-        libc::utimensat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            ts.as_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    })
+    let times = timestamps(atime, mtime);
+    rustix::fs::utimensat(dir, name, &times, AtFlags::SYMLINK_NOFOLLOW).map_err(io::Error::from)
 }
 
 /// copy_file_range at explicit offsets. Returns bytes copied (0 at end of file).
@@ -298,19 +279,11 @@ pub fn pread_full(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result
 /// preadv2 from offset 0 with RWF_NOWAIT: returns what the page cache holds, or EAGAIN when the
 /// read would have to wait for the disk.
 pub fn pread_nowait(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    let iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
+    let mut iov = [IoSliceMut::new(buf)];
     loop {
-        // SAFETY: one iovec describing `buf`, writable for its whole length.
-        let n = unsafe { libc::preadv2(fd.as_raw_fd(), &iov, 1, offset as i64, libc::RWF_NOWAIT) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
+        match rustix::io::preadv2(fd, &mut iov, offset, ReadWriteFlags::NOWAIT) {
+            Err(Errno::INTR) => continue,
+            done => return done.map_err(io::Error::from),
         }
     }
 }
@@ -339,6 +312,7 @@ pub fn fully_cached(fd: BorrowedFd<'_>, len: u64) -> Option<bool> {
     }
     let range = Range { off: 0, len };
     let mut stat = Cachestat::default();
+    // rustix has no cachestat: a raw system call, made here alone.
     // SAFETY: cachestat reads `range` and writes one `struct cachestat` into `stat`; both are
     // laid out as the kernel's uapi structs.
     let rc = unsafe {
@@ -357,29 +331,38 @@ pub fn fully_cached(fd: BorrowedFd<'_>, len: u64) -> Option<bool> {
     Some(stat.nr_cache >= len.div_ceil(page))
 }
 
+/// faccessat2(`fd`, "", `access`, AT_EMPTY_PATH | AT_EACCESS): whether the effective IDs may
+/// access the file open as `fd` (an O_PATH descriptor will do), as an open would decide.
+/// rustix's accessat refuses AT_EMPTY_PATH, which asks about the descriptor itself: a raw
+/// system call, made here alone. ENOSYS before Linux 5.8.
+pub fn eaccess_fd(fd: BorrowedFd<'_>, access: Access) -> Result<(), Errno> {
+    // SAFETY: faccessat2 reads the NUL-terminated empty path and writes nothing; `fd` is
+    // borrowed, so open for the length of the call.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_faccessat2,
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            access.bits() as libc::c_int,
+            libc::AT_EMPTY_PATH | libc::AT_EACCESS,
+        )
+    };
+    if ret == 0 {
+        return Ok(());
+    }
+    Err(Errno::from_io_error(&io::Error::last_os_error()).unwrap_or(Errno::IO))
+}
+
 /// pwrite of the whole buffer, resubmitting short writes.
 pub fn pwrite_all(fd: BorrowedFd<'_>, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
     while !buf.is_empty() {
-        // SAFETY: `buf` is readable for its whole length.
-        let n = unsafe {
-            libc::pwrite(
-                fd.as_raw_fd(),
-                buf.as_ptr().cast(),
-                buf.len(),
-                offset as i64,
-            )
+        let n = match rustix::io::pwrite(fd, buf, offset) {
+            Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+            Ok(n) => n,
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         };
-        if n < 0 {
-            let err = io::Error::last_os_error();
-            if err.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(err);
-        }
-        if n == 0 {
-            return Err(io::Error::from(io::ErrorKind::WriteZero));
-        }
-        buf = &buf[n as usize..];
+        buf = &buf[n..];
         offset += n as u64;
     }
     Ok(())
@@ -388,8 +371,8 @@ pub fn pwrite_all(fd: BorrowedFd<'_>, mut buf: &[u8], mut offset: u64) -> io::Re
 /// Closes a descriptor and reports the error close returns (lost writes on some filesystems).
 pub fn close(fd: OwnedFd) -> io::Result<()> {
     let raw = std::os::fd::IntoRawFd::into_raw_fd(fd);
-    // SAFETY: we own `raw` and never use it again.
-    cvt(unsafe { libc::close(raw) })
+    // SAFETY: we owned `raw` and never use it again, whatever close returns.
+    unsafe { rustix::io::try_close(raw) }.map_err(io::Error::from)
 }
 
 /// Reads directory entries with getdents64 into a caller-owned buffer.
@@ -418,14 +401,12 @@ pub fn read_dir_entries(
     Ok(())
 }
 
-/// The process umask, read once (umask has no getter; set it and put it back).
+/// The process umask, read once (umask has no getter; set it and put it back, before threads
+/// start).
 pub fn umask() -> u32 {
-    // SAFETY: umask cannot fail; the original value is restored at once, before threads start.
-    unsafe {
-        let old = libc::umask(0o022);
-        libc::umask(old);
-        old
-    }
+    let old = rustix::process::umask(Mode::from_bits_retain(0o022));
+    rustix::process::umask(old);
+    old.bits()
 }
 
 /// How many descriptors this process has open (those it inherited included), from
@@ -484,14 +465,6 @@ pub fn try_zeroed(len: usize) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-fn cvt(rc: libc::c_int) -> io::Result<()> {
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::io::Write;
@@ -512,9 +485,8 @@ mod tests {
             return;
         };
         assert!(cached, "a file just written is in the page cache");
-        // SAFETY: fadvise on our own descriptor; its pages are clean after the fsync.
-        let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        assert_eq!(rc, 0);
+        // Its pages are clean after the fsync: they leave the page cache.
+        rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
         assert_eq!(fully_cached(file.as_fd(), len), Some(false));
         assert_eq!(fully_cached(file.as_fd(), 0), Some(true));
     }

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use rustix::fs::FlockOperation;
+use rustix::rand::GetRandomFlags;
 
 use crate::sys::{self, Kind};
 
@@ -33,9 +34,7 @@ fn run_id() -> u64 {
     static RUN: OnceLock<u64> = OnceLock::new();
     *RUN.get_or_init(|| {
         let mut bytes = [0u8; 8];
-        // SAFETY: getrandom writes at most `bytes.len()` bytes into the buffer it is given.
-        let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-        if n == bytes.len() as isize {
+        if rustix::rand::getrandom(&mut bytes, GetRandomFlags::empty()) == Ok(bytes.len()) {
             u64::from_ne_bytes(bytes)
         } else {
             // No getrandom (very old kernels): time and pid still differ between runs.

@@ -9,6 +9,8 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Once, OnceLock};
 
+use rustix::mm;
+
 /// How many mappings may be guarded at once (threads of one `read` share one mapping).
 const SLOTS: usize = 32;
 
@@ -76,6 +78,8 @@ impl Drop for FaultGuard {
 }
 
 fn install() {
+    // The page size from libc, as ringio-copy's sys takes it (rustix reads it from the
+    // auxiliary vector, which faults under valgrind).
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if page > 0 {
@@ -92,7 +96,8 @@ fn install() {
     // SAFETY: a zeroed sigaction is a valid value to fill in; `on_sigbus` has the three-argument
     // signature that SA_SIGINFO calls, and does only async-signal-safe work (atomics, mmap,
     // sigaction, and the previous handler). SA_ONSTACK keeps Rust's alternate signal stack in
-    // use, which its stack-overflow report needs.
+    // use, which its stack-overflow report needs. (Signal handlers stay with libc: rustix has
+    // no sigaction for them.)
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_sigbus as *const () as libc::sighandler_t;
@@ -117,16 +122,14 @@ extern "C" fn on_sigbus(signal: libc::c_int, info: *mut libc::siginfo_t, context
                 // guarded and accepts zero pages past a fault (FaultGuard::new's contract).
                 // MAP_FIXED replaces exactly those pages; the faulting access then reads zero.
                 let mapped = unsafe {
-                    libc::mmap(
+                    mm::mmap_anonymous(
                         from as *mut c_void,
                         end - from,
-                        libc::PROT_READ,
-                        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
-                        -1,
-                        0,
+                        mm::ProtFlags::READ,
+                        mm::MapFlags::PRIVATE | mm::MapFlags::FIXED,
                     )
                 };
-                if mapped != libc::MAP_FAILED {
+                if mapped.is_ok() {
                     slot.faulted.store(true, Ordering::Release);
                     return;
                 }

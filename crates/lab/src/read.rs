@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use io_uring::{opcode, types, IoUring};
+use rustix::mm;
 
 use crate::error::LabError;
 use crate::fault::FaultGuard;
@@ -476,28 +477,26 @@ impl Mapping {
                 guard: None,
             });
         }
-        // SAFETY: a fresh shared read-only mapping of an open file; unmapped in Drop.
+        // SAFETY: a fresh shared read-only mapping of an open file, at an address the kernel
+        // picks; unmapped in Drop.
         let ptr = unsafe {
-            libc::mmap(
+            mm::mmap(
                 std::ptr::null_mut(),
                 len as usize,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
+                mm::ProtFlags::READ,
+                mm::MapFlags::SHARED,
+                file,
                 0,
             )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: advice on our own mapping.
-        unsafe { libc::madvise(ptr, len as usize, libc::MADV_SEQUENTIAL) };
+        }?;
+        // SAFETY: advice on our own mapping; it changes no contents.
+        let _ = unsafe { mm::madvise(ptr, len as usize, mm::Advice::Sequential) };
         // SAFETY: the mapping is ours and outlives the guard (dropped first in Drop); its
         // readers only checksum it, and a fault marks the read as failed, so zero pages past
         // a truncation are never taken for the file's bytes.
         let Some(guard) = (unsafe { FaultGuard::new(ptr.cast(), len as usize) }) else {
             // SAFETY: our own mapping, unmapped once.
-            unsafe { libc::munmap(ptr, len as usize) };
+            let _ = unsafe { mm::munmap(ptr, len as usize) };
             return Err(io::Error::other("too many files mapped at once"));
         };
         Ok(Mapping {
@@ -529,7 +528,7 @@ impl Drop for Mapping {
         self.guard = None;
         if self.len > 0 {
             // SAFETY: our own mapping, unmapped once.
-            unsafe { libc::munmap(self.ptr.cast(), self.len) };
+            let _ = unsafe { mm::munmap(self.ptr.cast(), self.len) };
         }
     }
 }

@@ -16,7 +16,7 @@ pub enum Call {
     Read1,
     /// lseek(fd, 0, SEEK_CUR).
     Lseek,
-    /// getppid, the cheapest real system call (glibc does not cache it).
+    /// getppid, the cheapest real system call (neither rustix nor glibc caches it).
     Getppid,
     /// An io_uring NOP, submitted and waited for one at a time.
     UringNop,
@@ -76,8 +76,7 @@ pub fn measure(call: Call, count: u64) -> Result<f64, LabError> {
         Call::Getppid => {
             let start = Instant::now();
             for _ in 0..count {
-                // SAFETY: getppid takes no arguments and cannot fail.
-                std::hint::black_box(unsafe { libc::syscall(libc::SYS_getppid) });
+                std::hint::black_box(rustix::process::getppid());
             }
             Ok(per_call(start, count))
         }

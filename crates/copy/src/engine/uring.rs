@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use rustix::fs::Statx;
 
 use super::bigfile::BigFile;
 use super::data::DataPath;
@@ -68,7 +69,7 @@ struct FileOp<'a> {
     /// Keeps the directory's descriptors open while the kernel uses them.
     dir: DirHold<'a>,
     name: CString,
-    statx: Box<libc::statx>,
+    statx: Box<Statx>,
     stat: Option<Stat>,
     src: i32,
     dst: i32,
@@ -201,10 +202,10 @@ impl<'a> UringMover<'a> {
         let sqe = opcode::Statx::new(
             types::Fd(dir.src_fd().as_raw_fd()),
             op.name.as_ptr(),
-            (&mut *op.statx as *mut libc::statx).cast(),
+            (&mut *op.statx as *mut Statx).cast(),
         )
         .flags(libc::AT_SYMLINK_NOFOLLOW | libc::AT_STATX_SYNC_AS_STAT)
-        .mask(sys::STATX_MASK)
+        .mask(sys::STATX_MASK.bits())
         .build()
         .user_data(user_data(slot, TAG_STATX));
         self.slots[slot] = Some(op);

@@ -79,14 +79,8 @@ enum Stage {
 impl Aio {
     pub(super) fn new(depth: usize, block: usize) -> io::Result<Self> {
         let block = block.next_multiple_of(4096);
-        let mut ctx: libc::c_ulong = 0;
-        // SAFETY: io_setup writes the new context id to `ctx`.
-        let rc = unsafe { libc::syscall(libc::SYS_io_setup, depth as libc::c_long, &mut ctx) };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
         Ok(Aio {
-            ctx,
+            ctx: io_setup(depth)?,
             depth,
             block,
             buffers: Vec::new(),
@@ -110,25 +104,17 @@ impl Aio {
         let mut ptrs: Vec<*mut Iocb> = iocbs.iter_mut().map(|c| c as *mut Iocb).collect();
         let mut sent = 0;
         while sent < ptrs.len() {
-            // SAFETY: every pointer is to a live iocb whose buffer stays allocated until its
-            // completion is reaped.
-            let rc = unsafe {
-                libc::syscall(
-                    libc::SYS_io_submit,
-                    self.ctx,
-                    (ptrs.len() - sent) as libc::c_long,
-                    ptrs[sent..].as_mut_ptr(),
-                )
-            };
-            if rc < 0 {
-                let e = io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::EAGAIN) || e.kind() == io::ErrorKind::Interrupted
-                {
-                    continue;
-                }
-                return Err(e);
+            // SAFETY: every pointer is to a live iocb of `iocbs` whose buffer lies in one of
+            // `self.buffers`, which `copy` leaves alone while the request is in flight and which
+            // stay allocated until it is reaped (Drop destroys the context, waiting for what is
+            // left, before they are freed).
+            match unsafe { io_submit(self.ctx, &mut ptrs[sent..]) } {
+                Ok(n) => sent += n,
+                Err(e)
+                    if e.raw_os_error() == Some(libc::EAGAIN)
+                        || e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
-            sent += rc as usize;
         }
         Ok(())
     }
@@ -194,26 +180,13 @@ impl Aio {
         }
         let mut written_total = 0u64;
         while in_flight > 0 {
-            // SAFETY: `events` has room for `depth` events; the context is ours.
-            let n = unsafe {
-                libc::syscall(
-                    libc::SYS_io_getevents,
-                    self.ctx,
-                    1 as libc::c_long,
-                    depth as libc::c_long,
-                    events.as_mut_ptr(),
-                    std::ptr::null_mut::<libc::timespec>(),
-                )
+            let n = match io_getevents(self.ctx, 1, &mut events) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(TransferError::Read(e)),
             };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(TransferError::Read(e));
-            }
             batch.clear();
-            for ev in &events[..n as usize] {
+            for ev in &events[..n] {
                 in_flight -= 1;
                 let slot = ev.data as usize;
                 let buf = buffers[slot];
@@ -301,7 +274,73 @@ impl Aio {
 
 impl Drop for Aio {
     fn drop(&mut self) {
-        // SAFETY: nothing is in flight once `copy` returns; the context is ours.
-        unsafe { libc::syscall(libc::SYS_io_destroy, self.ctx) };
+        io_destroy(self.ctx);
     }
+}
+
+// The four AIO system calls, which rustix lacks: raw libc calls, each made here alone.
+
+/// io_setup: a new context for up to `depth` requests in flight.
+fn io_setup(depth: usize) -> io::Result<libc::c_ulong> {
+    let mut ctx: libc::c_ulong = 0;
+    // SAFETY: io_setup writes the new context's id to `ctx` and nothing else.
+    let rc = unsafe { libc::syscall(libc::SYS_io_setup, depth as libc::c_long, &mut ctx) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(ctx)
+}
+
+/// io_submit: queues the requests `iocbs` points to on `ctx`; returns how many the kernel
+/// took, from the first.
+///
+/// # Safety
+///
+/// Every pointer must be to a live [`Iocb`] whose buffer (`buf`, `nbytes`) is writable for a
+/// read or readable for a write, and stays allocated and otherwise untouched until the
+/// request's completion is reaped (or the context destroyed). The iocbs themselves may go
+/// once this returns: the kernel copies them.
+unsafe fn io_submit(ctx: libc::c_ulong, iocbs: &mut [*mut Iocb]) -> io::Result<usize> {
+    // SAFETY: the caller vouches for every request and its buffer; the kernel reads
+    // `iocbs.len()` pointers.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_io_submit,
+            ctx,
+            iocbs.len() as libc::c_long,
+            iocbs.as_mut_ptr(),
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(rc as usize)
+}
+
+/// io_getevents: waits for at least `min` completions on `ctx` and returns how many it put at
+/// the start of `events`.
+fn io_getevents(ctx: libc::c_ulong, min: usize, events: &mut [IoEvent]) -> io::Result<usize> {
+    // SAFETY: the kernel writes at most `events.len()` io_events, each laid out as `IoEvent`;
+    // no timeout.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_io_getevents,
+            ctx,
+            min as libc::c_long,
+            events.len() as libc::c_long,
+            events.as_mut_ptr(),
+            std::ptr::null_mut::<libc::timespec>(),
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
+/// io_destroy: cancels what is still in flight on `ctx`, waits for it, and frees the context.
+fn io_destroy(ctx: libc::c_ulong) {
+    // SAFETY: the kernel waits for every request of the context before it returns, so no
+    // buffer is written or read afterwards.
+    unsafe { libc::syscall(libc::SYS_io_destroy, ctx) };
 }

@@ -158,10 +158,10 @@ impl fmt::Display for Difference {
             D::Device { src, dst } => write!(
                 f,
                 "device: {}:{} in the source, {}:{} in the destination",
-                libc::major(*src),
-                libc::minor(*src),
-                libc::major(*dst),
-                libc::minor(*dst)
+                rustix::fs::major(*src),
+                rustix::fs::minor(*src),
+                rustix::fs::major(*dst),
+                rustix::fs::minor(*dst)
             ),
             D::Xattr { name, what } => write!(f, "extended attribute {name}: {what}"),
             D::HardLinks { other, linked_in } => write!(

@@ -142,19 +142,18 @@ impl<'a> DirNode<'a> {
         }
     }
 
-    /// The node at the top of a tree.
-    #[allow(clippy::too_many_arguments)]
+    /// The node at the top of a tree: the directories `src` (stated as `stat`) and `dst`
+    /// (stated as `dst_stat`), the latter made by this run when `fresh`; `finalize`: apply the
+    /// source's metadata to it in Drop.
     pub fn root(
         ctx: &'a Ctx<'a>,
         names: RootNames,
-        src: OwnedFd,
-        dst: OwnedFd,
-        stat: Stat,
-        dst_dev: u64,
-        dst_setgid: bool,
+        (src, dst): (OwnedFd, OwnedFd),
+        (stat, dst_stat): (Stat, &Stat),
         fresh: bool,
         finalize: bool,
     ) -> Self {
+        let (dst_dev, dst_setgid) = (dst_stat.dev, dst_stat.mode & libc::S_ISGID != 0);
         let dst_default_acl =
             finalize::acls_matter(ctx.plan) && xattr::has_default_acl(dst.as_fd());
         let (fds, src_raw, dst_raw) = Self::new_fds(ctx, src, dst);

@@ -558,7 +558,6 @@ pub(crate) fn start_root<'a>(
         Err(e) => return Err(CopyError::io(Op::OpenDir, &root.dst, e)),
     };
     let dst_stat = sys::fstatx(dst.as_fd()).map_err(|e| CopyError::io(Op::Stat, &root.dst, e))?;
-    let dst_setgid = dst_stat.mode & libc::S_ISGID != 0;
     if fresh && plan.verbose {
         ctx.reporter.copied(&root.src, &root.dst);
     }
@@ -567,23 +566,14 @@ pub(crate) fn start_root<'a>(
         dst: root.dst.clone(),
         index: root_index(plan, root),
     };
-    let node = DirNode::root(
-        ctx,
-        names,
-        src,
-        dst,
-        stat,
-        dst_stat.dev,
-        dst_setgid,
-        fresh,
-        true,
-    )
-    .reopened_by(RootPaths {
-        src: src_c,
-        follow_src: follow,
-        dst: dst_c,
-        follow_dst: false,
-    });
+    let node = DirNode::root(ctx, names, (src, dst), (stat, &dst_stat), fresh, true).reopened_by(
+        RootPaths {
+            src: src_c,
+            follow_src: follow,
+            dst: dst_c,
+            follow_dst: false,
+        },
+    );
     let node = if plan.preserve.links {
         node.with_link_anchor()
     } else {
@@ -662,18 +652,7 @@ pub(crate) fn open_root<'a>(ctx: &'a Ctx<'a>, root: &CopyRoot) -> Option<Arc<Dir
         dst: root.dst.clone(),
         index: root_index(plan, root),
     };
-    let setgid = dst_stat.mode & libc::S_ISGID != 0;
-    let mut node = DirNode::root(
-        ctx,
-        names,
-        src,
-        dst,
-        stat,
-        dst_stat.dev,
-        setgid,
-        false,
-        false,
-    );
+    let mut node = DirNode::root(ctx, names, (src, dst), (stat, &dst_stat), false, false);
     // The top of a tree (whose metadata rank 0 applies), not a file operand's directory.
     node.operand = false;
     Some(Arc::new(if plan.preserve.links {
@@ -706,7 +685,6 @@ fn start_root_entry<'a>(
         .map_err(|e| CopyError::io(Op::Create, &root.dst, e))?;
     let stat = sys::fstatx(src_fd.as_fd()).map_err(|e| CopyError::io(Op::Stat, &src_dir, e))?;
     let dst_stat = sys::fstatx(dst_fd.as_fd()).map_err(|e| CopyError::io(Op::Stat, &dst_dir, e))?;
-    let dst_setgid = dst_stat.mode & libc::S_ISGID != 0;
     let names = RootNames {
         src: display_dir(&root.src),
         dst: display_dir(&root.dst),
@@ -715,11 +693,8 @@ fn start_root_entry<'a>(
     let node = DirNode::root(
         ctx,
         names,
-        src_fd,
-        dst_fd,
-        stat,
-        dst_stat.dev,
-        dst_setgid,
+        (src_fd, dst_fd),
+        (stat, &dst_stat),
         false,
         false,
     )

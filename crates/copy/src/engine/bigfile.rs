@@ -4,7 +4,7 @@ use std::ffi::{CStr, CString};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use super::data::DataPath;
+use super::data::{DataPath, Ends};
 use crate::node::DirHold;
 use crate::opened::{finish_file, Copied, OpenedPair};
 use crate::sys::Stat;
@@ -87,7 +87,7 @@ impl<'a> BigFile<'a> {
         };
         let devs = (self.stat.dev, self.dir.dst_dev);
         let (src, dst) = (pair.src.as_fd(), pair.dst.as_fd());
-        match data.copy_span(ctx, src, dst, devs, offset, len, &self.stat) {
+        match data.copy_span(ctx, Ends { src, dst, devs }, offset, len, &self.stat) {
             Ok(n) => {
                 self.copied.fetch_add(n, Ordering::Relaxed);
                 ctx.progress.bytes.fetch_add(n, Ordering::Relaxed);

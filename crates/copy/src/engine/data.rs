@@ -124,6 +124,15 @@ impl Side {
     }
 }
 
+/// One file's source and destination descriptors, and the devices they are on (what a device
+/// pair refused is remembered by the pair).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ends<'f> {
+    pub src: BorrowedFd<'f>,
+    pub dst: BorrowedFd<'f>,
+    pub devs: (u64, u64),
+}
+
 /// Granularity of `--sparse=always` zero detection: one page, as filesystems allocate.
 const ZERO_BLOCK: usize = 4096;
 
@@ -251,7 +260,7 @@ impl DataPath {
             (true, Sparse::Always) => HoleScan::SeekHoleZeros,
             (true, _) => HoleScan::SeekHole,
         };
-        let copied = self.copy_span(ctx, src, dst, devs, 0, u64::MAX, stat)?;
+        let copied = self.copy_span(ctx, Ends { src, dst, devs }, 0, u64::MAX, stat)?;
         if holes {
             // A trailing hole has no data to write: the length says where the file ends.
             rustix::fs::ftruncate(dst, copied).map_err(|e| Side::Write(e.into()))?;
@@ -262,20 +271,18 @@ impl DataPath {
     /// Copies `[offset, offset + len)` of the file `stat` describes, or up to end of file if
     /// that comes first; where its holes are kept, only the data segments (SEEK_DATA/SEEK_HOLE),
     /// leaving holes unwritten. Returns the length covered, holes included.
-    #[allow(clippy::too_many_arguments)]
     pub fn copy_span(
         &mut self,
         ctx: &Ctx<'_>,
-        src: BorrowedFd<'_>,
-        dst: BorrowedFd<'_>,
-        devs: (u64, u64),
+        ends: Ends<'_>,
         offset: u64,
         len: u64,
         stat: &Stat,
     ) -> Result<u64, Side> {
         if !self.keeps_holes(stat) {
-            return self.copy_range(ctx, src, dst, devs, offset, len, stat.size);
+            return self.copy_range(ctx, ends, offset, len, stat.size);
         }
+        let src = ends.src;
         let end = offset.saturating_add(len);
         let mut pos = offset;
         while pos < end {
@@ -291,7 +298,7 @@ impl DataPath {
             let hole = rustix::fs::seek(src, SeekFrom::Hole(data))
                 .map_err(|e| Side::Read(e.into()))?
                 .min(end);
-            let n = self.copy_range(ctx, src, dst, devs, data, hole - data, stat.size)?;
+            let n = self.copy_range(ctx, ends, data, hole - data, stat.size)?;
             pos = data + n;
             if n < hole - data {
                 // End of file came early: the file shrank while it was copied.
@@ -340,17 +347,15 @@ impl DataPath {
 
     /// Copies `[offset, offset + len)` of a file of `file_size` bytes, or up to end of file if
     /// that comes first.
-    #[allow(clippy::too_many_arguments)]
     pub fn copy_range(
         &mut self,
         ctx: &Ctx<'_>,
-        src: BorrowedFd<'_>,
-        dst: BorrowedFd<'_>,
-        devs: (u64, u64),
+        ends: Ends<'_>,
         offset: u64,
         len: u64,
         file_size: u64,
     ) -> Result<u64, Side> {
+        let Ends { src, dst, devs } = ends;
         let mut done = 0u64;
         let usable = file_size >= self.transfer_from && !self.no_transfer.contains(&devs);
         if self.report.offload == Tried::Unknown {

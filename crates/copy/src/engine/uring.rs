@@ -16,7 +16,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use rustix::fs::Statx;
 
 use super::bigfile::BigFile;
-use super::data::DataPath;
+use super::data::{DataPath, Ends};
 use super::entry::{copy_entry, copy_stated};
 use super::job::EntryJob;
 use super::mover::Mover;
@@ -694,15 +694,15 @@ impl<'a> UringMover<'a> {
             // The file grew since statx: copy the rest the ordinary way.
             let devs = (stat.dev, dir.dst_dev);
             let at = n as u64;
-            match self.data.copy_range(
-                ctx,
-                src.as_fd(),
-                dst.as_fd(),
+            let ends = Ends {
+                src: src.as_fd(),
+                dst: dst.as_fd(),
                 devs,
-                at,
-                u64::MAX - at,
-                stat.size,
-            ) {
+            };
+            match self
+                .data
+                .copy_range(ctx, ends, at, u64::MAX - at, stat.size)
+            {
                 Ok(more) => copied = Copied::Spread(at + more),
                 Err(side) => result = Err(side.into_error(dir, name, name)),
             }

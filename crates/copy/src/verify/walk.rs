@@ -133,7 +133,13 @@ impl Walk<'_> {
         }
         match s.kind() {
             Kind::Dir => self.directory(src_dir, dst_dir, src_name, dst_name, &path, follow),
-            Kind::File => self.file(src_dir, dst_dir, src_name, dst_name, path, &s, &d, follow),
+            Kind::File => self.file(
+                (src_dir, src_name),
+                (dst_dir, dst_name),
+                path,
+                (&s, &d),
+                follow,
+            ),
             Kind::Symlink => {
                 let targets = (
                     sys::readlinkat(src_dir, src_name, s.size),
@@ -242,16 +248,14 @@ impl Walk<'_> {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Compares the regular files `src_name` of `src_dir` and `dst_name` of `dst_dir`
+    /// (stated as `s` and `d`), named `path` in the report.
     fn file(
         &mut self,
-        src_dir: BorrowedFd<'_>,
-        dst_dir: BorrowedFd<'_>,
-        src_name: &CStr,
-        dst_name: &CStr,
+        (src_dir, src_name): (BorrowedFd<'_>, &CStr),
+        (dst_dir, dst_name): (BorrowedFd<'_>, &CStr),
         path: PathBuf,
-        s: &Stat,
-        d: &Stat,
+        (s, d): (&Stat, &Stat),
         follow: bool,
     ) {
         if !self.opts.content {

@@ -193,7 +193,10 @@ impl<'a> DirNode<'a> {
 
     /// Gives a root the descriptor hard links are made relative to.
     pub fn with_link_anchor(mut self) -> Self {
-        self.anchor = self.dst_fd().try_clone_to_owned().ok().map(Arc::new);
+        // SAFETY: a node is built with its descriptors open, and nobody can close them
+        // before it is handed out.
+        let dst = unsafe { self.dst_fd_unchecked() };
+        self.anchor = dst.try_clone_to_owned().ok().map(Arc::new);
         self
     }
 
@@ -212,20 +215,27 @@ impl<'a> DirNode<'a> {
         }
     }
 
-    /// Source directory descriptor. The caller holds the node (a [`DirHold`], or it is being
-    /// created or dropped).
-    pub fn src_fd(&self) -> BorrowedFd<'_> {
+    /// The source directory's descriptor.
+    ///
+    /// # Safety
+    /// The descriptors must be open for the whole borrow: the caller holds the node (the
+    /// descriptors stay open while a [`DirHold`] lives), or it is being created or dropped
+    /// with its descriptors open. Outside this module, [`DirHold::src_fd`] is the safe way.
+    unsafe fn src_fd_unchecked(&self) -> BorrowedFd<'_> {
         let raw = self.src_raw.load(Ordering::Acquire);
-        debug_assert!(raw >= 0, "source directory used while closed");
-        // SAFETY: a holder keeps the descriptor open (see DirHold); it outlives the borrow.
+        assert!(raw >= 0, "source directory used while closed");
+        // SAFETY: the caller keeps the descriptor open for the borrow (this fn's contract).
         unsafe { BorrowedFd::borrow_raw(raw) }
     }
 
-    /// Destination directory descriptor; the same rule as [`DirNode::src_fd`].
-    pub fn dst_fd(&self) -> BorrowedFd<'_> {
+    /// The destination directory's descriptor, under [`DirNode::src_fd_unchecked`]'s contract.
+    ///
+    /// # Safety
+    /// As for [`DirNode::src_fd_unchecked`].
+    unsafe fn dst_fd_unchecked(&self) -> BorrowedFd<'_> {
         let raw = self.dst_raw.load(Ordering::Acquire);
-        debug_assert!(raw >= 0, "destination directory used while closed");
-        // SAFETY: as in src_fd.
+        assert!(raw >= 0, "destination directory used while closed");
+        // SAFETY: as in src_fd_unchecked.
         unsafe { BorrowedFd::borrow_raw(raw) }
     }
 
@@ -336,7 +346,11 @@ impl<'a> DirNode<'a> {
             };
             let next_src = match (&src, *base) {
                 (Some(prev), _) => open_verified(prev.as_fd(), &step.name, follow_src, src_id)?,
-                (None, Some(base)) => open_verified(base.src_fd(), &step.name, follow_src, src_id)?,
+                (None, Some(base)) => {
+                    // SAFETY: `reopen` counted a holder of `base`, released after this open.
+                    let at = unsafe { base.src_fd_unchecked() };
+                    open_verified(at, &step.name, follow_src, src_id)?
+                }
                 (None, None) => {
                     let paths = from_root()?;
                     open_verified(cwd, &paths.src, paths.follow_src, src_id)?
@@ -345,7 +359,11 @@ impl<'a> DirNode<'a> {
             src = Some(next_src);
             let next_dst = match (&dst, *base) {
                 (Some(prev), _) => open_verified(prev.as_fd(), &step.name, false, dst_id)?,
-                (None, Some(base)) => open_verified(base.dst_fd(), &step.name, false, dst_id)?,
+                (None, Some(base)) => {
+                    // SAFETY: as above.
+                    let at = unsafe { base.dst_fd_unchecked() };
+                    open_verified(at, &step.name, false, dst_id)?
+                }
                 (None, None) => {
                     let paths = from_root()?;
                     open_verified(cwd, &paths.dst, paths.follow_dst, dst_id)?
@@ -444,10 +462,13 @@ impl Drop for DirNode<'_> {
         } else if self.finalize && (open || self.acquire().is_ok()) {
             let path = || self.dst_path(None);
             let ctx = self.ctx;
+            // SAFETY: the descriptors are open (checked, or just reopened by `acquire`), and
+            // nothing else holds a dropped node.
+            let (src, dst) = unsafe { (self.src_fd_unchecked(), self.dst_fd_unchecked()) };
             finalize::directory(
                 ctx,
-                self.src_fd(),
-                self.dst_fd(),
+                src,
+                dst,
                 &self.stat,
                 self.fresh,
                 Some(self.dst_default_acl),
@@ -475,6 +496,19 @@ impl<'a> DirHold<'a> {
     /// The held node.
     pub fn node(&self) -> &Arc<DirNode<'a>> {
         &self.node
+    }
+
+    /// The source directory's descriptor, open while this hold lives.
+    pub fn src_fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: a hold keeps the node's descriptors open until it is dropped, which the
+        // borrow of `self` outlasts.
+        unsafe { self.node.src_fd_unchecked() }
+    }
+
+    /// The destination directory's descriptor, open while this hold lives.
+    pub fn dst_fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: as in src_fd.
+        unsafe { self.node.dst_fd_unchecked() }
     }
 }
 

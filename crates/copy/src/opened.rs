@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
 use crate::finalize;
-use crate::node::DirNode;
+use crate::node::DirHold;
 use crate::quote::quote;
 use crate::replaced::Replaced;
 use crate::sys::{self, Kind, Stat};
@@ -47,7 +47,7 @@ pub(crate) struct OpenedPair {
 impl OpenedPair {
     /// Gives up a copy that will not be completed (failure, Ctrl-C): closes both files and
     /// removes what this run wrote under a name of its own.
-    pub fn abandon(self, dir: &DirNode<'_>, dst: &CStr) {
+    pub fn abandon(self, dir: &DirHold<'_>, dst: &CStr) {
         let OpenedPair {
             src,
             dst: dst_fd,
@@ -96,7 +96,7 @@ pub(crate) fn stop_for_tests() {
 
 /// Counts a finished entry and prints it under `-v`, with the name an existing destination was
 /// backed up to (`--backup`).
-pub(crate) fn count_done(dir: &DirNode<'_>, src: &CStr, dst: &CStr, backup: Option<&CStr>) {
+pub(crate) fn count_done(dir: &DirHold<'_>, src: &CStr, dst: &CStr, backup: Option<&CStr>) {
     let ctx = dir.ctx;
     ctx.progress.files.fetch_add(1, Ordering::Relaxed);
     if ctx.plan.verbose {
@@ -135,7 +135,7 @@ pub(crate) enum Copied {
 /// to remove, it is emptied.
 pub(crate) fn finish_file(
     ctx: &Ctx<'_>,
-    dir: &DirNode<'_>,
+    dir: &DirHold<'_>,
     src: &CStr,
     dst: &CStr,
     pair: OpenedPair,
@@ -214,7 +214,7 @@ pub(crate) fn changed_while_copied(
 
 /// Abandons the copy of a source that changed while it was copied, and says so.
 fn give_up_changed(
-    dir: &DirNode<'_>,
+    dir: &DirHold<'_>,
     src: &CStr,
     dst: &CStr,
     pair: OpenedPair,
@@ -238,7 +238,7 @@ fn give_up_changed(
 /// failure the copy is abandoned.
 fn place(
     ctx: &Ctx<'_>,
-    dir: &DirNode<'_>,
+    dir: &DirHold<'_>,
     dst: &CStr,
     mut pair: OpenedPair,
 ) -> Result<(), CopyError> {

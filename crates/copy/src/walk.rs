@@ -205,7 +205,7 @@ fn unreadable_subdir(
 /// merged into; an existing non-directory is cp's "cannot overwrite non-directory" error.
 pub(crate) fn make_dst_dir(
     ctx: &Ctx<'_>,
-    parent: &DirNode<'_>,
+    parent: &DirHold<'_>,
     name: &CStr,
     stat: &Stat,
 ) -> Option<(std::os::fd::OwnedFd, bool)> {

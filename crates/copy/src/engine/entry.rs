@@ -3,13 +3,12 @@
 
 use std::ffi::{CStr, CString};
 use std::os::fd::AsFd;
-use std::sync::Arc;
 
 use super::job::EntryJob;
 use super::mover::Mover;
 use super::{file, other};
 use crate::error::{CopyError, Op};
-use crate::node::DirNode;
+use crate::node::DirHold;
 use crate::plan::{Dereference, LinkMode};
 use crate::queue::{Entry, Queue, Task};
 use crate::refusal::Refusal;
@@ -19,7 +18,7 @@ use crate::sys::{self, Kind};
 pub(crate) fn copy_entry<'a>(
     ctx: &'a crate::ctx::Ctx<'a>,
     mover: &mut dyn Mover<'a>,
-    dir: &Arc<DirNode<'a>>,
+    dir: &DirHold<'a>,
     name: CString,
     queue: &Queue<'a>,
 ) {
@@ -44,7 +43,7 @@ pub(crate) fn copy_entry<'a>(
 pub(crate) fn copy_listed<'a>(
     ctx: &'a crate::ctx::Ctx<'a>,
     mover: &mut dyn Mover<'a>,
-    dir: &Arc<DirNode<'a>>,
+    dir: &DirHold<'a>,
     (name, kind): Entry,
     queue: &Queue<'a>,
 ) {
@@ -70,7 +69,7 @@ pub(crate) fn copy_listed<'a>(
 /// Copies a command-line file operand `src` of `dir` to `dst` in the destination directory.
 pub(crate) fn copy_root_entry<'a>(
     mover: &mut dyn Mover<'a>,
-    dir: &Arc<DirNode<'a>>,
+    dir: &DirHold<'a>,
     (src, dst): (&CStr, &CStr),
     follow: bool,
     queue: &Queue<'a>,
@@ -99,7 +98,7 @@ pub(crate) fn copy_stated<'a>(mover: &mut dyn Mover<'a>, job: EntryJob<'_, 'a>, 
     let done = match job.stat.kind() {
         Kind::Dir if ctx.plan.recursive => {
             queue.push(Task::Subdir {
-                parent: job.dir.clone(),
+                parent: job.dir.node().clone(),
                 name: job.src,
                 stat: Some(job.stat),
             });

@@ -8,7 +8,7 @@ use std::io;
 use super::job::EntryJob;
 use crate::backup;
 use crate::error::{CopyError, Op};
-use crate::node::DirNode;
+use crate::node::DirHold;
 use crate::policy::{self, DestFacts, Look, SourceFacts, Target};
 use crate::quote::quote;
 use crate::sys;
@@ -132,7 +132,7 @@ fn look(
 }
 
 /// `-v`: cp's line for a destination removed before it is created anew.
-pub(crate) fn said_removed(dir: &DirNode<'_>, path: &std::path::Path) {
+pub(crate) fn said_removed(dir: &DirHold<'_>, path: &std::path::Path) {
     if dir.ctx.plan.verbose {
         dir.ctx
             .reporter
@@ -142,7 +142,7 @@ pub(crate) fn said_removed(dir: &DirNode<'_>, path: &std::path::Path) {
 
 /// Removes `name` from the destination directory (it may be gone already), then does `then`.
 pub(crate) fn remove_then<T>(
-    dir: &DirNode<'_>,
+    dir: &DirHold<'_>,
     name: &std::ffi::CStr,
     then: impl FnOnce() -> io::Result<T>,
 ) -> io::Result<T> {

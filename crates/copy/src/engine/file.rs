@@ -11,7 +11,7 @@ use super::mover::Mover;
 use super::open::open_pair;
 use crate::error::{CopyError, Op};
 use crate::links::Linked;
-use crate::node::{DirHold, DirNode};
+use crate::node::DirHold;
 use crate::opened::{count_done, finish_file, Copied, OpenedPair};
 use crate::plan::{Sparse, Tuning};
 use crate::queue::{Queue, Task};
@@ -177,12 +177,12 @@ fn copy_opened<'a>(
 /// [`finish_file`]). A file never has more than [`super::bigfile::MAX_CHUNKS`] of them,
 /// whatever the chunk size asked for.
 fn split_into_chunks<'a>(job: &EntryJob<'_, 'a>, pair: OpenedPair, chunk: u64, queue: &Queue<'a>) {
-    let dir: &Arc<DirNode<'a>> = job.dir;
+    let dir: &DirHold<'a> = job.dir;
     let size = pair.stat.size;
     let chunk = super::bigfile::chunk_len(size, chunk);
     // Reserve the length up front so parallel writers do not race to extend the file.
     let _ = rustix::fs::ftruncate(&pair.dst, size);
-    let held = match DirHold::new(dir.clone()) {
+    let held = match DirHold::new(dir.node().clone()) {
         Ok(held) => held,
         Err(e) => {
             return dir

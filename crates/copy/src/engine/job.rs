@@ -4,9 +4,8 @@
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use crate::node::DirNode;
+use crate::node::DirHold;
 use crate::sys::Stat;
 
 /// One entry on its way from the walk to its copy: where it is, its names on both sides, what
@@ -14,7 +13,7 @@ use crate::sys::Stat;
 /// existing destination, open, copy, chunk, finish) takes it.
 pub(crate) struct EntryJob<'j, 'a> {
     /// The directory pair it is in (held by the caller).
-    pub dir: &'j Arc<DirNode<'a>>,
+    pub dir: &'j DirHold<'a>,
     /// Its name in the source directory.
     pub src: CString,
     /// Its name in the destination directory (a command-line operand may take another).
@@ -30,7 +29,7 @@ pub(crate) struct EntryJob<'j, 'a> {
 
 impl<'j, 'a> EntryJob<'j, 'a> {
     /// The entry `name` of `dir`, the same name on both sides, stated (not followed) as `stat`.
-    pub fn new(dir: &'j Arc<DirNode<'a>>, name: CString, stat: Stat) -> Self {
+    pub fn new(dir: &'j DirHold<'a>, name: CString, stat: Stat) -> Self {
         EntryJob {
             dir,
             src: name.clone(),

@@ -10,7 +10,7 @@ use super::existing::{self, Existing, WriteOver};
 use super::job::EntryJob;
 use crate::error::{CopyError, Op};
 use crate::finalize;
-use crate::node::DirNode;
+use crate::node::DirHold;
 use crate::opened::{stop_for_tests, OpenedPair};
 use crate::plan::Reflink;
 use crate::refusal::Refusal;
@@ -186,7 +186,7 @@ pub(crate) fn open_pair(job: &mut EntryJob<'_, '_>) -> Result<Option<OpenedPair>
 /// two (a rename, a swap), and the entry is skipped with GNU cp's words: what was opened is
 /// not what the rules were applied to, and its metadata must not go to a copy of another file.
 pub(crate) fn opened_as_stated(
-    dir: &DirNode<'_>,
+    dir: &DirHold<'_>,
     src: &CStr,
     fd: BorrowedFd<'_>,
     stated: &Stat,
@@ -204,7 +204,7 @@ pub(crate) fn opened_as_stated(
 /// `--resume`: true when the existing destination `dst` already holds the source's bytes; its
 /// metadata is then applied again (it may be what the interrupted run never reached).
 fn complete_already(
-    dir: &DirNode<'_>,
+    dir: &DirHold<'_>,
     dst: &CStr,
     src: BorrowedFd<'_>,
     stat: &Stat,

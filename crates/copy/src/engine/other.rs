@@ -9,7 +9,7 @@ use super::job::EntryJob;
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::links::Linked;
-use crate::node::DirNode;
+use crate::node::DirHold;
 use crate::opened::count_done;
 use crate::plan::LinkMode;
 use crate::quote::quote;
@@ -145,7 +145,7 @@ pub(super) fn make_link(job: &EntryJob<'_, '_>) -> Result<(), CopyError> {
 
 /// True when the destination directory is the current directory, where a relative `-s`
 /// link's target names what it should.
-fn in_current_directory(dir: &DirNode<'_>) -> bool {
+fn in_current_directory(dir: &DirHold<'_>) -> bool {
     match (
         sys::fstatx(dir.dst_fd()),
         sys::statx_at(rustix::fs::CWD, c".", true),

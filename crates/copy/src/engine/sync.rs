@@ -7,7 +7,7 @@ use super::bigfile::BigFile;
 use super::data::DataPath;
 use super::entry::copy_listed;
 use super::mover::Mover;
-use crate::node::DirNode;
+use crate::node::DirHold;
 use crate::queue::{Entry, Queue};
 
 /// Synchronous copies through a [`DataPath`].
@@ -23,7 +23,7 @@ impl SyncMover {
 }
 
 impl<'a> Mover<'a> for SyncMover {
-    fn copy_entries(&mut self, dir: &Arc<DirNode<'a>>, entries: Vec<Entry>, queue: &Queue<'a>) {
+    fn copy_entries(&mut self, dir: &DirHold<'a>, entries: Vec<Entry>, queue: &Queue<'a>) {
         let ctx = dir.ctx;
         for entry in entries {
             if ctx.stopped() {

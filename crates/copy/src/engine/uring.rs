@@ -23,7 +23,7 @@ use super::mover::Mover;
 use super::open::opened_as_stated;
 use crate::error::{CopyError, Op};
 use crate::finalize;
-use crate::node::{DirHold, DirNode};
+use crate::node::DirHold;
 use crate::opened::{
     changed_while_copied, count_done, finish_file, held_still, stop_for_tests, Copied, OpenedPair,
 };
@@ -175,15 +175,11 @@ impl<'a> UringMover<'a> {
 
     /// A free slot, waiting for one if all are busy, and a hold on `dir` for the file that
     /// will occupy it.
-    fn take_slot(
-        &mut self,
-        dir: &Arc<DirNode<'a>>,
-        queue: &Queue<'a>,
-    ) -> Option<(usize, DirHold<'a>)> {
+    fn take_slot(&mut self, dir: &DirHold<'a>, queue: &Queue<'a>) -> Option<(usize, DirHold<'a>)> {
         while self.free.is_empty() {
             self.wait(1, queue);
         }
-        match DirHold::new(dir.clone()) {
+        match DirHold::new(dir.node().clone()) {
             Ok(held) => Some((self.free.pop().expect("a free slot"), held)),
             Err(e) => {
                 let err = CopyError::io(Op::OpenDir, dir.src_path(None), e);
@@ -194,7 +190,7 @@ impl<'a> UringMover<'a> {
     }
 
     /// Queues one entry, from its statx on.
-    fn start(&mut self, dir: &Arc<DirNode<'a>>, name: CString, queue: &Queue<'a>) {
+    fn start(&mut self, dir: &DirHold<'a>, name: CString, queue: &Queue<'a>) {
         let Some((slot, held)) = self.take_slot(dir, queue) else {
             return;
         };
@@ -217,7 +213,7 @@ impl<'a> UringMover<'a> {
     /// in-place copy): the ring starts at creating the destination.
     fn start_opened(
         &mut self,
-        dir: &Arc<DirNode<'a>>,
+        dir: &DirHold<'a>,
         name: CString,
         stat: Stat,
         src: OwnedFd,
@@ -596,7 +592,7 @@ impl<'a> UringMover<'a> {
     /// for the calls a statx by name and an open cost anyway.
     fn copy_in_place(
         &mut self,
-        dir: &Arc<DirNode<'a>>,
+        dir: &DirHold<'a>,
         name: &CString,
         kind: Option<Kind>,
         queue: &Queue<'a>,
@@ -735,7 +731,7 @@ impl<'a> UringMover<'a> {
 }
 
 impl<'a> Mover<'a> for UringMover<'a> {
-    fn copy_entries(&mut self, dir: &Arc<DirNode<'a>>, entries: Vec<Entry>, queue: &Queue<'a>) {
+    fn copy_entries(&mut self, dir: &DirHold<'a>, entries: Vec<Entry>, queue: &Queue<'a>) {
         let ctx = dir.ctx;
         // Merges need cp's checks against what exists, -L needs following: the shared path.
         let fast =

@@ -208,7 +208,7 @@ pub fn copy_ranked(
     exchange: &mut dyn Exchange,
 ) -> Summary {
     let setup = Setup::new(plan, reporter);
-    let share = RankShare::new(rank, size, operand_links(&setup.plan));
+    let share = RankShare::new(rank, size, operand_links(setup.plan));
     let ctx = setup.ctx(progress, reporter, Some(share));
     // Every rank runs every wave: each ends in collective steps.
     for wave in run::waves(&setup.plan.roots) {
@@ -230,8 +230,7 @@ fn operand_links(plan: &CopyPlan) -> HashSet<(u64, u64)> {
     plan.roots
         .iter()
         .filter_map(|root| {
-            let src = CString::new(root.src.as_os_str().as_bytes()).ok()?;
-            let stat = sys::statx_at(rustix::fs::CWD, &src, follow).ok()?;
+            let stat = root.source_stat(follow).ok()?;
             (stat.kind() != sys::Kind::Dir && stat.nlink > 1).then_some((stat.dev, stat.ino))
         })
         .collect()
@@ -239,7 +238,7 @@ fn operand_links(plan: &CopyPlan) -> HashSet<(u64, u64)> {
 
 fn run_wave<'a>(
     ctx: &'a Ctx<'a>,
-    setup: &'a Setup,
+    setup: &'a Setup<'a>,
     wave: &[&CopyRoot],
     exchange: &mut dyn Exchange,
 ) {
@@ -247,7 +246,7 @@ fn run_wave<'a>(
     let share = ctx.share.as_ref().expect("a ranked run");
     // Lockstep: one task at a time, run by the exchange; the queue sizes its batches for one.
     let lockstep = exchange.lockstep();
-    let workers = if lockstep { 0 } else { setup.threads };
+    let workers = if lockstep { 0 } else { setup.threads() };
     let queue = Queue::new(workers.max(1));
     queue.hold_open(true);
     let mut roots: Vec<Option<Arc<DirNode<'a>>>> = plan.roots.iter().map(|_| None).collect();
@@ -274,7 +273,7 @@ fn run_wave<'a>(
         lent: Mutex::default(),
         stepper: lockstep.then(|| {
             Mutex::new(Stepper {
-                mover: run::new_mover(plan, setup.use_uring, ctx.reporter),
+                mover: run::new_mover(plan, &ctx.tuning, setup.use_uring, ctx.reporter),
                 dir_buf: vec![MaybeUninit::uninit(); walk::DIR_BUF],
             })
         }),
@@ -282,7 +281,7 @@ fn run_wave<'a>(
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| {
-                let mut mover = run::new_mover(plan, setup.use_uring, ctx.reporter);
+                let mut mover = run::new_mover(plan, &ctx.tuning, setup.use_uring, ctx.reporter);
                 walk::worker(ctx, &queue, mover.as_mut());
             });
         }

@@ -12,9 +12,10 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, Statx, StatxFlags, CWD};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, Statx, StatxFlags};
 
 use crate::plan::{CopyPlan, Dereference};
+use crate::sys::Kind;
 
 /// Open directories the count may hold at once (one per level below a root). Deeper levels
 /// are not counted; the total is then low, and the bar says so by reaching it early.
@@ -57,11 +58,15 @@ pub fn count(plan: &CopyPlan, totals: &Totals) {
         if totals.stopped() {
             break;
         }
-        let Ok(stat) = statx(CWD, root.src.as_path(), follow_roots) else {
+        // The stat the plan took.
+        let Ok(stat) = root.source_stat(follow_roots) else {
             continue;
         };
-        if FileType::from_raw_mode(stat.stx_mode.into()) != FileType::Directory {
-            add_entry(totals, &stat);
+        if stat.kind() != Kind::Dir {
+            totals.files.fetch_add(1, Ordering::Relaxed);
+            if stat.kind() == Kind::File {
+                totals.bytes.fetch_add(stat.size, Ordering::Relaxed);
+            }
             continue;
         }
         if !plan.recursive {
@@ -70,13 +75,14 @@ pub fn count(plan: &CopyPlan, totals: &Totals) {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         if let Ok(dir) = rustix::fs::open(root.src.as_path(), flags, Mode::empty()) {
             totals.dirs.fetch_add(1, Ordering::Relaxed);
+            let dev = (libc::major(stat.dev), libc::minor(stat.dev));
             let walk = Walk {
                 totals,
                 follow: plan.dereference == Dereference::Always,
                 one_file_system: plan.one_file_system,
-                dev: (stat.stx_dev_major, stat.stx_dev_minor),
+                dev,
             };
-            walk.dir(dir.as_fd(), &mut buf, &mut vec![id(&stat)]);
+            walk.dir(dir.as_fd(), &mut buf, &mut vec![(dev.0, dev.1, stat.ino)]);
         }
     }
     totals.done.store(true, Ordering::Release);
@@ -227,6 +233,7 @@ mod tests {
             parents: None,
             src: src.to_path_buf(),
             dst: dst.to_path_buf(),
+            stat: None,
         };
         CopyPlan::new(vec![root], true)
     }

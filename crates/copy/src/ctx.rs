@@ -1,5 +1,5 @@
-//! The state of one run that every worker shares ([`Ctx`]): the plan, the reporters, who we are,
-//! the error count, the hard-link map and the descriptor budget.
+//! The state of one run that every worker shares ([`Ctx`]): the plan and its fitted tuning, the
+//! reporters, who we are, the error count, the hard-link map and the descriptor budget.
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::BorrowedFd;
@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use crate::error::CopyError;
 use crate::links::LinkMap;
-use crate::plan::CopyPlan;
+use crate::plan::{CopyPlan, Tuning};
 use crate::policy::Policy;
 use crate::progress::{Progress, Reporter};
 use crate::ranks::Ranks;
@@ -20,6 +20,9 @@ pub(crate) type OperandsSeen = HashMap<(u64, u64), Vec<usize>>;
 /// State shared by every worker of one run.
 pub(crate) struct Ctx<'a> {
     pub plan: &'a CopyPlan,
+    /// The plan's tuning fitted to this run's descriptor and memory limits (`run::Setup`):
+    /// what the engines use. The plan itself keeps what was asked.
+    pub tuning: Tuning,
     /// cp's rules for existing destinations, read from the plan once.
     pub policy: Policy,
     pub progress: &'a Progress,
@@ -97,6 +100,13 @@ impl Ctx<'_> {
                 self.note_created_stat(operand, &stat);
             }
         }
+    }
+
+    /// True when a small file may take a fast path that writes its bytes straight under the
+    /// final name: the plan allows it, and the reporter wants no `--debug` account of how each
+    /// file's data moved (that comes from the synchronous path).
+    pub fn small_files_fast(&self) -> bool {
+        self.plan.small_files_fast() && !self.reporter.debug()
     }
 
     /// True once the run must stop: SIGINT or a fatal error.

@@ -10,12 +10,14 @@
 //!   (FICLONE, copy_file_range) in parallel chunks; `readwrite` is plain read/write, the reference.
 //! * [`finalize`] applies metadata after content, and to directories after all their children.
 //!
-//! Everything a caller decides is in a [`CopyPlan`]; [`copy`] runs it. [`verify`] compares two
+//! Everything a caller decides is in a [`CopyPlan`], built once with [`CopyPlan::builder`];
+//! [`copy`] runs it, and a [`Reporter`] shows what happens. [`verify`] compares two
 //! trees entry by entry: the one comparer `ringio verify`, `ringio cp --verify` and the
 //! benchmarks share.
 #![deny(missing_docs)]
 
 mod backup;
+mod builder;
 pub mod count;
 mod ctx;
 mod engine;
@@ -43,6 +45,7 @@ pub mod walk;
 mod xattr;
 
 pub use backup::{backup_path, simple_backup_suffix};
+pub use builder::{BackupRequest, BackupTypeReader, PlanBuilder, PlanError};
 pub use engine::uring_available;
 pub use error::{CopyError, Op};
 pub use plan::{

@@ -99,7 +99,7 @@ pub(crate) fn stop_for_tests() {
 pub(crate) fn count_done(dir: &DirHold<'_>, src: &CStr, dst: &CStr, backup: Option<&CStr>) {
     let ctx = dir.ctx;
     ctx.progress.files.fetch_add(1, Ordering::Relaxed);
-    if ctx.plan.verbose {
+    if ctx.reporter.verbose() {
         let (src, dst_path) = (dir.src_path(Some(src)), dir.dst_path(Some(dst)));
         match backup {
             Some(aside) => ctx.reporter.verbose_line(&format!(
@@ -168,7 +168,7 @@ pub(crate) fn finish_file(
     let backup = pair.backup.clone();
     place(ctx, dir, dst, pair)?;
     let (Copied::Snapshot(bytes) | Copied::Spread(bytes)) = copied;
-    if bytes != stat.size && stat.kind() == Kind::File && ctx.plan.verbose {
+    if bytes != stat.size && stat.kind() == Kind::File && ctx.reporter.verbose() {
         // A file that held still and still read a size other than its stat's: a /proc file.
         ctx.reporter.note(&format!(
             "{} changed size while it was copied ({} bytes at start, {bytes} copied)",

@@ -86,7 +86,7 @@ pub(crate) fn make(ctx: &Ctx<'_>, src: &Path, target: &Path) -> Result<Parents, 
                 )),
                 _ => CopyError::io(Op::OpenDir, &dst_path, e),
             })?;
-        if created && ctx.plan.verbose {
+        if created && ctx.reporter.verbose() {
             // GNU cp 9.1 prints these without quotes.
             ctx.reporter.verbose_line(&format!(
                 "{} -> {}",

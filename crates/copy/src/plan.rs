@@ -7,8 +7,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::CopyError;
-use crate::quote::quote;
 use crate::refusal::Refusal;
+use crate::sys::Stat;
 use crate::transfer::Method;
 
 /// A copy engine, selectable with `ringio cp --engine`. Every engine shares the walk, the
@@ -127,6 +127,17 @@ impl Preserve {
         links: false,
         xattr: false,
     };
+
+    /// Every attribute either keeps (`-p` on top of `--preserve=links` keeps the links).
+    pub fn union(self, other: Preserve) -> Preserve {
+        Preserve {
+            mode: self.mode || other.mode,
+            ownership: self.ownership || other.ownership,
+            timestamps: self.timestamps || other.timestamps,
+            links: self.links || other.links,
+            xattr: self.xattr || other.xattr,
+        }
+    }
 
     /// Parses one comma-separated `--preserve` / `--no-preserve` list and sets each named
     /// attribute to `value`.
@@ -315,75 +326,115 @@ impl Default for Tuning {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CopyRoot {
     /// The source, as the user named it.
-    pub src: PathBuf,
+    pub(crate) src: PathBuf,
     /// The destination path to create (already resolved: `DIR/basename(src)` when copying into a
     /// directory).
-    pub dst: PathBuf,
+    pub(crate) dst: PathBuf,
     /// `--parents`: the target directory under which the source's leading directories are
     /// made before the copy (`dst` is then `DIR/src`).
-    pub parents: Option<PathBuf>,
+    pub(crate) parents: Option<PathBuf>,
+    /// The source's statx (or its errno) as the plan's validation took it, following a final
+    /// symlink unless `-P`: the run, the count and the MPI ranks use it instead of stating the
+    /// source again. `None`: not taken (a root that waits for a later wave), so taken when used.
+    pub(crate) stat: Option<Result<Stat, i32>>,
 }
 
-/// Everything [`crate::copy`] needs, resolved and validated.
+impl CopyRoot {
+    /// The source, as the user named it.
+    pub fn src(&self) -> &Path {
+        &self.src
+    }
+
+    /// The destination path the source becomes.
+    pub fn dst(&self) -> &Path {
+        &self.dst
+    }
+
+    /// `--parents`: the target directory the source's leading directories are made under.
+    pub fn parents(&self) -> Option<&Path> {
+        self.parents.as_deref()
+    }
+
+    /// The source's stat (following a final symlink when `follow`): the one the plan took, or
+    /// a new one when it took none.
+    pub(crate) fn source_stat(&self, follow: bool) -> io::Result<Stat> {
+        match self.stat {
+            Some(Ok(stat)) => Ok(stat),
+            Some(Err(errno)) => Err(io::Error::from_raw_os_error(errno)),
+            None => stat_source(&self.src, follow),
+        }
+    }
+}
+
+/// statx of a source path, following a final symlink when `follow`.
+pub(crate) fn stat_source(path: &Path, follow: bool) -> io::Result<Stat> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    crate::sys::statx_at(rustix::fs::CWD, &name, follow)
+}
+
+/// Everything [`crate::copy`] needs, resolved and validated: built once by
+/// [`CopyPlan::builder`] and never changed after. Display (`-v`, `--debug`) is the
+/// [`crate::Reporter`]'s; the tuning a run actually uses, fitted to its limits, is its own
+/// value (`run::Setup`).
 #[derive(Debug, Clone)]
 pub struct CopyPlan {
     /// Source → destination pairs, in command-line order.
-    pub roots: Vec<CopyRoot>,
+    pub(crate) roots: Vec<CopyRoot>,
     /// `-r`: copy directories recursively.
-    pub recursive: bool,
+    pub(crate) recursive: bool,
     /// Symlink following.
-    pub dereference: Dereference,
+    pub(crate) dereference: Dereference,
     /// Metadata to carry over.
-    pub preserve: Preserve,
+    pub(crate) preserve: Preserve,
     /// Existing-destination policy.
-    pub overwrite: Overwrite,
+    pub(crate) overwrite: Overwrite,
     /// `-f`: when an existing destination cannot be opened, remove it and try again.
-    pub force: bool,
+    pub(crate) force: bool,
     /// How bytes move.
-    pub engine: Engine,
-    /// Engine knobs.
-    pub tuning: Tuning,
-    /// `-v`: print each copied entry, and note engine fallbacks.
-    pub verbose: bool,
+    pub(crate) engine: Engine,
+    /// Engine knobs as asked; a run fits them to its limits (`run::Setup`), and the engines
+    /// read that fitted value, not this one.
+    pub(crate) tuning: Tuning,
     /// Hole handling.
-    pub sparse: Sparse,
+    pub(crate) sparse: Sparse,
     /// Extent sharing.
-    pub reflink: Reflink,
+    pub(crate) reflink: Reflink,
     /// `--remove-destination`: remove an existing destination before creating the copy, instead
     /// of writing over it.
-    pub remove_destination: bool,
+    pub(crate) remove_destination: bool,
     /// `--backup`: rename an existing destination aside before replacing it.
-    pub backup: Option<Backup>,
+    pub(crate) backup: Option<Backup>,
     /// `--atomic`: write each file under a temporary name in its directory, then rename it into
     /// place, so no reader ever sees a partly written file. An existing file's attributes are
     /// given to its replacement first (see `replaced.rs`).
-    pub atomic: bool,
+    pub(crate) atomic: bool,
     /// `--fsync`: the copy is on stable storage before ringio exits.
-    pub fsync: bool,
+    pub(crate) fsync: bool,
     /// `-x`: do not descend into directories on other filesystems (they are created empty).
-    pub one_file_system: bool,
+    pub(crate) one_file_system: bool,
     /// `--engine aio --direct`: move file bodies with O_DIRECT, bypassing the page cache.
-    pub direct: bool,
+    pub(crate) direct: bool,
     /// `--copy-contents`: under -r, read special files (FIFOs, devices) as data too.
-    pub copy_contents: bool,
+    pub(crate) copy_contents: bool,
     /// `-l`, `-s`: links instead of copies.
-    pub link: LinkMode,
+    pub(crate) link: LinkMode,
     /// `--attributes-only`: metadata without data; a new file is created empty, an existing
     /// one keeps its content.
-    pub attributes_only: bool,
+    pub(crate) attributes_only: bool,
     /// An explicit `--no-preserve=mode`: new entries get the default modes (0666, 0777 for
     /// directories, less the umask) instead of their source's.
-    pub default_modes: bool,
-    /// `--debug`: after each regular file's `-v` line, how its data moved (GNU cp's
-    /// `copy offload: ..., reflink: ..., sparse detection: ...`). Every file then takes the
-    /// synchronous path whole.
-    pub debug: bool,
+    pub(crate) default_modes: bool,
+    /// `POSIXLY_CORRECT` was set when the plan was built: data is written through a dangling
+    /// symlink.
+    pub(crate) posixly_correct: bool,
 }
 
 impl CopyPlan {
-    /// A plan with cp's defaults (`cp -r` when `recursive`) for these roots: the base every
-    /// caller adjusts.
-    pub fn new(roots: Vec<CopyRoot>, recursive: bool) -> Self {
+    /// A plan with cp's defaults (`cp -r` when `recursive`) for these roots, as given (no
+    /// validation, no stat): where [`CopyPlan::builder`] starts, and what unit tests adjust.
+    pub(crate) fn new(roots: Vec<CopyRoot>, recursive: bool) -> Self {
         CopyPlan {
             roots,
             recursive,
@@ -397,7 +448,6 @@ impl CopyPlan {
             force: false,
             engine: Engine::Uring,
             tuning: Tuning::default(),
-            verbose: false,
             sparse: Sparse::Auto,
             reflink: Reflink::Auto,
             remove_destination: false,
@@ -410,8 +460,13 @@ impl CopyPlan {
             link: LinkMode::Copy,
             attributes_only: false,
             default_modes: false,
-            debug: false,
+            posixly_correct: false,
         }
+    }
+
+    /// Source → destination pairs, in command-line order.
+    pub fn roots(&self) -> &[CopyRoot] {
+        &self.roots
     }
 
     /// True when a special file (FIFO, device) is read as data into a regular file, as cp
@@ -422,151 +477,14 @@ impl CopyPlan {
 
     /// True when a small file may take a fast path that writes its bytes straight under the
     /// final name (the io_uring pipeline, the in-place copy). Policies that must see every file
-    /// go through the shared synchronous path instead.
+    /// go through the shared synchronous path instead (so does `--debug`: see
+    /// `Ctx::small_files_fast`).
     pub(crate) fn small_files_fast(&self) -> bool {
         !self.atomic
             && self.reflink != Reflink::Always
             && self.sparse != Sparse::Always
             && self.link == LinkMode::Copy
             && !self.attributes_only
-            && !self.debug
-    }
-
-    /// `--resume` of `cp -r SRC DST` where DST is now a directory: true when DST is the copy an
-    /// interrupted run made (so the copy goes on in DST), false when SRC was being copied into
-    /// it (DST/NAME). DST is taken as the copy unless DST/NAME exists or DST holds a name SRC
-    /// lacks. An empty DST is taken as the copy; `-T` or `-t` says it without guessing.
-    pub fn resume_target_is_copy(src: &Path, target: &Path) -> bool {
-        let (Ok(s), Ok(t)) = (fs::metadata(src), fs::metadata(target)) else {
-            return false;
-        };
-        if !s.is_dir() || !t.is_dir() {
-            return false;
-        }
-        if let Some(name) = last_component(src) {
-            if fs::symlink_metadata(target.join(name)).is_ok_and(|m| m.is_dir()) {
-                return false;
-            }
-        }
-        let Ok(entries) = fs::read_dir(target) else {
-            return false;
-        };
-        entries.flatten().all(|e| {
-            let name = e.file_name();
-            fs::symlink_metadata(src.join(&name)).is_ok() || is_temp_of_ours(&name)
-        })
-    }
-
-    /// Resolves cp's three forms into source → destination pairs:
-    /// `SRC DST`, `SRC... DIR` (also `-t DIR SRC...`) and `-T SRC DST`.
-    pub fn resolve_roots(
-        sources: &[PathBuf],
-        target: &Path,
-        into_directory: Option<bool>,
-    ) -> Result<Vec<CopyRoot>, CopyError> {
-        if sources.is_empty() {
-            return Err(CopyError::Refused(format!(
-                "missing destination file operand after {}",
-                quote(&target)
-            )));
-        }
-        let target_is_dir = fs::metadata(target).map(|m| m.is_dir()).unwrap_or(false);
-        let into = match into_directory {
-            Some(true) => {
-                if !target_is_dir {
-                    return Err(not_a_directory(target, true));
-                }
-                true
-            }
-            Some(false) => {
-                if sources.len() > 1 {
-                    return Err(CopyError::Refused(format!(
-                        "extra operand {}",
-                        quote(&sources[1])
-                    )));
-                }
-                false
-            }
-            None if sources.len() > 1 => {
-                if !target_is_dir {
-                    return Err(not_a_directory(target, false));
-                }
-                true
-            }
-            None => target_is_dir,
-        };
-        Ok(sources
-            .iter()
-            .map(|src| {
-                let dst = if into {
-                    match last_component(src) {
-                        Some(name) => target.join(name),
-                        // `cp -r src/. dir`: the contents go into dir itself, named
-                        // `dir/.` as cp names them (`'src/./f' -> 'dir/./f'`).
-                        None if ends_in_dot(src) => target.join("."),
-                        None => target.to_path_buf(),
-                    }
-                } else {
-                    target.to_path_buf()
-                };
-                CopyRoot {
-                    src: src.clone(),
-                    dst,
-                    parents: None,
-                }
-            })
-            .collect())
-    }
-
-    /// `--parents`: each source keeps its whole path under the target directory
-    /// (`a/b/f DIR` becomes `DIR/a/b/f`).
-    pub fn resolve_parents(
-        sources: &[PathBuf],
-        target: &Path,
-        into_directory: Option<bool>,
-    ) -> Result<Vec<CopyRoot>, CopyError> {
-        let target_is_dir = fs::metadata(target).is_ok_and(|m| m.is_dir());
-        if into_directory == Some(false) || !target_is_dir {
-            return Err(CopyError::Refused(
-                "with --parents, the destination must be a directory".to_string(),
-            ));
-        }
-        Ok(sources
-            .iter()
-            .map(|src| {
-                use std::os::unix::ffi::OsStrExt;
-                let bytes = src.as_os_str().as_bytes();
-                let end = bytes.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
-                let start = bytes[..end].iter().position(|&b| b != b'/').unwrap_or(end);
-                let rel = Path::new(std::ffi::OsStr::from_bytes(&bytes[start..end]));
-                CopyRoot {
-                    src: src.clone(),
-                    dst: target.join(rel),
-                    parents: Some(target.to_path_buf()),
-                }
-            })
-            .collect())
-    }
-}
-
-/// The last component of `path` as cp names it in a target directory: `a/b/` is `b`, and
-/// `a/.`, `.` or `..` is `None` (the directory's contents go straight into the target). Unlike
-/// `Path::file_name`, which reads `a/.` as `a`.
-fn last_component(path: &Path) -> Option<&std::ffi::OsStr> {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = path.as_os_str().as_bytes();
-    let trimmed = match bytes.iter().rposition(|&b| b != b'/') {
-        Some(end) => &bytes[..=end],
-        None => return None,
-    };
-    let name = match trimmed.iter().rposition(|&b| b == b'/') {
-        Some(slash) => &trimmed[slash + 1..],
-        None => trimmed,
-    };
-    match name {
-        // cp copies `a/..` into the target too, not into its parent.
-        b"." | b".." => None,
-        _ => Some(std::ffi::OsStr::from_bytes(name)),
     }
 }
 
@@ -616,38 +534,6 @@ fn dir_name(path: &Path) -> &Path {
     } else {
         Path::new(std::ffi::OsStr::from_bytes(&bytes[..len]))
     }
-}
-
-/// True when the last component of `path` is `.` or `..` (trailing slashes aside).
-fn ends_in_dot(path: &Path) -> bool {
-    let bytes = path.as_os_str().as_encoded_bytes();
-    let end = bytes.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
-    bytes[..end].ends_with(b".") && (end == 1 || matches!(bytes[end - 2], b'/' | b'.'))
-}
-
-/// An `--atomic` temporary of ringio's (see [`crate::temp`]).
-fn is_temp_of_ours(name: &std::ffi::OsStr) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    crate::temp::is_ours(name.as_bytes())
-}
-
-/// cp's words for a target that is not a usable directory: `target directory 'T': REASON`
-/// for `-t T`, `target 'T': REASON` for the last of several operands.
-fn not_a_directory(target: &Path, named_by_t: bool) -> CopyError {
-    let why = match fs::metadata(target) {
-        Err(e) => e,
-        Ok(_) => io::Error::from_raw_os_error(libc::ENOTDIR),
-    };
-    let what = if named_by_t {
-        "target directory"
-    } else {
-        "target"
-    };
-    CopyError::Refused(format!(
-        "{what} {}: {}",
-        quote(&target),
-        crate::error::reason(&why)
-    ))
 }
 
 /// Refuses `dst` when it lies inside the directory `src` or is `src` itself (cp: "cannot copy a
@@ -733,19 +619,6 @@ mod tests {
     }
 
     #[test]
-    fn last_components_as_cp_reads_them() {
-        let last = |p: &str| last_component(Path::new(p)).map(|s| s.to_str().unwrap().to_owned());
-        assert_eq!(last("a/b"), Some("b".into()));
-        assert_eq!(last("a/b//"), Some("b".into()));
-        assert_eq!(last("a/."), None);
-        assert_eq!(last("."), None);
-        assert_eq!(last("/"), None);
-        assert_eq!(last(".."), None);
-        assert!(ends_in_dot(Path::new("a/./")) && ends_in_dot(Path::new("..")));
-        assert!(!ends_in_dot(Path::new("a.")) && !ends_in_dot(Path::new("/")));
-    }
-
-    #[test]
     fn one_name_in_one_directory() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path();
@@ -769,19 +642,5 @@ mod tests {
         assert_eq!(base_name(Path::new("a/b//")), b"b");
         assert_eq!(base_name(Path::new("a/.")), b".");
         assert_eq!(base_name(Path::new("f")), b"f");
-    }
-
-    #[test]
-    fn roots_into_existing_directory() {
-        let tmp = std::env::temp_dir();
-        let roots = CopyPlan::resolve_roots(&[PathBuf::from("a/b")], &tmp, None).expect("resolves");
-        assert_eq!(roots[0].dst, tmp.join("b"));
-        let roots = CopyPlan::resolve_roots(&[PathBuf::from("a/b")], &tmp, Some(false)).unwrap();
-        assert_eq!(roots[0].dst, tmp);
-        let missing = Path::new("/nonexistent-ringio-target");
-        assert!(
-            CopyPlan::resolve_roots(&[PathBuf::from("a"), PathBuf::from("b")], missing, None)
-                .is_err()
-        );
     }
 }

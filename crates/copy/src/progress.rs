@@ -42,18 +42,34 @@ impl Progress {
     }
 }
 
-/// Where the copy reports what happens. Called from worker threads.
+/// Where the copy reports what happens, and which of its lines the front end wants (display
+/// is the reporter's business, not the plan's). Called from worker threads.
 pub trait Reporter: Sync {
+    /// `-v`: the front end shows cp's verbose lines ([`Reporter::copied`],
+    /// [`Reporter::verbose_line`]) and the engine's notes. Asked as the copy goes; the answer
+    /// must not change during a run.
+    fn verbose(&self) -> bool {
+        false
+    }
+    /// `--debug`: the front end shows, after each regular file's `-v` line, how its data moved
+    /// (GNU cp's `copy offload: ..., reflink: ..., sparse detection: ...`). Every file then
+    /// takes the synchronous path whole, so that there is one answer to give. Must not change
+    /// during a run.
+    fn debug(&self) -> bool {
+        false
+    }
     /// An entry failed; the copy goes on (unless the error is fatal).
     fn error(&self, err: &CopyError);
-    /// An entry was copied (called only under `-v`).
+    /// An entry was copied (called only when [`Reporter::verbose`]).
     fn copied(&self, src: &Path, dst: &Path);
-    /// Another line of `-v` as cp words it (`removed 'PATH'`, a `--parents` directory).
+    /// Another line of `-v` as cp words it (`removed 'PATH'`, a `--parents` directory, a
+    /// `--debug` line).
     fn verbose_line(&self, line: &str);
-    /// Something worth saying under `-v` (an engine fallback, a file that changed size).
+    /// A warning, or under `-v` something worth saying (an engine fallback, a file that
+    /// changed size).
     fn note(&self, msg: &str);
     /// `-i`: asks `question` (cp's "overwrite 'PATH'? ") and returns the answer. Only asked
-    /// when the plan says `interactive`.
+    /// when the plan's overwrite policy is [`crate::Overwrite::Interactive`].
     fn confirm(&self, question: &str) -> bool;
 }
 

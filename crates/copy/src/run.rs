@@ -197,21 +197,24 @@ impl FdBudget {
     }
 }
 
-/// What a run settles before it starts: the plan with its budgets filled in, and the engine.
-pub(crate) struct Setup {
-    pub plan: CopyPlan,
-    pub threads: usize,
+/// What a run settles before it starts, beside the plan it never changes: the plan's tuning
+/// fitted to RLIMIT_NOFILE and the memory budget (its own value: the engines read it, through
+/// [`Ctx::tuning`]), whether io_uring is used, and the directory budget.
+pub(crate) struct Setup<'a> {
+    pub plan: &'a CopyPlan,
+    /// The plan's tuning, fitted: fewer threads, a smaller queue, smaller buffers, bigger
+    /// chunks than asked where the limits say so.
+    pub tuning: Tuning,
     pub use_uring: bool,
     pub dir_budget: usize,
 }
 
-impl Setup {
+impl<'a> Setup<'a> {
     /// Fits the plan's threads and queue depth to RLIMIT_NOFILE and the buffer budget, and
     /// probes io_uring.
-    pub fn new(plan: &CopyPlan, reporter: &dyn Reporter) -> Self {
+    pub fn new(plan: &'a CopyPlan, reporter: &dyn Reporter) -> Self {
         let nofile =
             usize::try_from(ringio_base::limits::raise_nofile_limit()).unwrap_or(usize::MAX);
-        let mut plan = plan.clone();
         let anchors = if plan.preserve.links {
             plan.roots.len()
         } else {
@@ -226,15 +229,15 @@ impl Setup {
         let pipe = plan.engine == Engine::Splice;
         let roots = plan.roots.len();
         let budget = FdBudget::new(nofile, in_use, roots, anchors, &plan.tuning, pipe);
-        plan.tuning.threads = budget.threads;
-        plan.tuning.queue_depth = budget.queue_depth;
+        let mut tuning = plan.tuning;
+        tuning.threads = budget.threads;
+        tuning.queue_depth = budget.queue_depth;
         // Buffers count in RSS once used: all of them stay within one budget whatever the
         // options and the thread count.
-        MemoryBudget::from_limits().fit(&mut plan.tuning, plan.engine);
-        let threads = plan.tuning.threads;
+        MemoryBudget::from_limits().fit(&mut tuning, plan.engine);
         let use_uring = match plan.engine {
             Engine::Uring if !budget.ring => {
-                if plan.verbose {
+                if reporter.verbose() {
                     reporter.note(&format!(
                         "{nofile} open files (RLIMIT_NOFILE) are too few for io_uring; using \
                          the synchronous threaded engine"
@@ -245,7 +248,7 @@ impl Setup {
             Engine::Uring => match uring_available() {
                 Ok(()) => true,
                 Err(why) => {
-                    if plan.verbose {
+                    if reporter.verbose() {
                         reporter.note(&format!("{why}; using the synchronous threaded engine"));
                     }
                     false
@@ -255,22 +258,28 @@ impl Setup {
         };
         Setup {
             plan,
-            threads,
+            tuning,
             use_uring,
             dir_budget: budget.dir_pairs,
         }
     }
 
+    /// Worker threads, as fitted.
+    pub fn threads(&self) -> usize {
+        self.tuning.threads
+    }
+
     /// The shared state of a run of this setup (`ranks`: this rank's part of an MPI job).
-    pub fn ctx<'a>(
-        &'a self,
+    pub fn ctx(
+        &self,
         progress: &'a Progress,
         reporter: &'a dyn Reporter,
         ranks: Option<Ranks>,
     ) -> Ctx<'a> {
-        let plan = &self.plan;
+        let plan = self.plan;
         Ctx {
             plan,
+            tuning: self.tuning,
             policy: Policy::of(plan),
             progress,
             reporter,
@@ -312,13 +321,13 @@ impl Setup {
 pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Summary {
     let setup = Setup::new(plan, reporter);
     let ctx = setup.ctx(progress, reporter, None);
-    for wave in waves(&setup.plan.roots) {
+    for wave in waves(&plan.roots) {
         if ctx.stopped() {
             break;
         }
-        run_wave(&ctx, &wave, setup.threads, setup.use_uring);
+        run_wave(&ctx, &wave, setup.threads(), setup.use_uring);
     }
-    if setup.plan.fsync && !progress.cancelled() {
+    if plan.fsync && !progress.cancelled() {
         sync_destinations(&ctx);
     }
     setup.summary(&ctx)
@@ -348,7 +357,7 @@ fn run_wave<'a>(ctx: &'a Ctx<'a>, roots: &[&CopyRoot], threads: usize, use_uring
     let reporter = ctx.reporter;
     // Copying a few files needs no pool: a thread (and ring) per file at most, unless one is
     // big enough to be split into chunks.
-    let threads = if roots.iter().any(|root| needs_pool(plan, root)) {
+    let threads = if roots.iter().any(|root| needs_pool(plan, &ctx.tuning, root)) {
         threads
     } else {
         threads.min(roots.len()).max(1)
@@ -373,7 +382,7 @@ fn run_wave<'a>(ctx: &'a Ctx<'a>, roots: &[&CopyRoot], threads: usize, use_uring
         }
     }
     let work = || {
-        let mut mover = new_mover(plan, use_uring, reporter);
+        let mut mover = new_mover(plan, &ctx.tuning, use_uring, reporter);
         walk::worker(ctx, &queue, mover.as_mut());
     };
     std::thread::scope(|scope| {
@@ -397,12 +406,12 @@ fn run_wave<'a>(ctx: &'a Ctx<'a>, roots: &[&CopyRoot], threads: usize, use_uring
 /// A worker's engine.
 pub(crate) fn new_mover<'a>(
     plan: &'a CopyPlan,
+    tuning: &Tuning,
     use_uring: bool,
     reporter: &dyn Reporter,
 ) -> Box<dyn Mover<'a> + 'a> {
-    let tuning = &plan.tuning;
     match plan.engine {
-        Engine::ReadWrite => Box::new(SyncMover::new(DataPath::new(plan, false))),
+        Engine::ReadWrite => Box::new(SyncMover::new(DataPath::new(plan, tuning, false))),
         Engine::Aio | Engine::CopyRange | Engine::Sendfile | Engine::Splice => {
             let method = plan.engine.method().expect("an alternative engine");
             let plain_below = match plan.engine {
@@ -411,6 +420,7 @@ pub(crate) fn new_mover<'a>(
             };
             Box::new(SyncMover::new(DataPath::with_method(
                 plan,
+                tuning,
                 method,
                 plain_below,
             )))
@@ -420,20 +430,20 @@ pub(crate) fn new_mover<'a>(
                 tuning.queue_depth,
                 tuning.small_file_threshold,
                 tuning.ring_only,
-                DataPath::new(plan, true),
+                DataPath::new(plan, tuning, true),
             ) {
                 Ok(m) => Box::new(m),
                 Err(e) => {
-                    if plan.verbose {
+                    if reporter.verbose() {
                         reporter.note(&format!(
                             "io_uring setup failed ({e}); this worker copies synchronously"
                         ));
                     }
-                    Box::new(SyncMover::new(DataPath::new(plan, true)))
+                    Box::new(SyncMover::new(DataPath::new(plan, tuning, true)))
                 }
             }
         }
-        Engine::Uring => Box::new(SyncMover::new(DataPath::new(plan, true))),
+        Engine::Uring => Box::new(SyncMover::new(DataPath::new(plan, tuning, true))),
     }
 }
 
@@ -472,16 +482,14 @@ fn path_cstring(path: &Path) -> Result<CString, CopyError> {
     cstring(path.as_os_str().as_bytes(), path)
 }
 
-/// True when copying `root` can use every worker: a directory, or a file split into chunks.
-pub(crate) fn needs_pool(plan: &CopyPlan, root: &CopyRoot) -> bool {
+/// True when copying `root` can use every worker: a directory, or a file split into chunks
+/// (by the fitted `tuning`).
+pub(crate) fn needs_pool(plan: &CopyPlan, tuning: &Tuning, root: &CopyRoot) -> bool {
     let follow = plan.dereference != Dereference::Never;
-    let Ok(src) = path_cstring(&root.src) else {
-        return false;
-    };
-    match sys::statx_at(rustix::fs::CWD, &src, follow) {
+    match root.source_stat(follow) {
         Ok(stat) => {
             use crate::engine::file::{weight, worth_splitting};
-            stat.kind() == Kind::Dir || worth_splitting(&plan.tuning, weight(&stat, plan.sparse))
+            stat.kind() == Kind::Dir || worth_splitting(tuning, weight(&stat, plan.sparse))
         }
         Err(_) => false,
     }
@@ -506,8 +514,9 @@ pub(crate) fn start_root<'a>(
     let follow = plan.dereference != Dereference::Never;
     let src_c = path_cstring(&root.src)?;
     let cwd = rustix::fs::CWD;
-    let stat =
-        sys::statx_at(cwd, &src_c, follow).map_err(|e| CopyError::io(Op::Stat, &root.src, e))?;
+    let stat = root
+        .source_stat(follow)
+        .map_err(|e| CopyError::io(Op::Stat, &root.src, e))?;
     if stat.kind() != Kind::Dir {
         if named_again(ctx, root, &stat)? {
             return Ok(None);
@@ -537,7 +546,7 @@ pub(crate) fn start_root<'a>(
                 .ok()
                 .filter(|_| unreadable)
             {
-                if fresh && plan.verbose {
+                if fresh && ctx.reporter.verbose() {
                     ctx.reporter.copied(&root.src, &root.dst);
                 }
                 let path = || root.dst.clone();
@@ -558,7 +567,7 @@ pub(crate) fn start_root<'a>(
         Err(e) => return Err(CopyError::io(Op::OpenDir, &root.dst, e)),
     };
     let dst_stat = sys::fstatx(dst.as_fd()).map_err(|e| CopyError::io(Op::Stat, &root.dst, e))?;
-    if fresh && plan.verbose {
+    if fresh && ctx.reporter.verbose() {
         ctx.reporter.copied(&root.src, &root.dst);
     }
     let names = RootNames {
@@ -640,7 +649,7 @@ pub(crate) fn open_root<'a>(ctx: &'a Ctx<'a>, root: &CopyRoot) -> Option<Arc<Dir
     let src_c = path_cstring(&root.src).ok()?;
     let dst_c = path_cstring(&root.dst).ok()?;
     let cwd = rustix::fs::CWD;
-    let stat = sys::statx_at(cwd, &src_c, follow).ok()?;
+    let stat = root.source_stat(follow).ok()?;
     if stat.kind() != Kind::Dir || !plan.recursive {
         return None;
     }
@@ -855,6 +864,7 @@ mod tests {
             parents: None,
             src: s.into(),
             dst: d.into(),
+            stat: None,
         };
         let roots = [root("a/f", "d/f"), root("b/f", "d/f"), root("c/g", "d/g")];
         let waves = waves(&roots);

@@ -224,7 +224,7 @@ pub(crate) fn make_dst_dir(
     match sys::open_dir(parent.dst_fd(), name, false) {
         Ok(fd) => {
             // cp -v names each directory it makes, before its contents.
-            if fresh && ctx.plan.verbose {
+            if fresh && ctx.reporter.verbose() {
                 ctx.reporter
                     .copied(&parent.src_path(Some(name)), &parent.dst_path(Some(name)));
             }

@@ -10,17 +10,17 @@ use anyhow::{bail, Result};
 use indicatif::{HumanBytes, ProgressBar};
 use ringio_copy::verify::VerifyOptions;
 use ringio_copy::{
-    Backup, BackupMode, Clobber, CopyError, CopyPlan, Dereference, LinkMode, Overwrite, Preserve,
-    Progress, Reflink, Resume, Sparse, Tuning,
+    BackupMode, BackupRequest, Clobber, CopyError, CopyPlan, Dereference, LinkMode, Overwrite,
+    Preserve, Progress, Reflink, Resume, Sparse, Tuning,
 };
 
 use crate::cli::{
     BackupControl, CpArgs, PreserveStep, ReflinkWhen, ResumeCheck, SparseWhen, UpdateWhen,
 };
 
-/// Resolves the arguments into a plan, with cp's precedence rules. Usage errors come in GNU
-/// cp's order (the options as a whole, then the backup type, then the operands) and end with
-/// its pointer to --help.
+/// Turns the arguments into a plan, with cp's precedence rules. Usage errors come in GNU
+/// cp's order (the options as a whole here, then the backup type and the operands as
+/// [`ringio_copy::PlanBuilder::build`] validates them) and end with its pointer to --help.
 pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
     let try_help = format!("Try '{}' for more information.", help_command());
     if args.context.as_deref().is_some_and(|ctx| !ctx.is_empty()) {
@@ -39,11 +39,15 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
     if args.reflink == ReflinkWhen::Always && args.sparse != SparseWhen::Auto {
         bail!("--reflink can be used only with --sparse=auto\n{try_help}");
     }
-    let backup = if make_backups {
-        backup_policy(args).map_err(|e| anyhow::anyhow!("{e}\n{try_help}"))?
-    } else {
-        None
-    };
+    let backup = make_backups.then(|| BackupRequest {
+        control: args
+            .backup
+            .as_ref()
+            .and_then(|values| values.last())
+            .cloned(),
+        suffix: args.suffix.clone(),
+        read: |value, context| BackupControl::parse(value, context).map(backup_mode),
+    });
     // As GNU: the last of --preserve=context and --no-preserve=context counts (`all` does not
     // ask for the context).
     let names_context = |list: &str| list.split(',').any(|w| w == "context");
@@ -55,82 +59,16 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
             PreserveStep::Drop(list) if names_context(list) => false,
             _ => required,
         });
-    if context_required {
-        bail!("cannot preserve security context without an SELinux-enabled kernel");
-    }
-
-    let mut paths = args.paths.clone();
-    if paths.len() <= usize::from(args.target_directory.is_none()) {
-        match paths.first() {
-            None => bail!("missing file operand\n{try_help}"),
-            Some(only) => bail!(
-                "missing destination file operand after {}\n{try_help}",
-                quote(&only)
-            ),
-        }
-    }
-    if args.no_target_directory {
-        if args.target_directory.is_some() {
-            bail!("cannot combine --target-directory (-t) and --no-target-directory (-T)");
-        }
-        if let Some(extra) = paths.get(2) {
-            bail!("extra operand {}\n{try_help}", quote(&extra));
-        }
-    }
-    let (sources, target, into) = match &args.target_directory {
-        Some(dir) => (paths, dir.clone(), Some(true)),
-        None => {
-            let dst = paths.pop().expect("at least two operands");
-            let into = if args.no_target_directory {
-                Some(false)
-            } else {
-                None
-            };
-            (paths, dst, into)
-        }
-    };
-    // GNU strips the sources' trailing slashes only when it copies them into a directory.
-    let sources = if args.strip_trailing_slashes
-        && (into == Some(true) || (into.is_none() && target.is_dir()))
-    {
-        sources.iter().map(|p| strip_trailing_slashes(p)).collect()
-    } else {
-        sources
-    };
-    // Re-running `cp -r SRC DST` finds the DST the interrupted run made: it is the copy, not a
-    // directory to copy into.
-    let into = match into {
-        None if args.resume.is_some()
-            && sources.len() == 1
-            && CopyPlan::resume_target_is_copy(&sources[0], &target) =>
-        {
-            Some(false)
-        }
-        other => other,
-    };
-    let roots = if args.parents {
-        if into == Some(false) || (into.is_none() && sources.len() == 1 && !target.is_dir()) {
-            bail!("with --parents, the destination must be a directory\n{try_help}");
-        }
-        // The target's own errors first, as for any copy into a directory.
-        CopyPlan::resolve_roots(&sources, &target, into)?;
-        CopyPlan::resolve_parents(&sources, &target, into)?
-    } else {
-        CopyPlan::resolve_roots(&sources, &target, into)?
-    };
 
     let recursive = args.recursive || args.archive;
     let mut preserve = Preserve::default();
     let mut default_modes = false;
+    // The lists were checked as the options were read.
     for step in &args.preserve_steps {
         match step {
             PreserveStep::Archive => preserve = Preserve::ALL,
             PreserveStep::Links => preserve.links = true,
-            PreserveStep::Default => {
-                preserve.mode = true;
-                preserve.ownership = true;
-                preserve.timestamps = true;
-            }
+            PreserveStep::Default => preserve = preserve.union(Preserve::P),
             PreserveStep::Keep(list) => {
                 preserve
                     .apply_list(list, true)
@@ -171,9 +109,6 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         Dereference::CommandLine
     };
 
-    if args.direct && args.engine.0 != ringio_copy::Engine::Aio {
-        anyhow::bail!("--direct is for --engine aio");
-    }
     let no_clobber = args.no_clobber || args.update == Some(UpdateWhen::None);
     let overwrite = match args.resume {
         // --resume decides what is kept, whatever -n says.
@@ -193,16 +128,6 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         }
     };
 
-    let mut backup = backup;
-    let mut roots = roots;
-    // `cp -fb F F`: F is copied to its backup name, as GNU cp does, instead of onto itself.
-    if let ([root], Some(policy)) = (roots.as_mut_slice(), &backup) {
-        if args.force && root.src == root.dst && root.parents.is_none() && root.src.is_file() {
-            root.dst = ringio_copy::backup_path(&root.dst, policy)
-                .map_err(|e| anyhow::anyhow!("cannot back up {}: {e}", quote(&root.dst)))?;
-            backup = None;
-        }
-    }
     let mut tuning = Tuning::default();
     if let Some(bs) = args.bs {
         tuning.block_size = usize::try_from(bs).unwrap_or(usize::MAX);
@@ -220,38 +145,57 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         tuning.chunk_size = c;
     }
     tuning.ring_only = args.ring_only;
-    Ok(CopyPlan {
-        roots,
-        recursive,
-        dereference,
-        preserve,
-        overwrite,
-        force: args.force,
-        engine: args.engine.0,
-        tuning,
-        verbose: args.verbose || args.debug,
-        sparse: match args.sparse {
+    CopyPlan::builder(args.paths.clone())
+        .target_directory(args.target_directory.clone())
+        .no_target_directory(args.no_target_directory)
+        .parents(args.parents)
+        .strip_trailing_slashes(args.strip_trailing_slashes)
+        .backup(backup)
+        .preserve_context(context_required)
+        .recursive(recursive)
+        .dereference(dereference)
+        .preserve(preserve)
+        .default_modes(default_modes)
+        .overwrite(overwrite)
+        .force(args.force)
+        .engine(args.engine.0)
+        .tuning(tuning)
+        .sparse(match args.sparse {
             SparseWhen::Auto => Sparse::Auto,
             SparseWhen::Always => Sparse::Always,
             SparseWhen::Never => Sparse::Never,
-        },
-        reflink: match args.reflink {
+        })
+        .reflink(match args.reflink {
             ReflinkWhen::Auto => Reflink::Auto,
             ReflinkWhen::Always => Reflink::Always,
             ReflinkWhen::Never => Reflink::Never,
-        },
-        remove_destination: args.remove_destination,
-        backup,
-        atomic: args.atomic,
-        fsync: args.fsync,
-        one_file_system: args.one_file_system,
-        direct: args.direct,
-        copy_contents: args.copy_contents,
-        link,
-        attributes_only: args.attributes_only,
-        default_modes,
-        debug: args.debug,
-    })
+        })
+        .remove_destination(args.remove_destination)
+        .atomic(args.atomic)
+        .fsync(args.fsync)
+        .one_file_system(args.one_file_system)
+        .direct(args.direct)
+        .copy_contents(args.copy_contents)
+        .link(link)
+        .attributes_only(args.attributes_only)
+        .build()
+        .map_err(|e| {
+            if e.is_usage() {
+                anyhow::anyhow!("{e}\n{try_help}")
+            } else {
+                anyhow::anyhow!("{e}")
+            }
+        })
+}
+
+/// The backup mode a `--backup` control names (`None`: no backups).
+fn backup_mode(control: BackupControl) -> Option<BackupMode> {
+    match control {
+        BackupControl::Numbered => Some(BackupMode::Numbered),
+        BackupControl::Existing => Some(BackupMode::Existing),
+        BackupControl::Simple => Some(BackupMode::Simple),
+        BackupControl::None => None,
+    }
 }
 
 /// How to ask for help in a usage error: `cp --help` or `ringio cp --help`.
@@ -262,51 +206,13 @@ fn help_command() -> &'static str {
     }
 }
 
-/// `--strip-trailing-slashes`: `a/b//` is `a/b`; `/` stays `/`.
-fn strip_trailing_slashes(path: &Path) -> std::path::PathBuf {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = path.as_os_str().as_bytes();
-    let end = bytes
-        .iter()
-        .rposition(|&b| b != b'/')
-        .map_or(1.min(bytes.len()), |i| i + 1);
-    std::ffi::OsStr::from_bytes(&bytes[..end]).into()
-}
-
-/// `--backup[=CONTROL]`, `-b` and `-S`, resolved with cp's environment variables as GNU cp
-/// resolves them: the last CONTROL given, else $VERSION_CONTROL, else `existing`; the suffix
-/// from -S, else $SIMPLE_BACKUP_SUFFIX, else `~` (also in place of an unusable one).
-fn backup_policy(args: &CpArgs) -> Result<Option<Backup>, String> {
-    use std::os::unix::ffi::OsStrExt;
-    let given = args
-        .backup
-        .as_ref()
-        .and_then(|values| values.last())
-        .filter(|v| !v.is_empty());
-    let control = match given {
-        Some(v) => BackupControl::parse(v.as_bytes(), "backup type")?,
-        None => match std::env::var_os("VERSION_CONTROL").filter(|v| !v.is_empty()) {
-            Some(v) => BackupControl::parse(v.as_bytes(), "$VERSION_CONTROL")?,
-            None => BackupControl::Existing,
-        },
-    };
-    let mode = match control {
-        BackupControl::Numbered => BackupMode::Numbered,
-        BackupControl::Existing => BackupMode::Existing,
-        BackupControl::Simple => BackupMode::Simple,
-        BackupControl::None => return Ok(None),
-    };
-    let from_env = std::env::var("SIMPLE_BACKUP_SUFFIX").ok();
-    let suffix = ringio_copy::simple_backup_suffix(args.suffix.as_deref(), from_env.as_deref());
-    Ok(Some(Backup {
-        mode,
-        suffix: suffix.to_string(),
-    }))
-}
-
 /// Prints errors, `-v` lines and notes; keeps the progress bar out of their way.
 struct Terminal {
     bar: Option<ProgressBar>,
+    /// `-v` (or `--debug`, which implies it).
+    verbose: bool,
+    /// `--debug`.
+    debug: bool,
     asking: std::sync::Mutex<()>,
 }
 
@@ -328,6 +234,14 @@ impl Terminal {
 }
 
 impl ringio_copy::Reporter for Terminal {
+    fn verbose(&self) -> bool {
+        self.verbose
+    }
+
+    fn debug(&self) -> bool {
+        self.debug
+    }
+
     fn error(&self, err: &CopyError) {
         self.line(true, &format!("{}: {err}", crate::argv::program()));
     }
@@ -372,6 +286,8 @@ pub fn run(args: &CpArgs) -> Result<i32> {
     crate::signals::stop_on_signals(&progress.cancel_flag())?;
     let term = Terminal {
         bar: crate::progress::bar(args.progress),
+        verbose: args.verbose || args.debug,
+        debug: args.debug,
         asking: std::sync::Mutex::new(()),
     };
     let started = Instant::now();
@@ -432,8 +348,8 @@ pub(crate) fn verify_copy(plan: &CopyPlan) -> Result<i32> {
     let started = Instant::now();
     let opts = VerifyOptions::promised_by(plan);
     let mut total = ringio_copy::verify::VerifyReport::default();
-    for root in &plan.roots {
-        match crate::verify::compare(&root.src, &root.dst, &opts, false) {
+    for root in plan.roots() {
+        match crate::verify::compare(root.src(), root.dst(), &opts, false) {
             Ok(report) => {
                 total.entries += report.entries;
                 total.bytes += report.bytes;

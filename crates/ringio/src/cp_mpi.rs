@@ -52,8 +52,17 @@ fn run_ranks(args: &CpArgs) -> Result<i32> {
     use ringio_mpi::runtime::Mpi;
 
     /// Errors to stderr, `-v` lines to stdout, from whichever rank has them.
-    struct Lines;
+    struct Lines {
+        verbose: bool,
+        debug: bool,
+    }
     impl ringio_copy::Reporter for Lines {
+        fn verbose(&self) -> bool {
+            self.verbose
+        }
+        fn debug(&self) -> bool {
+            self.debug
+        }
         fn error(&self, err: &CopyError) {
             let _ = writeln!(
                 std::io::stderr().lock(),
@@ -113,6 +122,10 @@ fn run_ranks(args: &CpArgs) -> Result<i32> {
         }
     };
     let progress = Progress::new();
+    let lines = Lines {
+        verbose: args.verbose || args.debug,
+        debug: args.debug,
+    };
     let seed = args
         .mpi_lockstep
         .unwrap_or_else(|| started.elapsed().as_nanos() as u64 ^ (u64::from(rank) << 32));
@@ -137,7 +150,7 @@ fn run_ranks(args: &CpArgs) -> Result<i32> {
             exchange = exchange.with_lockstep();
         }
         let summary =
-            ringio_copy::ranks::copy_ranked(&plan, &progress, &Lines, rank, size, &mut exchange);
+            ringio_copy::ranks::copy_ranked(&plan, &progress, &lines, rank, size, &mut exchange);
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         totals.stop();
         (summary, exchange.stats)

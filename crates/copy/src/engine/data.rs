@@ -7,7 +7,7 @@ use std::os::fd::BorrowedFd;
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
 use crate::node::DirNode;
-use crate::plan::{CopyPlan, Reflink, Sparse};
+use crate::plan::{CopyPlan, Reflink, Sparse, Tuning};
 use crate::sys::{self, Stat};
 use crate::transfer::{self, Method, Transfer, TransferError};
 use rustix::fs::SeekFrom;
@@ -145,19 +145,20 @@ fn is_zero(block: &[u8]) -> bool {
 }
 
 impl DataPath {
-    /// The data path of `plan`: kernel fast paths (FICLONE, copy_file_range) when `kernel`
-    /// and the plan allow them, a `--bs` buffer otherwise; holes as `--sparse` says.
-    pub fn new(plan: &CopyPlan, kernel: bool) -> Self {
+    /// The data path of `plan` with the run's fitted `tuning`: kernel fast paths (FICLONE,
+    /// copy_file_range) when `kernel` and the plan allow them, a `--bs` buffer otherwise; holes
+    /// as `--sparse` says.
+    pub fn new(plan: &CopyPlan, tuning: &Tuning, kernel: bool) -> Self {
         let kernel = kernel && plan.reflink != Reflink::Never && plan.sparse != Sparse::Always;
         DataPath {
             kernel,
             reflink: plan.reflink,
             sparse: plan.sparse,
             buf: Vec::new(),
-            block_size: plan.tuning.block_size,
+            block_size: tuning.block_size,
             no_clone: Vec::new(),
             no_transfer: Vec::new(),
-            transfer: kernel.then(|| Transfer::new(Method::CopyRange, plan.tuning.block_size)),
+            transfer: kernel.then(|| Transfer::new(Method::CopyRange, tuning.block_size)),
             transfer_from: 0,
             report: DebugReport::default(),
         }
@@ -166,15 +167,15 @@ impl DataPath {
     /// The data path of an alternative engine: every byte moves by `method` (files below
     /// `plain_below` bytes, and all files under `--sparse=always`, by plain read/write); no
     /// clones, no copy_file_range of its own.
-    pub fn with_method(plan: &CopyPlan, method: Method, plain_below: u64) -> Self {
-        let transfer = Transfer::new(method, plan.tuning.block_size)
-            .with_depth(plan.tuning.queue_depth as usize)
+    pub fn with_method(plan: &CopyPlan, tuning: &Tuning, method: Method, plain_below: u64) -> Self {
+        let transfer = Transfer::new(method, tuning.block_size)
+            .with_depth(tuning.queue_depth as usize)
             .with_direct(plan.direct);
         DataPath {
             // Turning zero runs into holes needs the bytes in a buffer, whatever the engine.
             transfer: (plan.sparse != Sparse::Always).then_some(transfer),
             transfer_from: plain_below,
-            ..DataPath::new(plan, false)
+            ..DataPath::new(plan, tuning, false)
         }
     }
 

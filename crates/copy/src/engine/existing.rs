@@ -133,7 +133,7 @@ fn look(
 
 /// `-v`: cp's line for a destination removed before it is created anew.
 pub(crate) fn said_removed(dir: &DirHold<'_>, path: &std::path::Path) {
-    if dir.ctx.plan.verbose {
+    if dir.ctx.reporter.verbose() {
         dir.ctx
             .reporter
             .verbose_line(&format!("removed {}", quote(&path)));

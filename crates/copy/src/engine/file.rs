@@ -99,7 +99,7 @@ fn copy_opened<'a>(
     let (dir, ctx) = (job.dir, job.dir.ctx);
     let (src, dst) = (job.src.as_c_str(), job.dst.as_c_str());
     let stat = &pair.stat.clone();
-    let tuning = &ctx.plan.tuning;
+    let tuning = &ctx.tuning;
     let devs = (stat.dev, dir.dst_dev);
     if ctx.plan.attributes_only {
         return finish_file(ctx, dir, src, dst, pair, Copied::Spread(stat.size));
@@ -122,7 +122,7 @@ fn copy_opened<'a>(
     }
     // --debug reports each file's copy whole, so it is not split.
     let split = tuning.threads > 1
-        && !ctx.plan.debug
+        && !ctx.reporter.debug()
         && worth_splitting(tuning, weight(stat, ctx.plan.sparse))
         && mover.data_path().splits_files();
     if let (Some(queue), true) = (queue, split) {
@@ -165,7 +165,7 @@ fn copy_opened<'a>(
     };
     ctx.progress.bytes.fetch_add(copied, Ordering::Relaxed);
     let finished = finish_file(ctx, dir, src, dst, pair, Copied::Spread(copied));
-    if ctx.plan.debug {
+    if ctx.reporter.debug() {
         // After the -v line, as GNU cp prints it.
         ctx.reporter.verbose_line(&mover.data_path().report.line());
     }

@@ -506,7 +506,7 @@ impl<'a> UringMover<'a> {
             Some(e) => ctx.fail(e),
             None if op.closed => {
                 let size = op.stat.map_or(0, |s| s.size);
-                if op.offset != size && ctx.plan.verbose {
+                if op.offset != size && ctx.reporter.verbose() {
                     ctx.reporter.note(&format!(
                         "{} changed size while it was copied ({size} bytes at start, {} copied)",
                         quote(&op.dir.src_path(Some(&op.name))),
@@ -735,7 +735,7 @@ impl<'a> Mover<'a> for UringMover<'a> {
         let ctx = dir.ctx;
         // Merges need cp's checks against what exists, -L needs following: the shared path.
         let fast =
-            dir.fresh && ctx.plan.dereference != Dereference::Always && ctx.plan.small_files_fast();
+            dir.fresh && ctx.plan.dereference != Dereference::Always && ctx.small_files_fast();
         let devs = (dir.stat.dev, dir.dst_dev);
         if self.ring_batches != u32::MAX {
             self.ring_batches = self.ring_batches.saturating_sub(1);

@@ -52,7 +52,7 @@ pub(crate) struct Policy {
 }
 
 impl Policy {
-    /// The policy of `plan`, with the environment as it is now.
+    /// The policy of `plan` (with the environment as the plan read it).
     pub fn of(plan: &CopyPlan) -> Self {
         Policy {
             overwrite: plan.overwrite,
@@ -66,7 +66,7 @@ impl Policy {
             attributes_only: plan.attributes_only,
             atomic: plan.atomic,
             special_as_data: plan.special_as_data(),
-            posixly_correct: std::env::var_os("POSIXLY_CORRECT").is_some(),
+            posixly_correct: plan.posixly_correct,
         }
     }
 

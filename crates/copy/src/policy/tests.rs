@@ -35,6 +35,7 @@ fn policy(options: &str) -> Policy {
             src: "s".into(),
             dst: "d".into(),
             parents: None,
+            stat: None,
         }],
         false,
     );
@@ -363,6 +364,7 @@ fn with(change: impl FnOnce(&mut CopyPlan)) -> Policy {
             src: "s".into(),
             dst: "d".into(),
             parents: None,
+            stat: None,
         }],
         false,
     );

@@ -51,7 +51,7 @@ pub(crate) fn tasks_for<'a>(
             };
             let file = Arc::new(file);
             let end = offset.saturating_add(clamp_len(&file, offset, len));
-            let step = ctx.plan.tuning.chunk_size.max(1 << 20);
+            let step = ctx.tuning.chunk_size.max(1 << 20);
             pieces(offset, end, step)
                 .map(|(offset, len)| Task::Chunk {
                     file: file.clone(),

@@ -29,7 +29,7 @@ pub fn copy_ranked(
     exchange: &mut dyn Exchange,
 ) -> Summary {
     let setup = Setup::new(plan, reporter);
-    let ranks = Ranks::new(rank, Owners::new(&setup.plan, size));
+    let ranks = Ranks::new(rank, Owners::new(setup.plan, size));
     let ctx = setup.ctx(progress, reporter, Some(ranks));
     // Every rank runs every wave: each ends in collective steps.
     for wave in run::waves(&setup.plan.roots) {
@@ -43,7 +43,7 @@ pub fn copy_ranked(
 
 fn run_wave<'a>(
     ctx: &'a Ctx<'a>,
-    setup: &'a Setup,
+    setup: &'a Setup<'a>,
     wave: &[&CopyRoot],
     exchange: &mut dyn Exchange,
 ) {
@@ -51,7 +51,7 @@ fn run_wave<'a>(
     let ranks = ctx.ranks.as_ref().expect("a ranked run");
     // Lockstep: one task at a time, run by the exchange; the queue sizes its batches for one.
     let lockstep = exchange.lockstep();
-    let workers = if lockstep { 0 } else { setup.threads };
+    let workers = if lockstep { 0 } else { setup.threads() };
     let queue = Queue::new(workers.max(1));
     queue.hold_open(true);
     let mut roots: Vec<Option<Arc<DirNode<'a>>>> = plan.roots.iter().map(|_| None).collect();
@@ -71,12 +71,13 @@ fn run_wave<'a>(
             roots[index(root).expect("a root of the plan")] = run::open_root(ctx, root);
         }
     }
-    let stepper = lockstep.then(|| run::new_mover(plan, setup.use_uring, ctx.reporter));
+    let stepper =
+        lockstep.then(|| run::new_mover(plan, &ctx.tuning, setup.use_uring, ctx.reporter));
     let port = Port::new(ctx, &queue, &roots, stepper);
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| {
-                let mut mover = run::new_mover(plan, setup.use_uring, ctx.reporter);
+                let mut mover = run::new_mover(plan, &ctx.tuning, setup.use_uring, ctx.reporter);
                 walk::worker(ctx, &queue, mover.as_mut());
             });
         }

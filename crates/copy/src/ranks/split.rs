@@ -2,8 +2,6 @@
 //! multiply linked inode, so it can link them all.
 
 use std::collections::HashSet;
-use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
 
 use crate::plan::{CopyPlan, Dereference};
 use crate::sys;
@@ -56,8 +54,7 @@ fn operand_links(plan: &CopyPlan) -> HashSet<(u64, u64)> {
     plan.roots
         .iter()
         .filter_map(|root| {
-            let src = CString::new(root.src.as_os_str().as_bytes()).ok()?;
-            let stat = sys::statx_at(rustix::fs::CWD, &src, follow).ok()?;
+            let stat = root.source_stat(follow).ok()?;
             (stat.kind() != sys::Kind::Dir && stat.nlink > 1).then_some((stat.dev, stat.ino))
         })
         .collect()

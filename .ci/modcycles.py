@@ -11,7 +11,9 @@ With --layers (and no cycle), prints each crate's modules by layer instead: laye
 other module of its crate, and a module sits one layer above the highest module it imports.
 docs/ARCHITECTURE.md's layer drawings are this output; with --check-doc FILE, fails (printing
 the difference) unless FILE's fenced block that ends with the "module cycle(s)" line is exactly
-this output, so the drawing cannot drift from the code.
+this output, so the drawing cannot drift from the code, and fails when a module file of any
+crate is named nowhere else in FILE (as `name.rs`, `dir/name.rs` or, for `dir/mod.rs`, `dir/`),
+so every module has its line in the module tables.
 
 Usage: .ci/modcycles.py [--layers | --check-doc FILE] [REPO_ROOT]
 """
@@ -174,7 +176,38 @@ def drawing_in(doc):
     return []
 
 
+def unnamed_modules(root, doc):
+    """Module files of any crate that `doc` (outside the layer drawing) names nowhere: a file
+    is named as `name.rs` or `dir/name.rs`, a folder module (`dir/mod.rs`) as `dir/`."""
+    text = open(doc).read()
+    drawn = "\n".join(drawing_in(doc))
+    text = text.replace(drawn, "")
+    missing = []
+    crates = os.path.join(root, "crates")
+    for crate in sorted(os.listdir(crates)):
+        src = os.path.join(crates, crate, "src")
+        if not os.path.isdir(src):
+            continue
+        for parts, path in sorted(module_files(src).items()):
+            if not parts:
+                continue
+            rel = os.path.relpath(path, src)
+            if os.path.basename(rel) == "mod.rs":
+                names = [os.path.dirname(rel) + "/", parts[-1] + "/"]
+            else:
+                names = [rel, os.path.basename(rel)]
+            if not any(re.search(r"(?<![\w./-])" + re.escape(n) + r"(?![\w-])", text) for n in names):
+                missing.append(f"{crate}: {rel}")
+    return missing
+
+
 def check_doc(root, doc):
+    missing = unnamed_modules(root, doc)
+    if missing:
+        print(f"{doc} names no line for these modules (add one to its module tables):")
+        for m in missing:
+            print(f"  {m}")
+        return 1
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         status = main(root, True)

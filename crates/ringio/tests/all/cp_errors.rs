@@ -4,16 +4,13 @@
 //! stop promptly without leaving a partial file; a low open-file limit is no obstacle. Every
 //! test runs once per engine.
 
-#[macro_use]
-mod common;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 engine_tests!(
     missing_source,

@@ -2,16 +2,13 @@
 //! copier can get wrong, copied with `ringio cp -a` by every engine and checked twice: with
 //! `ringio verify`, and with the tests' own independent comparer.
 
-#[macro_use]
-mod common;
-
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, FileExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 
 const MIB: u64 = 1 << 20;
 /// The copy runs with `--chunk-size 1M`, so chunk-boundary sizes stay small.

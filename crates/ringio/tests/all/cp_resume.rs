@@ -3,15 +3,12 @@
 //! the race that must never redirect a write: destination directories swapped for symlinks
 //! while the copy runs.
 
-#[macro_use]
-mod common;
-
 use std::fs;
 use std::os::unix::fs::{symlink, MetadataExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 engine_tests!(
     killed_copies_resume_to_the_same_tree,

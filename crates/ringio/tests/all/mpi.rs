@@ -6,10 +6,6 @@
 //! tree. Cold big files, whose chunk ranges (the last one included) other ranks steal, copy
 //! on 2 and 4 ranks with each rank's address space limited. Every test skips when Open MPI's
 //! `mpirun` is not there.
-#![cfg(feature = "mpi")]
-
-#[macro_use]
-mod common;
 
 use std::fs;
 use std::os::unix::fs::{symlink, MetadataExt};
@@ -17,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 /// Everything `cp -a` keeps but atimes (an interrupted run reads the source too).
 const NO_ATIME: Check = Check {

@@ -1,14 +1,11 @@
 //! `ringio cp --progress` under a pseudo-terminal (util-linux `script` gives the command one),
 //! and with stderr not a terminal, where nothing is drawn.
 
-#[macro_use]
-mod common;
-
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::{Cp, Prng, Scratch};
+use crate::common::{Cp, Prng, Scratch};
 
 const DIRS: usize = 20;
 const FILES_PER_DIR: usize = 100;

@@ -3,16 +3,13 @@
 //! and just-created symlinks are refused, and a deep tree copies under a small descriptor limit.
 //! Every case runs on every engine; nothing here touches the machine's /dev.
 
-#[macro_use]
-mod common;
-
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::{symlink, FileTypeExt, MetadataExt};
 use std::path::Path;
 use std::process::Output;
 
-use common::*;
+use crate::common::*;
 
 engine_tests!(
     writes_through_a_symlink_to_a_file,

@@ -1,12 +1,9 @@
 //! The I/O lab: `ringio read`, `write`, `dup`, `syscost`.
 
-#[macro_use]
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 
 fn ringio_ok(args: &[&str]) -> String {
     let out = Cp::bare().args(args).run();

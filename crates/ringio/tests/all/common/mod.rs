@@ -2,8 +2,7 @@
 //! [`TestTree`]), the tree comparer ([`assert_trees_equal`]), the binary runner ([`Cp`]) and small
 //! system utilities (times, owners, xattrs, tmpfs mounts), and a `ringio serve` process ([`Server`]).
 //!
-//! Every test crate includes this module with `#[macro_use] mod common;` and uses only part of it.
-#![allow(dead_code, unused_imports, unused_macros)]
+//! main.rs declares it first, with `#[macro_use]`, so that every test module has its macros.
 
 mod compare;
 pub mod deep;
@@ -19,8 +18,8 @@ pub use compare::{assert_trees_equal, tree_diff, Check};
 pub use loopfs::{extents_shared, LoopFs};
 pub use ringio_base::Prng;
 pub use run::{
-    assert_exit, assert_success, describe, gnu_cp, gnu_cp_available, ringio, run_cp, stderr_lines,
-    Cp, Running,
+    assert_exit, assert_success, describe, gnu_cp, gnu_cp_available, isolated, ringio,
+    stderr_lines, Cp,
 };
 pub use server::Server;
 pub use sys::{

@@ -2,13 +2,10 @@
 //! and the comparer finds every kind of difference (and none where there is none). If these
 //! fail, the other tests' verdicts mean nothing.
 
-#[macro_use]
-mod common;
-
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn builder_is_deterministic_and_varied() {

@@ -327,13 +327,41 @@ impl Running {
     }
 }
 
-/// `ringio cp ARGS...` in the test's working directory, to completion.
-pub fn run_cp<I, S>(args: I) -> Output
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
-    Cp::new().args(args).run()
+/// Set in a test binary run by [`isolated`]: the name of the one test it runs.
+const ISOLATED: &str = "RINGIO_TEST_ISOLATED";
+
+/// Runs the test `name` (its path in this binary, e.g. `cp_memory::f::uring`) in a process of
+/// its own: this test binary again, running that test alone. In that process this returns
+/// true, and the caller goes on with the test's work; in the calling one it returns false once
+/// the other process has passed, and panics with its output if it failed.
+///
+/// For tests that measure something of the whole test process, which the binary's other tests
+/// running beside them would disturb: a child's peak RSS (`ru_maxrss`) counts its parent's
+/// resident set at the fork, so the parent must be a process that runs nothing else.
+pub fn isolated(name: &str) -> bool {
+    if std::env::var_os(ISOLATED).is_some_and(|v| v == name) {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = Command::new(exe)
+        .args([name, "--exact", "--test-threads=1", "--nocapture"])
+        .env(ISOLATED, name)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run {name} in a process of its own: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{name}, run in a process of its own, failed: {}",
+        describe(&out)
+    );
+    // A name that matches no test runs nothing, and passes.
+    assert!(
+        stdout.contains("test result: ok. 1 passed"),
+        "{name}: no such test in this binary\n{stdout}"
+    );
+    false
 }
 
 /// `ringio ARGS...` (no `cp`), to completion.

@@ -6,7 +6,8 @@
 //! The server runs in this process (as `ringio serve` runs it: [`ringio_fsm::serve`] on a
 //! thread, stopped by a flag), so the memory measured is this process's: the server's buffers
 //! plus the clients' few threads. Socket buffers are kernel memory and do not count; what a
-//! server keeps in user space for a client that never reads is exactly what this watches.
+//! server keeps in user space for a client that never reads is exactly what this watches. The
+//! binary's other tests must not add theirs: the test runs in a process of its own.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -317,8 +318,44 @@ fn soak(model: Model) {
     }
 }
 
+/// Set in the test binary run by [`isolated`]: the name of the one test it runs.
+const ISOLATED: &str = "RINGIO_TEST_ISOLATED";
+
+/// Runs the test `name` in a process of its own: this test binary again, running that test
+/// alone. There this returns true, and the caller goes on with the test's work; here it returns
+/// false once that process has passed, and panics with its output if it failed.
+fn isolated(name: &str) -> bool {
+    if std::env::var_os(ISOLATED).is_some_and(|v| v == name) {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = std::process::Command::new(exe)
+        .args([name, "--exact", "--test-threads=1", "--nocapture"])
+        .env(ISOLATED, name)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run {name} in a process of its own: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{name}, run in a process of its own, failed ({}):\n{stdout}",
+        out.status
+    );
+    // A name that matches no test runs nothing, and passes.
+    assert!(
+        stdout.contains("test result: ok. 1 passed"),
+        "{name}: no such test in this binary\n{stdout}"
+    );
+    false
+}
+
 #[test]
 fn every_model_survives_rude_clients_in_bounded_memory() {
+    // The resident set measured is the process's: only this test may run in it.
+    if !isolated("soak::every_model_survives_rude_clients_in_bounded_memory") {
+        return;
+    }
     for &model in Model::ALL {
         if let Some(why) = model.unavailable() {
             eprintln!("{model}: skipped: {why}");

@@ -2,15 +2,12 @@
 //! to an existing destination (`--backup`, `--remove-destination`, `--atomic`), durability
 //! (`--fsync`) and filesystem boundaries (`-x`).
 
-#[macro_use]
-mod common;
-
 use std::fs;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::*;
+use crate::common::*;
 
 /// Makes a file of `size` bytes holding `data` blocks at the given offsets and holes elsewhere.
 fn sparse_file(path: &Path, size: u64, data: &[(u64, &[u8])]) {

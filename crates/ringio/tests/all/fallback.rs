@@ -2,10 +2,7 @@
 //! engine falls back to the synchronous threaded engine by itself, says so under `-v`, and
 //! still copies everything.
 
-#[macro_use]
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[cfg(target_arch = "x86_64")]
 #[test]

@@ -4,16 +4,13 @@
 //! file while it is written, and setuid bits without the owner. The cases GNU's own suite
 //! checks, kept here so a regression shows without that suite.
 
-#[macro_use]
-mod common;
-
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{
-    assert_exit, assert_success, assert_trees_equal, chmod, chown_tree, gnu_cp_available, is_root,
-    mkfifo, mode_of, write_file, Atimes, Check, Cp, Scratch, TreeSpec, NOBODY,
+use crate::common::{
+    self, assert_exit, assert_success, assert_trees_equal, chmod, chown_tree, gnu_cp_available,
+    is_root, mkfifo, mode_of, write_file, Atimes, Check, Cp, Scratch, TreeSpec, NOBODY,
 };
 
 fn stderr(out: &std::process::Output) -> String {
@@ -380,13 +377,16 @@ fn parents_make_leading_directories() {
     chmod(scratch.join("a"), 0o755);
 }
 
+/// The process's umask, as /proc/self/status shows it. Not with umask(2), which can only read
+/// it by setting it: for that moment every test of this binary, and every child one of them
+/// forks, would create files under the wrong umask.
 fn current_umask() -> u32 {
-    // SAFETY: umask cannot fail; the old value is set back at once.
-    unsafe {
-        let old = libc::umask(0o022);
-        libc::umask(old);
-        old as u32
-    }
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        .expect("Umask in /proc/self/status (Linux 4.7 or later)")
 }
 
 /// --attributes-only: metadata without data; an existing file keeps its content and inode,

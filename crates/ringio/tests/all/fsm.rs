@@ -1,15 +1,12 @@
 //! The FSM server, every model: protocol conformance, 1,000 verifying clients, rude clients,
 //! and a clean stop with a summary line.
 
-#[macro_use]
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::Server;
+use crate::common::{self, Server};
 
 /// Every model; `sequential` serves one client at a time and sits out the concurrency test.
 const MODELS: &[&str] = &[

@@ -1,12 +1,9 @@
 //! The command line itself: help text, completions, argument errors, option spellings.
 
-#[macro_use]
-mod common;
-
 use std::collections::BTreeSet;
 use std::fs;
 
-use common::*;
+use crate::common::*;
 
 /// The words of a help text that look like options: "-r,", "[alias: -R]" and
 /// "--preserve[=<LIST>]" give "-r", "-R" and "--preserve".

@@ -1,13 +1,10 @@
 //! `ringio bench gen` and `ringio bench copy` on tiny workloads.
 
-#[macro_use]
-mod common;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-use common::*;
+use crate::common::*;
 
 fn gen(dir: &std::path::Path, extra: &[&str]) {
     let out = Cp::bare().args(["bench", "gen"]).arg(dir).args(extra).run();

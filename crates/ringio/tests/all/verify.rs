@@ -1,14 +1,11 @@
 //! `ringio verify`: each kind of difference is found and named with its path; exit status 0
 //! (same), 1 (different), 2 (cannot compare).
 
-#[macro_use]
-mod common;
-
 use std::fs;
 use std::os::unix::fs::{symlink, FileExt, PermissionsExt};
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 
 fn verify(src: &Path, dst: &Path, extra: &[&str]) -> std::process::Output {
     Cp::bare().arg("verify").args(extra).arg(src).arg(dst).run()

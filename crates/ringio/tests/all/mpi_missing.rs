@@ -1,10 +1,6 @@
 //! Without the `mpi` feature, `ringio cp --mpi` says in one line how to get it, and exits 2.
-#![cfg(not(feature = "mpi"))]
 
-#[macro_use]
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[test]
 fn cp_mpi_says_how_to_build_it() {

@@ -2,16 +2,13 @@
 //! awkward shapes (deeper than PATH_MAX, read-only directories, chunk boundaries). Every test
 //! runs once per engine.
 
-#[macro_use]
-mod common;
-
 use std::fs;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{symlink, MetadataExt};
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::*;
+use crate::common::*;
 
 engine_tests!(
     archive_copies_standard_tree,

@@ -1,10 +1,7 @@
 //! `ringio bench server` with the load generator as its own process, and `ringio bench
 //! loopback`, on tiny loads (127.0.0.1 only, a few clients, a fraction of a second).
 
-#[macro_use]
-mod common;
-
-use common::{Cp, Scratch, Server};
+use crate::common::{Cp, Scratch, Server};
 
 #[test]
 fn bench_server_measures_the_server_from_a_separate_load_process() {

@@ -77,6 +77,14 @@ fn look(
     dst: &mut DestFacts<'_>,
 ) -> Result<(), CopyError> {
     let dir = job.dir;
+    // The backup facts are asked for only under --backup.
+    let backup = || {
+        dir.ctx
+            .policy
+            .backup
+            .as_ref()
+            .expect("asked under --backup")
+    };
     match what {
         Look::Target => {
             dst.target = Some(match sys::statx_at(dir.dst_fd(), &job.dst, true) {
@@ -97,14 +105,8 @@ fn look(
             )
         }
         Look::BackupIsSource => {
-            let backup = dir
-                .ctx
-                .policy
-                .backup
-                .as_ref()
-                .expect("asked under --backup");
             let stat = &job.stat;
-            dst.backup_is_source = Some(policy::simple_backup_name(backup, dst.name).is_some_and(
+            dst.backup_is_source = Some(policy::simple_backup_name(backup(), dst.name).is_some_and(
                 |name| {
                     sys::statx_at(dir.dst_fd(), &name, true)
                         .is_ok_and(|s| s.dev == stat.dev && s.ino == stat.ino)
@@ -112,14 +114,8 @@ fn look(
             ))
         }
         Look::BackupName => {
-            let backup = dir
-                .ctx
-                .policy
-                .backup
-                .as_ref()
-                .expect("asked under --backup");
             dst.backup_name = Some(
-                backup::name_for(dir.dst_fd(), &job.dst, backup)
+                backup::name_for(dir.dst_fd(), &job.dst, backup())
                     .map_err(|e| CopyError::io(Op::ReadDir, dir.dst_path(None), e))?,
             )
         }

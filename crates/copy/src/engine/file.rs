@@ -39,18 +39,19 @@ pub(super) fn copy_file<'a>(
     queue: &Queue<'a>,
 ) -> Result<(), CopyError> {
     let (dir, ctx) = (job.dir, job.dir.ctx);
+    let opened = job.opened.take();
     // The first copy of a source inode is remembered for later names to link to: multiply
     // linked files, and under -L (or -H on the command line) every file, since two symlinks
     // may name one file.
     if !(ctx.plan.preserve.links && (job.stat.nlink > 1 || job.follow)) {
-        return match open_pair(&mut job)? {
+        return match open_pair(&job, opened)? {
             Some(pair) => copy_opened(mover, &job, pair, Some(queue)),
             None => Ok(()),
         };
     }
     let stat = job.stat;
-    let dst = job.dst.clone();
-    let anchored = || dir.anchored_path(&dst);
+    let dst = job.dst.as_c_str();
+    let anchored = || dir.anchored_path(dst);
     let replaces = ctx.policy.link_replaces();
     if ctx.plan.atomic {
         // Later names link to the final name, so it must exist before they do: the first copy
@@ -59,11 +60,11 @@ pub(super) fn copy_file<'a>(
             ctx.links
                 .link_or_create(
                     dir.dst_fd(),
-                    &dst,
+                    dst,
                     anchored,
                     &stat,
                     replaces,
-                    || match open_pair(&mut job)? {
+                    || match open_pair(&job, opened)? {
                         Some(pair) => copy_opened(mover, &job, pair, None),
                         None => Ok(()),
                     },
@@ -75,8 +76,8 @@ pub(super) fn copy_file<'a>(
     }
     let linked = ctx
         .links
-        .link_or_create(dir.dst_fd(), &dst, anchored, &stat, replaces, || {
-            open_pair(&mut job)
+        .link_or_create(dir.dst_fd(), dst, anchored, &stat, replaces, || {
+            open_pair(&job, opened)
         })?;
     match linked {
         Linked::Linked => {

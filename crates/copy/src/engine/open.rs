@@ -19,15 +19,18 @@ use crate::resume;
 use crate::sys::{self, Kind, Stat};
 use crate::temp;
 
-/// Opens the source and the destination of `job` following cp's rules (taking the source's
-/// descriptor if the job has one). Returns `None` when the entry is skipped (`-n`, `-u`, a
+/// Opens the source and the destination of `job` following cp's rules (`opened`: the source's
+/// descriptor, when the job had it open already). Returns `None` when the entry is skipped (`-n`, `-u`, a
 /// complete file under `--resume`, ...).
-pub(crate) fn open_pair(job: &mut EntryJob<'_, '_>) -> Result<Option<OpenedPair>, CopyError> {
+pub(crate) fn open_pair(
+    job: &EntryJob<'_, '_>,
+    opened: Option<OwnedFd>,
+) -> Result<Option<OpenedPair>, CopyError> {
     let Some(existing) = existing::resolve(job)? else {
         return Ok(None);
     };
     let (dir, ctx) = (job.dir, job.dir.ctx);
-    let (src_fd, src_stat) = match job.opened.take() {
+    let (src_fd, src_stat) = match opened {
         // Stated through this very descriptor: nothing to compare.
         Some(fd) => (fd, job.stat),
         None => {

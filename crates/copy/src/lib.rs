@@ -22,6 +22,7 @@ pub mod count;
 mod ctx;
 mod engine;
 mod error;
+pub mod filter;
 pub mod finalize;
 mod links;
 mod node;

@@ -375,9 +375,9 @@ impl Rule {
         }
     }
 
-    /// rsync's `rule_matches`: `Some(true)` when the rule applies (its pattern matched, or did
-    /// not and the rule is negated), `Some(false)` when it does not, None when it never looks at
-    /// this name (an empty name, or an xattr rule against a file name).
+    /// rsync's `rule_matches`: true when the rule applies to this name (its pattern matched, or
+    /// did not and the rule is negated). An empty name, and any name for an xattr rule, is never
+    /// matched, negated or not.
     pub fn matches(&self, name: &[u8], is_dir: bool, root_abs: Option<&[u8]>) -> bool {
         let hit = self.flags & fl::NEGATE == 0;
         if name.is_empty() || self.flags & fl::XATTR != 0 {

@@ -38,6 +38,7 @@ mod refusal;
 mod replaced;
 mod resume;
 mod run;
+pub mod sync;
 mod sys;
 mod temp;
 pub mod transfer;

@@ -29,6 +29,26 @@ pub fn program() -> &'static str {
     PROGRAM.get().copied().unwrap_or("ringio")
 }
 
+/// True when argv[0] names the binary `rsync` (a symlink or hard link to ringio); records the
+/// name for [`program`].
+pub fn invoked_as_rsync(argv0: Option<&OsStr>) -> bool {
+    let as_rsync = argv0
+        .and_then(|a| Path::new(a).file_name())
+        .is_some_and(|name| name == "rsync");
+    if as_rsync {
+        let _ = PROGRAM.set("rsync");
+    }
+    as_rsync
+}
+
+/// What `rsync --version` says when ringio stands in for rsync: rsync's first line (whose
+/// protocol version scripts read), then ringio's.
+pub const RSYNC_VERSION: &str = concat!(
+    "  version 3.2.7  protocol version 31 (ringio ",
+    env!("CARGO_PKG_VERSION"),
+    ", local transfers only)"
+);
+
 /// True when argv[0] names the binary `cp` (a symlink or hard link to ringio); records the
 /// name for [`program`].
 pub fn invoked_as_cp(argv0: Option<&OsStr>) -> bool {

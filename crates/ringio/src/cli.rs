@@ -23,6 +23,8 @@ pub struct Cli {
 pub enum Command {
     /// Copy files and directory trees, with cp's options and semantics.
     Cp(CpArgs),
+    /// Keep DEST a mirror of SRC, with rsync's local options, output and exit codes.
+    Sync(crate::sync::Args),
     /// Compare two trees entry by entry: type, content, metadata, links, sparseness.
     Verify(crate::verify::Args),
     /// Duplicate one file by a chosen method, or compare every method's cost.
@@ -58,6 +60,17 @@ pub enum Command {
 pub struct CpCli {
     #[command(flatten)]
     pub args: CpArgs,
+}
+
+/// ringio run under the name `rsync` (a link named rsync): `ringio sync`, as local rsync.
+#[derive(Debug, Parser)]
+#[command(name = "rsync", version = crate::argv::RSYNC_VERSION, disable_version_flag = true)]
+pub struct RsyncCli {
+    #[command(flatten)]
+    pub args: crate::sync::Args,
+    /// Print the version.
+    #[arg(short = 'V', long, action = clap::ArgAction::Version)]
+    pub version: Option<bool>,
 }
 
 /// `ringio cp`. As with getopt, an option given twice takes its last value.

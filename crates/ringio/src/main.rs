@@ -15,6 +15,7 @@ mod progress;
 mod read;
 mod serve;
 mod signals;
+mod sync;
 mod syscost;
 mod units;
 mod verify;
@@ -25,11 +26,19 @@ use std::ffi::OsString;
 use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches};
 
-use cli::{Cli, Command, CpCli};
+use cli::{Cli, Command, CpCli, RsyncCli};
 
 fn main() {
     let mut args: Vec<OsString> = std::env::args_os().collect();
-    let code = if argv::invoked_as_cp(args.first().map(OsString::as_os_str)) {
+    let code = if argv::invoked_as_rsync(args.first().map(OsString::as_os_str)) {
+        match RsyncCli::command().try_get_matches_from(&args) {
+            Ok(m) => match RsyncCli::from_arg_matches(&m) {
+                Ok(cli) => sync::run(&cli.args, &m, "rsync"),
+                Err(e) => sync_usage_error(&e, "rsync"),
+            },
+            Err(e) => sync_usage_error(&e, "rsync"),
+        }
+    } else if argv::invoked_as_cp(args.first().map(OsString::as_os_str)) {
         let table = argv::OptionTable::from_command(&CpCli::command(), true);
         let rest = argv::getopt(args.split_off(1), &table, &cli::value_check)
             .unwrap_or_else(|message| usage_failure(&message, "cp"));
@@ -70,9 +79,15 @@ fn main() {
                 {
                     cp.note_order(m);
                 }
-                run(cli)
+                match (&cli.command, matches.subcommand_matches("sync")) {
+                    (Command::Sync(args), Some(m)) => sync::run(args, m, "ringio sync"),
+                    _ => run(cli),
+                }
             }
             Err(e) if args.get(1).is_some_and(|a| a == "cp") => usage_error(&e, "ringio cp"),
+            Err(e) if args.get(1).is_some_and(|a| a == "sync") => {
+                sync_usage_error(&e, "ringio sync")
+            }
             Err(e) => e.exit(),
         }
     };
@@ -109,6 +124,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     match &cli.command {
         Command::Cp(args) if args.mpi => cp_mpi::run(args),
         Command::Cp(args) => cp::run(args),
+        Command::Sync(args) => sync::run(args, &clap::ArgMatches::default(), "ringio sync"),
         Command::Verify(args) => verify::run(args),
         Command::Dup(args) => dup::run(args),
         Command::Read(args) => read::run(args),
@@ -128,6 +144,29 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// rsync's usage errors: the message, and exit status 1 (rsync's for syntax); --help and
+/// --version print and exit 0.
+fn sync_usage_error(err: &clap::Error, program: &str) -> ! {
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) {
+        err.exit();
+    }
+    let text = err.render().to_string();
+    let message = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid arguments")
+        .trim_start_matches("error: ");
+    eprintln!("{program}: {message}");
+    eprintln!(
+        "{program} error: syntax or usage error (code {})",
+        sync::SYNTAX
+    );
+    std::process::exit(sync::SYNTAX);
 }
 
 /// cp's usage errors that clap finds (values of ringio's own options): `cp: MESSAGE` and a

@@ -10,6 +10,7 @@
 //! needs, in the order cp makes them, and a test states every fact and never sees a `Look`.
 
 mod same_file;
+pub mod sync;
 #[cfg(test)]
 mod tests;
 

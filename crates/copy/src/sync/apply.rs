@@ -1,0 +1,873 @@
+//! Carrying out sync's decisions: files written to a temporary and renamed over the old one
+//! (or in place), symlinks and special files made under a temporary name and renamed, hard
+//! links, attributes, deletions and backups. Under `-n` nothing here touches the disk; each
+//! function still says what it would do.
+
+use std::collections::HashSet;
+use std::ffi::{CStr, CString, OsStr};
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use rustix::fs::{AtFlags, SeekFrom};
+
+use super::item::{Action, Item};
+use super::walk::{join, report, Leader, Pair, Run, SrcEntry};
+use super::Symlinks;
+use crate::error::{CopyError, Op};
+use crate::filter::Side;
+use crate::policy::sync::{self as rules, Changes, Decision, QuickCheck};
+use crate::sys::{self, Kind, Stat};
+use crate::temp;
+use crate::transfer::{Method, Transfer, TransferError};
+use crate::xattr::{self, Target};
+
+const OMIT: (i64, u32) = (0, libc::UTIME_OMIT as u32);
+
+pub(super) fn os(name: &CStr) -> &OsStr {
+    OsStr::from_bytes(name.to_bytes())
+}
+
+impl Pair<'_> {
+    fn src_of(&self, name: &CStr) -> PathBuf {
+        self.src_path.join(os(name))
+    }
+
+    fn dst_of(&self, name: &CStr) -> PathBuf {
+        self.dst_path.join(os(name))
+    }
+}
+
+/// The attributes the run gives an entry whose source is `src`, where `existing` is there
+/// now (of the same kind) or nothing is.
+pub(super) fn wanted(run: &Run<'_>, src: &Stat, existing: Option<&Stat>) -> Stat {
+    let plan = run.plan;
+    let existing = existing.filter(|d| d.kind() == src.kind());
+    let mut want = *src;
+    let kind_bits = src.mode & libc::S_IFMT;
+    let perm = if plan.perms {
+        src.perm()
+    } else if let Some(d) = existing {
+        let mut perm = d.perm();
+        if plan.executability && src.kind() == Kind::File {
+            let src_x = src.mode & 0o111 != 0;
+            let dst_x = perm & 0o111 != 0;
+            if src_x && !dst_x {
+                perm |= (perm & 0o444) >> 2;
+            } else if !src_x && dst_x {
+                perm &= !0o111;
+            }
+        }
+        perm
+    } else {
+        src.perm() & 0o777 & !run.umask
+    };
+    want.mode = kind_bits | perm;
+    want.uid = match (plan.chown.0, run.rules.owner, existing) {
+        (Some(uid), _, _) => uid,
+        (None, true, _) => src.uid,
+        (None, false, Some(d)) => d.uid,
+        (None, false, None) => rustix::process::geteuid().as_raw(),
+    };
+    want.gid = match (plan.chown.1, plan.group, existing) {
+        (Some(gid), _, _) => gid,
+        (None, true, _) => src.gid,
+        (None, false, Some(d)) => d.gid,
+        (None, false, None) => rustix::process::getegid().as_raw(),
+    };
+    let keep_time = plan.times && !(src.kind() == Kind::Dir && plan.omit_dir_times);
+    if !keep_time {
+        if let Some(d) = existing {
+            want.mtime = d.mtime;
+        }
+    }
+    want
+}
+
+/// chown as the options ask: the owner only as root, a group the user cannot give is left.
+fn chown(run: &Run<'_>, want: &Stat, call: impl Fn(u32, u32) -> io::Result<()>) -> io::Result<()> {
+    let uid = if run.rules.owner { want.uid } else { u32::MAX };
+    let gid = if run.rules.group { want.gid } else { u32::MAX };
+    if uid == u32::MAX && gid == u32::MAX {
+        return Ok(());
+    }
+    match call(uid, gid) {
+        Err(e) if !run.is_root && e.raw_os_error() == Some(libc::EPERM) => Ok(()),
+        other => other,
+    }
+}
+
+/// Sets the attributes that differ (`changes`) on an existing entry, by name.
+pub(super) fn fix_attrs(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    changes: &Changes,
+) -> Result<(), CopyError> {
+    let Some(dir) = &pair.dst else { return Ok(()) };
+    let dir = dir.as_fd();
+    let name = e.dst_name.as_c_str();
+    let path = || pair.dst_of(name);
+    let existing = sys::statx_at(dir, name, false).ok();
+    let want = wanted(run, &e.stat, existing.as_ref());
+    if changes.owner || changes.group {
+        chown(run, &want, |u, g| sys::lchownat(dir, name, u, g))
+            .map_err(|err| CopyError::io(Op::SetOwner, path(), err))?;
+    }
+    if changes.perms && e.stat.kind() != Kind::Symlink {
+        sys::fchmodat(dir, name, want.perm())
+            .map_err(|err| CopyError::io(Op::SetMode, path(), err))?;
+    }
+    if changes.time {
+        let atime = if run.plan.atimes { e.stat.atime } else { OMIT };
+        sys::lutimensat(dir, name, atime, want.mtime)
+            .map_err(|err| CopyError::io(Op::SetTimes, path(), err))?;
+    }
+    Ok(())
+}
+
+/// Owner, mode, ACLs and extended attributes, and times of a new file, through its descriptor.
+fn file_attrs(
+    run: &Run<'_>,
+    src: BorrowedFd<'_>,
+    fd: BorrowedFd<'_>,
+    want: &Stat,
+    src_stat: &Stat,
+    path: &dyn Fn() -> PathBuf,
+) -> Result<(), CopyError> {
+    let plan = run.plan;
+    chown(run, want, |u, g| sys::fchown(fd, u, g))
+        .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
+    sys::fchmod(fd, want.perm()).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+    if plan.xattrs {
+        xattr::copy_all(Target::Fd(src), Target::Fd(fd), plan.acls)
+            .map_err(|e| xattr_error(e, path))?;
+    } else if plan.acls {
+        xattr::copy_acls(Target::Fd(src), Target::Fd(fd), false)
+            .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
+    }
+    if plan.times {
+        let atime = if plan.atimes { src_stat.atime } else { OMIT };
+        sys::futimens(fd, atime, want.mtime).map_err(|e| CopyError::io(Op::SetTimes, path(), e))?;
+    }
+    Ok(())
+}
+
+/// `-X` failed: the filesystem takes none, or one attribute could not be copied.
+fn xattr_error(e: xattr::XattrError, path: &dyn Fn() -> PathBuf) -> CopyError {
+    match e {
+        xattr::XattrError::Unsupported(e) | xattr::XattrError::Failed(e) => {
+            CopyError::io(Op::SetXattr, path(), e)
+        }
+    }
+}
+
+/// A directory's attributes, once its walk is done.
+pub(super) fn dir_attrs(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    dst: BorrowedFd<'_>,
+) -> Result<(), CopyError> {
+    let plan = run.plan;
+    let path = || pair.dst_path.clone();
+    let want = wanted(run, &pair.src_stat, pair.dst_before.as_ref());
+    let now = sys::fstatx(dst).map_err(|e| CopyError::io(Op::Stat, path(), e))?;
+    chown(run, &want, |u, g| {
+        if (run.rules.owner && now.uid != u) || (run.rules.group && now.gid != g) {
+            sys::fchown(dst, u, g)
+        } else {
+            Ok(())
+        }
+    })
+    .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
+    if now.perm() != want.perm() {
+        sys::fchmod(dst, want.perm()).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+    }
+    if plan.xattrs {
+        xattr::copy_all(Target::Fd(pair.src.as_fd()), Target::Fd(dst), plan.acls)
+            .map_err(|e| xattr_error(e, &path))?;
+    } else if plan.acls {
+        xattr::copy_acls(Target::Fd(pair.src.as_fd()), Target::Fd(dst), true)
+            .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
+    }
+    if plan.times && !plan.omit_dir_times && !rules::same_time(now.mtime, want.mtime, 0) {
+        let atime = if plan.atimes {
+            pair.src_stat.atime
+        } else {
+            OMIT
+        };
+        sys::futimens(dst, atime, want.mtime)
+            .map_err(|e| CopyError::io(Op::SetTimes, path(), e))?;
+    }
+    Ok(())
+}
+
+/// For a symlink under `--copy-unsafe-links` or `--safe-links`: one that leads out of the
+/// transfer is followed or left out. Returns the stat the entry is synced as (`None`: left
+/// out).
+pub(super) fn unsafe_link_target(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    name: &CStr,
+    stat: Stat,
+) -> Option<Stat> {
+    let plan = run.plan;
+    if stat.kind() != Kind::Symlink || !(plan.copy_unsafe_links || plan.safe_links) {
+        return Some(stat);
+    }
+    let Ok(target) = sys::readlinkat(pair.src.as_fd(), name, stat.size) else {
+        return Some(stat);
+    };
+    let depth = pair
+        .rel
+        .split(|&b| b == b'/')
+        .filter(|p| !p.is_empty())
+        .count();
+    if !unsafe_symlink(&target, depth) {
+        return Some(stat);
+    }
+    if plan.copy_unsafe_links {
+        return match sys::statx_at(pair.src.as_fd(), name, true) {
+            Ok(s) => Some(s),
+            Err(_) => {
+                run.out.error(&format!(
+                    "symlink has no referent: {}",
+                    crate::quote::quote_path(&pair.src_of(name))
+                ));
+                run.trouble.failed.store(true, Ordering::Relaxed);
+                None
+            }
+        };
+    }
+    if run.out.verbose > 0 {
+        run.out.say(&format!(
+            "ignoring unsafe symlink \"{}\" -> \"{}\"",
+            String::from_utf8_lossy(&join(&pair.rel, name.to_bytes())),
+            String::from_utf8_lossy(&target)
+        ));
+    }
+    None
+}
+
+/// rsync's test: a link is unsafe when it is absolute, or its `..` climb above the transfer
+/// root from a link `depth` directories below it.
+pub(super) fn unsafe_symlink(target: &[u8], depth: usize) -> bool {
+    if target.is_empty() || target.starts_with(b"/") {
+        return true;
+    }
+    let mut depth = depth as i64;
+    for part in target.split(|&b| b == b'/') {
+        match part {
+            b"" | b"." => {}
+            b".." => {
+                depth -= 1;
+                if depth < 0 {
+                    return true;
+                }
+            }
+            _ => depth += 1,
+        }
+    }
+    false
+}
+
+/// Two symlinks with the same target, or two devices with the same number.
+pub(super) fn same_value(_run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry, dst: &Stat) -> bool {
+    match e.stat.kind() {
+        Kind::Symlink => {
+            let Some(dir) = &pair.dst else { return false };
+            let a = sys::readlinkat(pair.src.as_fd(), &e.name, e.stat.size);
+            let b = sys::readlinkat(dir.as_fd(), &e.dst_name, dst.size);
+            matches!((a, b), (Ok(a), Ok(b)) if a == b)
+        }
+        Kind::Special => e.stat.rdev == dst.rdev,
+        _ => false,
+    }
+}
+
+/// `-c`: the two files hold the same bytes (read side by side, up to the first difference).
+pub(super) fn same_content(_run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> bool {
+    let Some(dir) = &pair.dst else { return false };
+    let a = sys::openat(pair.src.as_fd(), &e.name, src_flags(_run), 0);
+    let b = sys::openat(
+        dir.as_fd(),
+        &e.dst_name,
+        libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+        0,
+    );
+    match (a, b) {
+        (Ok(a), Ok(b)) => {
+            crate::resume::same_content(a.as_fd(), b.as_fd(), e.stat.size).unwrap_or(false)
+        }
+        _ => false,
+    }
+}
+
+/// The flags a source file is opened with: O_NOFOLLOW unless the run follows symlinks.
+fn src_flags(run: &Run<'_>) -> i32 {
+    let follow = run.plan.symlinks == Symlinks::Follow || run.plan.copy_unsafe_links;
+    libc::O_RDONLY | libc::O_CLOEXEC | if follow { 0 } else { libc::O_NOFOLLOW }
+}
+
+/// A symlink's target, for `%L`.
+pub(super) fn link_text(pair: &Pair<'_>, name: &CStr) -> Option<Vec<u8>> {
+    sys::readlinkat(pair.src.as_fd(), name, 256).ok()
+}
+
+/// `-H`: the first name of a hard-linked inode is recorded (`None`: go on and make it); a
+/// later one is linked to it (`Some(done)`).
+pub(super) fn hard_link(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    dst: Option<&Stat>,
+    decision: Decision,
+    lines: &mut Vec<u8>,
+) -> Option<bool> {
+    let anchor = pair.anchor.clone()?;
+    let key = (e.stat.dev, e.stat.ino);
+    let leader = {
+        let mut links = run.links.lock().expect("links");
+        match links.get(&key) {
+            Some(leader) => leader.clone(),
+            None => {
+                let path = CString::new(join(&pair.dst_rel, e.dst_name.to_bytes())).ok()?;
+                links.insert(
+                    key,
+                    Leader {
+                        anchor,
+                        path,
+                        name: e.rel.clone(),
+                    },
+                );
+                return None;
+            }
+        }
+    };
+    if matches!(decision, Decision::Skip(_)) {
+        return Some(false);
+    }
+    let lead = sys::statx_at(leader.anchor.as_fd(), &leader.path, false);
+    if let (Some(d), Ok(l)) = (dst, &lead) {
+        if d.ino == l.ino && d.dev == l.dev {
+            let item = Item::new(Action::Attributes, &e.stat, &e.rel);
+            report(run, &item, &e.stat, lines);
+            return Some(true);
+        }
+    }
+    let mut item = Item::new(Action::HardLink, &e.stat, &e.rel);
+    item.new = dst.is_none();
+    item.link = Some(leader.name.clone());
+    if run.plan.dry_run {
+        report(run, &item, &e.stat, lines);
+        return Some(true);
+    }
+    let Some(dir) = &pair.dst else { return None };
+    let dir = dir.as_fd();
+    if lead.is_err() {
+        // The first name was not made (it failed, or was filtered): copy this one.
+        return None;
+    }
+    let tmp = temp::name(&e.dst_name);
+    if rustix::fs::linkat(
+        leader.anchor.as_fd(),
+        &leader.path,
+        dir,
+        &tmp,
+        AtFlags::empty(),
+    )
+    .is_err()
+    {
+        return None;
+    }
+    let placed = make_room(run, pair, e, dst)
+        .and_then(|()| rename(dir, &tmp, &e.dst_name, || pair.dst_of(&e.dst_name)));
+    if let Err(err) = placed {
+        let _ = sys::unlinkat(dir, &tmp);
+        run.fail(err);
+        return Some(false);
+    }
+    if dst.is_none() {
+        run.stats.created.add(e.stat.kind());
+    }
+    report(run, &item, &e.stat, lines);
+    Some(true)
+}
+
+fn rename(
+    dir: BorrowedFd<'_>,
+    from: &CStr,
+    to: &CStr,
+    path: impl Fn() -> PathBuf,
+) -> Result<(), CopyError> {
+    rustix::fs::renameat(dir, from, dir, to).map_err(|e| CopyError::io(Op::Rename, path(), e))
+}
+
+/// Clears the way for a new entry where a directory stands (the new entry is not one): rsync
+/// deletes it with its contents under `--force` or a deletion mode, and only an empty one
+/// otherwise. Other entries are replaced by the rename itself; with `-b` they are backed up
+/// first.
+fn make_room(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    dst: Option<&Stat>,
+) -> Result<(), CopyError> {
+    let Some(d) = dst else { return Ok(()) };
+    let Some(dir) = &pair.dst else { return Ok(()) };
+    let dir = dir.as_fd();
+    if d.kind() == Kind::Dir {
+        let recurse = run.plan.force || run.plan.delete.is_some();
+        if recurse {
+            let mut buf = vec![MaybeUninit::<u8>::uninit(); 16 * 1024];
+            let mut ignored = Vec::new();
+            remove_tree(
+                run,
+                pair,
+                dir,
+                &e.dst_name,
+                &e.rel,
+                &mut buf,
+                &mut ignored,
+                false,
+            )?;
+        } else {
+            rustix::fs::unlinkat(dir, &e.dst_name, AtFlags::REMOVEDIR).map_err(|err| {
+                CopyError::Refused(format!(
+                    "cannot delete non-empty directory: {}: {}",
+                    String::from_utf8_lossy(&e.rel),
+                    crate::error::reason(&err.into())
+                ))
+            })?;
+        }
+        return Ok(());
+    }
+    backup(run, pair, dir, &e.dst_name, &e.rel, d)
+}
+
+/// `-b`: the existing `name` is kept as `name~` (or under `--backup-dir`) before it is
+/// replaced or deleted. A hard link keeps the old file readable under its name until the
+/// rename replaces it.
+fn backup(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    rel: &[u8],
+    d: &Stat,
+) -> Result<(), CopyError> {
+    let Some(b) = &run.plan.backup else {
+        return Ok(());
+    };
+    if d.kind() == Kind::Dir {
+        return Ok(());
+    }
+    let path = || pair.dst_of(name);
+    match &b.dir {
+        None => {
+            let mut backup_name = name.to_bytes().to_vec();
+            backup_name.extend_from_slice(b.suffix.as_bytes());
+            let backup_name =
+                CString::new(backup_name).map_err(|_| CopyError::Refused("bad name".into()))?;
+            let _ = sys::unlinkat(dir, &backup_name);
+            rustix::fs::linkat(dir, name, dir, &backup_name, AtFlags::empty())
+                .or_else(|_| rustix::fs::renameat(dir, name, dir, &backup_name))
+                .map_err(|e| CopyError::io(Op::Backup, path(), e))
+        }
+        Some(root) => {
+            let mut target = root.join(OsStr::from_bytes(rel));
+            let mut with_suffix = target.as_os_str().to_owned();
+            with_suffix.push(&b.suffix);
+            target = PathBuf::from(with_suffix);
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| CopyError::io(Op::Backup, target.clone(), e))?;
+            }
+            let c = CString::new(target.as_os_str().as_bytes())
+                .map_err(|_| CopyError::Refused("bad name".into()))?;
+            let _ = sys::unlinkat(rustix::fs::CWD, &c);
+            rustix::fs::linkat(dir, name, rustix::fs::CWD, &c, AtFlags::empty())
+                .or_else(|_| rustix::fs::renameat(dir, name, rustix::fs::CWD, &c))
+                .map_err(|e| CopyError::io(Op::Backup, path(), e))
+        }
+    }
+}
+
+/// Makes (or remakes) the entry: a directory, a file's data, a symlink, a special file.
+/// Returns the item to report (`None`: nothing done, already reported).
+pub(super) fn make(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    dst: Option<&Stat>,
+    decision: Decision,
+    _lines: &mut Vec<u8>,
+) -> Result<Option<Item>, CopyError> {
+    let plan = run.plan;
+    let kind = e.stat.kind();
+    let replaced = decision == Decision::Replace;
+    let fresh = dst.is_none() || replaced;
+    let action = if kind == Kind::File {
+        Action::Transfer
+    } else {
+        Action::LocalChange
+    };
+    let mut item = Item::new(action, &e.stat, &e.rel);
+    item.times_kept = plan.times;
+    item.new = fresh;
+    if let (Some(d), false) = (dst, fresh) {
+        let want = wanted(run, &e.stat, Some(d));
+        item.attrs = rules::attr_changes(&run.rules, &want, d, run.window_ns);
+        if kind == Kind::File {
+            item.size = d.size != e.stat.size;
+            item.changed = plan.quick == QuickCheck::Checksum;
+            if !plan.times {
+                item.attrs.time = true;
+            }
+        }
+    }
+    if kind == Kind::Symlink {
+        item.link = link_text(pair, &e.name);
+        if !fresh {
+            item.changed = true;
+        }
+    }
+    if kind == Kind::Special && !fresh {
+        item.changed = true;
+    }
+    if fresh {
+        run.stats.created.add(kind);
+    }
+    if kind == Kind::File {
+        run.stats.transferred.fetch_add(1, Ordering::Relaxed);
+        run.stats
+            .transferred_size
+            .fetch_add(e.stat.size, Ordering::Relaxed);
+    }
+    if plan.dry_run {
+        return Ok(Some(item));
+    }
+    let Some(dir) = &pair.dst else {
+        return Ok(Some(item));
+    };
+    let dir = dir.as_fd();
+    let path = || pair.dst_of(&e.dst_name);
+    match kind {
+        Kind::Dir => {
+            if let Some(d) = dst {
+                if d.kind() == Kind::Dir {
+                    return Ok(Some(item));
+                }
+                backup(run, pair, dir, &e.dst_name, &e.rel, d)?;
+                sys::unlinkat(dir, &e.dst_name)
+                    .map_err(|err| CopyError::io(Op::Remove, path(), err))?;
+            }
+            let mode = (e.stat.perm() & 0o777) | 0o700;
+            sys::mkdirat(dir, &e.dst_name, mode)
+                .map_err(|err| CopyError::io(Op::CreateDir, path(), err))?;
+        }
+        Kind::File => {
+            if !write_file(run, pair, e, dst, replaced)? {
+                return Ok(None);
+            }
+        }
+        Kind::Symlink | Kind::Special => {
+            let tmp = temp::name(&e.dst_name);
+            if kind == Kind::Symlink {
+                let target = sys::readlinkat(pair.src.as_fd(), &e.name, e.stat.size)
+                    .map_err(|err| CopyError::io(Op::ReadLink, pair.src_of(&e.name), err))?;
+                let target =
+                    CString::new(target).map_err(|_| CopyError::Refused("bad link".into()))?;
+                sys::symlinkat(&target, dir, &tmp)
+                    .map_err(|err| CopyError::io(Op::CreateSymlink, path(), err))?;
+            } else {
+                let mode = (e.stat.mode & libc::S_IFMT) | (e.stat.perm() & 0o777);
+                sys::mknodat(dir, &tmp, mode, e.stat.rdev)
+                    .map_err(|err| CopyError::io(Op::CreateSpecial, path(), err))?;
+            }
+            let finish = (|| {
+                let want = wanted(run, &e.stat, None);
+                chown(run, &want, |u, g| sys::lchownat(dir, &tmp, u, g))
+                    .map_err(|err| CopyError::io(Op::SetOwner, path(), err))?;
+                if kind == Kind::Special {
+                    let perm = if plan.perms {
+                        e.stat.perm()
+                    } else {
+                        want.perm()
+                    };
+                    sys::fchmodat(dir, &tmp, perm)
+                        .map_err(|err| CopyError::io(Op::SetMode, path(), err))?;
+                }
+                if plan.times {
+                    let atime = if plan.atimes { e.stat.atime } else { OMIT };
+                    sys::lutimensat(dir, &tmp, atime, e.stat.mtime)
+                        .map_err(|err| CopyError::io(Op::SetTimes, path(), err))?;
+                }
+                make_room(run, pair, e, dst)?;
+                rename(dir, &tmp, &e.dst_name, path)
+            })();
+            if let Err(err) = finish {
+                let _ = sys::unlinkat(dir, &tmp);
+                return Err(err);
+            }
+        }
+    }
+    Ok(Some(item))
+}
+
+/// Writes a file's data: to a temporary renamed over the old file, or (`--inplace`) into the
+/// file itself. False when the source vanished (reported).
+fn write_file(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    dst: Option<&Stat>,
+    replaced: bool,
+) -> Result<bool, CopyError> {
+    let plan = run.plan;
+    let Some(dir) = &pair.dst else {
+        return Ok(true);
+    };
+    let dir = dir.as_fd();
+    let path = || pair.dst_of(&e.dst_name);
+    let src = match sys::openat(pair.src.as_fd(), &e.name, src_flags(run), 0) {
+        Ok(fd) => fd,
+        Err(err) if err.raw_os_error() == Some(libc::ENOENT) => {
+            run.vanished(&pair.src_of(&e.name));
+            return Ok(false);
+        }
+        Err(err) => return Err(CopyError::io(Op::Open, pair.src_of(&e.name), err)),
+    };
+    let existing = dst.filter(|d| d.kind() == Kind::File && !replaced);
+    let want = wanted(run, &e.stat, existing);
+    // --inplace with -b goes the temporary's way: the backup keeps the old inode.
+    if plan.inplace && plan.backup.is_none() && existing.is_some() {
+        {
+            let fd = sys::openat(
+                dir,
+                &e.dst_name,
+                libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+                0,
+            )
+            .map_err(|err| CopyError::io(Op::Open, path(), err))?;
+            copy_data(plan.sparse, src.as_fd(), fd.as_fd(), e.stat.size, &path)?;
+            rustix::fs::ftruncate(&fd, e.stat.size)
+                .map_err(|err| CopyError::io(Op::Write, path(), err))?;
+            file_attrs(run, src.as_fd(), fd.as_fd(), &want, &e.stat, &path)?;
+            return sys::close(fd)
+                .map(|()| true)
+                .map_err(|err| CopyError::io(Op::Close, path(), err));
+        }
+    }
+    let mut tmp = temp::name(&e.dst_name);
+    let fd =
+        temp::create(dir, &mut tmp, 0o600).map_err(|err| CopyError::io(Op::Create, path(), err))?;
+    let written = (|| {
+        copy_data(plan.sparse, src.as_fd(), fd.as_fd(), e.stat.size, &path)?;
+        file_attrs(run, src.as_fd(), fd.as_fd(), &want, &e.stat, &path)?;
+        make_room(run, pair, e, dst)?;
+        rename(dir, &tmp, &e.dst_name, path)
+    })();
+    let closed = sys::close(fd);
+    if let Err(err) = written {
+        let _ = sys::unlinkat(dir, &tmp);
+        return Err(err);
+    }
+    closed.map_err(|err| CopyError::io(Op::Close, path(), err))?;
+    Ok(true)
+}
+
+/// Copies the whole file: the kernel's copy_file_range (which shares extents where the
+/// filesystem can), plain reads and writes where it refuses; under `-S` only the data
+/// extents, so holes stay holes.
+fn copy_data(
+    sparse: bool,
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+    size: u64,
+    path: &dyn Fn() -> PathBuf,
+) -> Result<(), CopyError> {
+    let map = |e: TransferError| match e {
+        TransferError::Read(e) | TransferError::Unsupported(e) => {
+            CopyError::io(Op::Read, path(), e)
+        }
+        TransferError::Write(e) => CopyError::io(Op::Write, path(), e),
+    };
+    let copy = |from: u64, len: u64| -> Result<u64, CopyError> {
+        match Transfer::new(Method::CopyRange, 1 << 20).copy(src, dst, from, len) {
+            Err(TransferError::Unsupported(_)) => Transfer::new(Method::ReadWrite, 1 << 20)
+                .copy(src, dst, from, len)
+                .map_err(map),
+            other => other.map_err(map),
+        }
+    };
+    if !sparse {
+        copy(0, u64::MAX)?;
+        return Ok(());
+    }
+    let mut at = 0u64;
+    while at < size {
+        let data = match rustix::fs::seek(src, SeekFrom::Data(at)) {
+            Ok(d) => d,
+            Err(rustix::io::Errno::NXIO) => break,
+            Err(_) => {
+                copy(at, u64::MAX)?;
+                break;
+            }
+        };
+        let hole = rustix::fs::seek(src, SeekFrom::Hole(data)).unwrap_or(size);
+        copy(data, hole - data)?;
+        at = hole;
+    }
+    rustix::fs::ftruncate(dst, size).map_err(|e| CopyError::io(Op::Write, path(), e))?;
+    Ok(())
+}
+
+/// `--remove-source-files`: a file now synced is removed from the source, unless it changed
+/// meanwhile.
+pub(super) fn remove_source(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) {
+    if run.plan.dry_run {
+        return;
+    }
+    match sys::statx_at(pair.src.as_fd(), &e.name, false) {
+        Ok(now)
+            if now.size == e.stat.size && now.mtime == e.stat.mtime && now.ino == e.stat.ino =>
+        {
+            if let Err(err) = sys::unlinkat(pair.src.as_fd(), &e.name) {
+                run.fail(CopyError::io(Op::Remove, pair.src_of(&e.name), err));
+            }
+        }
+        Ok(_) => run.out.error(&format!(
+            "not removing {}: it changed while it was synced",
+            crate::quote::quote_path(&pair.src_of(&e.name))
+        )),
+        Err(_) => {}
+    }
+}
+
+/// Deletes what the destination directory holds and the source does not (`kept`: the
+/// source's names after filters), except what a filter protects. Stale temporaries of an
+/// interrupted run go too.
+pub(super) fn delete_extraneous(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    dir: BorrowedFd<'_>,
+    kept: &HashSet<Vec<u8>>,
+    buf: &mut [MaybeUninit<u8>],
+    lines: &mut Vec<u8>,
+) {
+    let mut names: Vec<CString> = Vec::new();
+    if let Err(e) = sys::read_dir_entries(dir, buf, |name, _| names.push(name.to_owned())) {
+        run.fail(CopyError::io(Op::ReadDir, pair.dst_path.clone(), e));
+        return;
+    }
+    names.sort();
+    for name in names.iter().rev() {
+        if kept.contains(name.to_bytes()) {
+            continue;
+        }
+        if temp::is_ours(name.to_bytes()) {
+            if !run.plan.dry_run {
+                let _ = temp::remove_if_stale(dir, name);
+            }
+            continue;
+        }
+        let rel = join(&pair.rel, name.to_bytes());
+        if let Err(err) = remove_tree(run, pair, dir, name, &rel, buf, lines, true) {
+            run.fail(err);
+        }
+    }
+}
+
+/// Deletes the entry `name` of `dir` (a directory with its contents, deepest first), each
+/// deletion counted against `--max-delete` and itemized; what the receiver's filters protect
+/// stays, and so does the directory that holds it. `filtered`: the filters are asked.
+#[allow(clippy::too_many_arguments)]
+fn remove_tree(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    rel: &[u8],
+    buf: &mut [MaybeUninit<u8>],
+    lines: &mut Vec<u8>,
+    filtered: bool,
+) -> Result<bool, CopyError> {
+    let path = || pair.dst_path.join(os(name));
+    let stat = match sys::statx_at(dir, name, false) {
+        Ok(s) => s,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(true),
+        Err(e) => return Err(CopyError::io(Op::Stat, path(), e)),
+    };
+    let is_dir = stat.kind() == Kind::Dir;
+    if filtered && pair.scope.excluded(rel, is_dir, Side::Receiver) {
+        return Ok(false);
+    }
+    let mut all_gone = true;
+    if is_dir {
+        let sub =
+            sys::open_dir(dir, name, false).map_err(|e| CopyError::io(Op::OpenDir, path(), e))?;
+        let mut names = Vec::new();
+        sys::read_dir_entries(sub.as_fd(), buf, |n, _| names.push(n.to_owned()))
+            .map_err(|e| CopyError::io(Op::ReadDir, path(), e))?;
+        names.sort();
+        for child in names.iter().rev() {
+            let child_rel = join(rel, child.to_bytes());
+            all_gone &= remove_tree(
+                run,
+                pair,
+                sub.as_fd(),
+                child,
+                &child_rel,
+                buf,
+                lines,
+                filtered,
+            )?;
+        }
+        if !all_gone {
+            return Ok(false);
+        }
+    }
+    if let Some(max) = run.plan.max_delete {
+        if run.deletions.load(Ordering::Relaxed) >= max {
+            run.deletions_skipped.fetch_add(1, Ordering::Relaxed);
+            return Ok(false);
+        }
+    }
+    if !run.plan.dry_run {
+        if is_dir {
+            rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR)
+                .map_err(|e| CopyError::io(Op::Remove, path(), e))?;
+        } else {
+            if run.plan.backup.is_some() {
+                backup(run, pair, dir, name, rel, &stat)?;
+            }
+            sys::unlinkat(dir, name).map_err(|e| CopyError::io(Op::Remove, path(), e))?;
+        }
+    }
+    run.deletions.fetch_add(1, Ordering::Relaxed);
+    run.stats.deleted.add(stat.kind());
+    let item = Item::new(Action::Deleted, &stat, rel);
+    report(run, &item, &stat, lines);
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unsafe_symlink;
+
+    #[test]
+    fn unsafe_symlinks_as_rsync_judges_them() {
+        assert!(unsafe_symlink(b"/etc/passwd", 3));
+        assert!(unsafe_symlink(b"..", 0));
+        assert!(!unsafe_symlink(b"..", 1));
+        assert!(!unsafe_symlink(b"a/../b", 0));
+        assert!(unsafe_symlink(b"a/../../b", 0));
+        assert!(!unsafe_symlink(b"../x", 2));
+        assert!(unsafe_symlink(b"../../../x", 2));
+        assert!(!unsafe_symlink(b"./x", 0));
+    }
+}

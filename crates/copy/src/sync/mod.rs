@@ -1,0 +1,221 @@
+//! `ringio sync`: keeps a destination tree a mirror of one or more sources, with rsync's local
+//! semantics.
+//!
+//! Both trees are walked together, directory by directory, relative to directory descriptors
+//! (every destination directory below DEST is opened with O_NOFOLLOW), on a small pool of
+//! threads. Each directory's source listing is read in full, filtered, sorted as rsync sorts
+//! it, and merged with what the destination holds: no global file list, so memory grows with
+//! depth and the widest directory, never with the tree. For each entry the pure rules of
+//! [`crate::policy::sync`] decide; [`apply`] carries the decision out (a changed file goes to a
+//! temporary in its directory and is renamed over the old one). Deletions in a directory happen
+//! only after its source listing was read without error.
+//!
+//! [`SyncPlan`] holds everything the caller decides; [`sync`] runs it and returns the
+//! [`Outcome`] (rsync's exit code and the `--stats` figures).
+
+mod apply;
+pub mod item;
+mod output;
+mod roots;
+mod stats;
+mod walk;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::filter::FilterRules;
+pub use crate::policy::sync::QuickCheck;
+pub use output::Output;
+pub use stats::Stats;
+
+/// When extraneous destination entries are deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeleteWhen {
+    /// `--delete-before`: a deletion pass over the whole tree first.
+    Before,
+    /// `--delete`, `--delete-during`: in each directory, before its entries are transferred.
+    During,
+    /// `--delete-after`, `--delete-delay`: a deletion pass after the transfer.
+    After,
+}
+
+/// What to do with symlinks found in the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Symlinks {
+    /// Skipped, with a note (no `-l`).
+    Skip,
+    /// Recreated as symlinks (`-l`).
+    Keep,
+    /// Followed: what they point to is copied (`-L`).
+    Follow,
+}
+
+/// One source operand.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The path as given.
+    pub path: PathBuf,
+    /// It ends in `/` (or is `.`): its contents go into DEST, not the directory itself.
+    pub contents: bool,
+}
+
+/// `--backup` and where backups go.
+#[derive(Debug, Clone)]
+pub struct Backups {
+    /// `--backup-dir`: backups go to this tree (relative paths kept), not beside the file.
+    pub dir: Option<PathBuf>,
+    /// `--suffix` (default `~` without a backup directory, empty with one).
+    pub suffix: String,
+}
+
+/// Everything a sync run is asked to do.
+#[derive(Debug, Clone)]
+pub struct SyncPlan {
+    /// The source operands.
+    pub sources: Vec<Source>,
+    /// DEST.
+    pub dest: PathBuf,
+    /// DEST was written with a trailing `/`: always a directory.
+    pub dest_is_dir: bool,
+    /// `--mkpath`: DEST's missing parents are made.
+    pub mkpath: bool,
+    /// `-r`.
+    pub recursive: bool,
+    /// `-d`: directories are made without their contents.
+    pub dirs: bool,
+    /// `-l`, `-L`.
+    pub symlinks: Symlinks,
+    /// `--copy-unsafe-links`: links that lead out of the tree are followed.
+    pub copy_unsafe_links: bool,
+    /// `--safe-links`: links that lead out of the tree are skipped.
+    pub safe_links: bool,
+    /// `-K`.
+    pub keep_dirlinks: bool,
+    /// `-H`.
+    pub hard_links: bool,
+    /// `-p`.
+    pub perms: bool,
+    /// `-E`.
+    pub executability: bool,
+    /// `-o`.
+    pub owner: bool,
+    /// `-g`.
+    pub group: bool,
+    /// `--chown`: the owner and group every entry gets.
+    pub chown: (Option<u32>, Option<u32>),
+    /// `--devices`.
+    pub devices: bool,
+    /// `--specials`.
+    pub specials: bool,
+    /// `-t`.
+    pub times: bool,
+    /// `-O`.
+    pub omit_dir_times: bool,
+    /// `-U`.
+    pub atimes: bool,
+    /// `-A`.
+    pub acls: bool,
+    /// `-X`.
+    pub xattrs: bool,
+    /// `-S`: holes in the source stay holes.
+    pub sparse: bool,
+    /// `-x`.
+    pub one_file_system: bool,
+    /// `--inplace`.
+    pub inplace: bool,
+    /// The quick check (`-c`, `--size-only`, `-I`, `--modify-window`).
+    pub quick: QuickCheck,
+    /// `-u`.
+    pub update: bool,
+    /// `--existing`.
+    pub existing: bool,
+    /// `--ignore-existing`.
+    pub ignore_existing: bool,
+    /// `--max-size`.
+    pub max_size: Option<u64>,
+    /// `--min-size`.
+    pub min_size: Option<u64>,
+    /// `--delete*`.
+    pub delete: Option<DeleteWhen>,
+    /// `--max-delete`.
+    pub max_delete: Option<u64>,
+    /// `--force`: a non-empty directory in the way of a non-directory is deleted.
+    pub force: bool,
+    /// `--remove-source-files`.
+    pub remove_source_files: bool,
+    /// The filter rules, compiled.
+    pub filters: Arc<FilterRules>,
+    /// `-m`.
+    pub prune_empty_dirs: bool,
+    /// `-b`.
+    pub backup: Option<Backups>,
+    /// `-n`.
+    pub dry_run: bool,
+    /// Worker threads (1 when lines are printed, so they come in rsync's order).
+    pub threads: usize,
+}
+
+impl SyncPlan {
+    /// A plan with rsync's defaults (nothing kept but the data, no recursion) for `sources`
+    /// into `dest`.
+    pub fn new(sources: Vec<Source>, dest: PathBuf) -> Self {
+        SyncPlan {
+            sources,
+            dest,
+            dest_is_dir: false,
+            mkpath: false,
+            recursive: false,
+            dirs: false,
+            symlinks: Symlinks::Skip,
+            copy_unsafe_links: false,
+            safe_links: false,
+            keep_dirlinks: false,
+            hard_links: false,
+            perms: false,
+            executability: false,
+            owner: false,
+            group: false,
+            chown: (None, None),
+            devices: false,
+            specials: false,
+            times: false,
+            omit_dir_times: false,
+            atimes: false,
+            acls: false,
+            xattrs: false,
+            sparse: false,
+            one_file_system: false,
+            inplace: false,
+            quick: QuickCheck::SizeAndTime { window_ns: 0 },
+            update: false,
+            existing: false,
+            ignore_existing: false,
+            max_size: None,
+            min_size: None,
+            delete: None,
+            max_delete: None,
+            force: false,
+            remove_source_files: false,
+            filters: Arc::new(FilterRules::new()),
+            prune_empty_dirs: false,
+            backup: None,
+            dry_run: false,
+            threads: 1,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub struct Outcome {
+    /// rsync's exit code: 0, 23 (some entries failed), 24 (some vanished), 25 (`--max-delete`
+    /// stopped deletions), 3 (DEST or a source root could not be used), 20 (interrupted).
+    pub code: i32,
+    /// The counters `--stats` prints.
+    pub stats: Stats,
+}
+
+/// Runs `plan`, printing through `out`; `stop` set (by a signal) ends it at the next entry.
+pub fn sync(plan: &SyncPlan, out: &Output, stop: &std::sync::atomic::AtomicBool) -> Outcome {
+    walk::run(plan, out, stop)
+}

@@ -1,0 +1,126 @@
+//! Where a sync run's lines go: one line per entry on stdout (`-v`, `-i`, `--out-format`),
+//! the same lines in `--log-file`, and errors on stderr with the program's name.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::sync::Mutex;
+
+use super::item::{Action, Item, OutFormat};
+use crate::sys::{Kind, Stat};
+
+/// The run's printer.
+pub struct Output {
+    /// The name errors begin with (`rsync`, `ringio sync`).
+    pub program: String,
+    /// The per-entry line on stdout: `%n%L` under `-v`, `%i %n%L` under `-i`, or
+    /// `--out-format`; `None`: no per-entry lines.
+    pub format: Option<OutFormat>,
+    /// `-ii`, `-vv`: unchanged entries are listed too.
+    pub all: bool,
+    /// `-v` (its count): deletions are named.
+    pub verbose: u8,
+    /// `--log-file`, with `%i %n%L` lines.
+    pub log: Option<Mutex<File>>,
+    stdout: Mutex<io::BufWriter<io::Stdout>>,
+}
+
+impl std::fmt::Debug for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Output")
+            .field("program", &self.program)
+            .field("format", &self.format)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Output {
+    /// A printer for `program` that prints no per-entry lines.
+    pub fn new(program: &str) -> Self {
+        Output {
+            program: program.to_string(),
+            format: None,
+            all: false,
+            verbose: 0,
+            log: None,
+            stdout: Mutex::new(io::BufWriter::new(io::stdout())),
+        }
+    }
+
+    /// True when entries are printed one per line (so the walk keeps rsync's order).
+    pub fn lists_entries(&self) -> bool {
+        self.format.is_some() || self.log.is_some()
+    }
+
+    /// The lines for `item` (none, or one), appended to `buf`; `src` is the source's stat.
+    pub fn render(&self, item: &Item, src: Option<&Stat>, buf: &mut Vec<u8>) {
+        let Some(format) = &self.format else { return };
+        let shown = if item.action == Action::Deleted {
+            format.itemizes || self.verbose > 0
+        } else if format.itemizes {
+            self.all || item.significant()
+        } else {
+            self.all
+                || match item.action {
+                    Action::Transfer | Action::HardLink => true,
+                    Action::LocalChange => true,
+                    Action::Attributes => item.kind == Kind::Dir && item.significant(),
+                    Action::Deleted => false,
+                }
+        };
+        if !shown {
+            return;
+        }
+        if item.action == Action::Deleted && !format.itemizes {
+            buf.extend_from_slice(b"deleting ");
+            buf.extend_from_slice(&item.name);
+        } else {
+            buf.extend_from_slice(&format.render(item, src));
+        }
+        buf.push(b'\n');
+    }
+
+    /// The `--log-file` line for `item`.
+    pub fn log_line(&self, item: &Item, src: Option<&Stat>) {
+        let Some(log) = &self.log else { return };
+        if !item.significant() {
+            return;
+        }
+        let format = OutFormat::parse("%i %n%L").expect("a valid format");
+        let mut line = format.render(item, src);
+        line.push(b'\n');
+        if let Ok(mut file) = log.lock() {
+            let _ = file.write_all(&line);
+        }
+    }
+
+    /// Prints a block of lines at once, so that a directory's lines stay together.
+    pub fn print(&self, lines: &[u8]) {
+        if lines.is_empty() {
+            return;
+        }
+        if let Ok(mut out) = self.stdout.lock() {
+            let _ = out.write_all(lines);
+            if self.format.is_some() {
+                let _ = out.flush();
+            }
+        }
+    }
+
+    /// Prints a line of the summary (`--stats`, `-v`'s totals).
+    pub fn say(&self, line: &str) {
+        self.print(format!("{line}\n").as_bytes());
+    }
+
+    /// Flushes stdout.
+    pub fn flush(&self) {
+        if let Ok(mut out) = self.stdout.lock() {
+            let _ = out.flush();
+        }
+    }
+
+    /// An error or warning line on stderr: `PROGRAM: MESSAGE`.
+    pub fn error(&self, message: &str) {
+        self.flush();
+        eprintln!("{}: {message}", self.program);
+    }
+}

@@ -1,0 +1,307 @@
+//! The operands: which directory pair each source is walked from, rsync's trailing-slash rule,
+//! and DEST (made when missing, with its parents under `--mkpath`; a single file may name it).
+
+use std::ffi::{CString, OsStr};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::item::{Action, Item};
+use super::walk::{Pair, Pass, Run};
+use crate::error::{CopyError, Op};
+use crate::filter::{Scope, Side};
+use crate::policy::sync as rules;
+use crate::sys::{self, Kind, Stat};
+
+/// One source operand, resolved.
+pub(super) struct Root {
+    /// The directory the source side is walked from.
+    src_dir: PathBuf,
+    /// The destination directory it goes into.
+    dst_dir: PathBuf,
+    /// The walk covers only these names of `src_dir` (each with its destination name); `None`:
+    /// all of it, the directory itself being part of the transfer (`SRC/`).
+    only: Option<Vec<(CString, CString)>>,
+    /// The source directory's stat, for a `SRC/` root.
+    src_stat: Stat,
+    /// This run made DEST.
+    fresh_dest: bool,
+}
+
+fn cstring(bytes: &[u8]) -> CString {
+    CString::new(bytes).unwrap_or_default()
+}
+
+/// The parent directory and last component of a path (`.` for a bare name).
+fn split(path: &Path) -> (PathBuf, Vec<u8>) {
+    let bytes = path.as_os_str().as_bytes();
+    let trimmed = {
+        let mut end = bytes.len();
+        while end > 1 && bytes[end - 1] == b'/' {
+            end -= 1;
+        }
+        &bytes[..end]
+    };
+    match trimmed.iter().rposition(|&b| b == b'/') {
+        Some(0) => (PathBuf::from("/"), trimmed[1..].to_vec()),
+        Some(at) => (
+            PathBuf::from(OsStr::from_bytes(&trimmed[..at])),
+            trimmed[at + 1..].to_vec(),
+        ),
+        None => (PathBuf::from("."), trimmed.to_vec()),
+    }
+}
+
+/// Resolves the operands. Failures are reported; a source that cannot be used is left out
+/// (and the run ends with 23), a DEST that cannot be made leaves no roots.
+pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
+    let plan = run.plan;
+    let follow_roots = true;
+    let mut sources = Vec::new();
+    for source in &plan.sources {
+        // The operand itself is not followed when it is a symlink without a trailing slash,
+        // as rsync sends the link (unless -L).
+        let follow = source.contents || plan.symlinks == super::Symlinks::Follow;
+        let c = cstring(source.path.as_os_str().as_bytes());
+        match sys::statx_at(rustix::fs::CWD, &c, follow && follow_roots) {
+            Ok(stat) => sources.push((source, stat)),
+            Err(e) => {
+                run.out.error(&format!(
+                    "link_stat {} failed: {}",
+                    crate::quote::quote_path(&source.path),
+                    crate::error::reason(&e)
+                ));
+                run.trouble.failed.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+    if sources.is_empty() && !plan.sources.is_empty() {
+        return Vec::new();
+    }
+    // DEST: a directory, unless one file is synced to a name that is not one.
+    let dest = &plan.dest;
+    let dest_stat = sys::statx_at(rustix::fs::CWD, &cstring(dest.as_os_str().as_bytes()), true);
+    let single_file = plan.sources.len() == 1
+        && sources.len() == 1
+        && sources[0].1.kind() != Kind::Dir
+        && !plan.dest_is_dir;
+    let dest_is_dir = matches!(&dest_stat, Ok(s) if s.kind() == Kind::Dir);
+    if single_file && !dest_is_dir {
+        let (source, stat) = sources[0];
+        let (src_dir, name) = split(&source.path);
+        let (dst_dir, dst_name) = split(dest);
+        if plan.mkpath && !plan.dry_run {
+            if let Err(e) = std::fs::create_dir_all(&dst_dir) {
+                run.fail(CopyError::io(Op::CreateDir, dst_dir, e));
+                run.trouble.root.store(true, Ordering::Relaxed);
+                return Vec::new();
+            }
+        }
+        return vec![Root {
+            src_dir,
+            dst_dir,
+            only: Some(vec![(cstring(&name), cstring(&dst_name))]),
+            src_stat: stat,
+            fresh_dest: false,
+        }];
+    }
+    if let Err(e) = &dest_stat {
+        if e.raw_os_error() != Some(libc::ENOENT) {
+            run.fail(CopyError::io(
+                Op::Stat,
+                dest.clone(),
+                std::io::Error::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EIO)),
+            ));
+            run.trouble.root.store(true, Ordering::Relaxed);
+            return Vec::new();
+        }
+    } else if !dest_is_dir {
+        run.out.error(&format!(
+            "ERROR: destination must be a directory when copying more than 1 file: {}",
+            crate::quote::quote_path(dest)
+        ));
+        run.trouble.root.store(true, Ordering::Relaxed);
+        return Vec::new();
+    }
+    let fresh_dest = !dest_is_dir;
+    if !dest_is_dir && !plan.dry_run {
+        let made = if plan.mkpath {
+            std::fs::create_dir_all(dest)
+        } else {
+            std::fs::create_dir(dest)
+        };
+        if let Err(e) = made {
+            run.fail(CopyError::io(Op::CreateDir, dest.clone(), e));
+            run.trouble.root.store(true, Ordering::Relaxed);
+            return Vec::new();
+        }
+    }
+    if !dest_is_dir && run.out.format.is_some() {
+        run.out
+            .say(&format!("created directory {}", dest.display()));
+    }
+    let mut roots = Vec::new();
+    for (source, stat) in sources {
+        if source.contents && stat.kind() == Kind::Dir {
+            if overlaps(run, &source.path, dest) {
+                continue;
+            }
+            roots.push(Root {
+                src_dir: source.path.clone(),
+                dst_dir: dest.clone(),
+                only: None,
+                src_stat: stat,
+                fresh_dest,
+            });
+        } else {
+            if stat.kind() == Kind::Dir && overlaps(run, &source.path, dest) {
+                continue;
+            }
+            let (src_dir, name) = split(&source.path);
+            let name = cstring(&name);
+            roots.push(Root {
+                src_dir,
+                dst_dir: dest.clone(),
+                only: Some(vec![(name.clone(), name)]),
+                src_stat: stat,
+                fresh_dest,
+            });
+        }
+    }
+    roots
+}
+
+/// True (and reported) when DEST lies inside the source directory `src` or `src` inside DEST,
+/// unless a filter leaves the overlap out of the transfer.
+fn overlaps(run: &Run<'_>, src: &Path, dest: &Path) -> bool {
+    let (Ok(s), Ok(d)) = (src.canonicalize(), canonical_or_parent(dest)) else {
+        return false;
+    };
+    let inside = |outer: &Path, inner: &Path| inner.starts_with(outer);
+    if inside(&s, &d) && s != d {
+        // Excluded by a filter: the part of the source that holds DEST is not transferred.
+        let rel = d.strip_prefix(&s).unwrap_or(&d);
+        let scope = Scope::root(run.plan.filters.clone());
+        let mut path = Vec::new();
+        for part in rel.components() {
+            path = super::walk::join(&path, part.as_os_str().as_bytes());
+            if scope.excluded(&path, true, Side::Sender) {
+                return false;
+            }
+        }
+        run.out.error(&format!(
+            "refusing to sync {} into {}, which lies inside it",
+            crate::quote::quote_path(src),
+            crate::quote::quote_path(dest)
+        ));
+        run.trouble.root.store(true, Ordering::Relaxed);
+        return true;
+    }
+    if inside(&d, &s) && run.plan.delete.is_some() {
+        run.out.error(&format!(
+            "refusing to sync {} into {} with deletion: the source lies inside the destination",
+            crate::quote::quote_path(src),
+            crate::quote::quote_path(dest)
+        ));
+        run.trouble.root.store(true, Ordering::Relaxed);
+        return true;
+    }
+    false
+}
+
+/// The canonical path of `p`, or of its nearest existing ancestor joined with the rest.
+fn canonical_or_parent(p: &Path) -> std::io::Result<PathBuf> {
+    match p.canonicalize() {
+        Ok(c) => Ok(c),
+        Err(_) => {
+            let parent = p.parent().filter(|p| !p.as_os_str().is_empty());
+            let base = match parent {
+                Some(parent) => canonical_or_parent(parent)?,
+                None => std::env::current_dir()?,
+            };
+            Ok(base.join(p.file_name().unwrap_or_default()))
+        }
+    }
+}
+
+fn open_path(path: &Path) -> std::io::Result<OwnedFd> {
+    sys::open_dir(rustix::fs::CWD, &cstring(path.as_os_str().as_bytes()), true)
+}
+
+/// Opens a root's directory pair for `pass`, reporting what fails; the root of a `SRC/`
+/// transfer is itemized as `./`.
+pub(super) fn open_pair<'r>(run: &'r Run<'r>, root: &Root, pass: Pass) -> Option<Pair<'r>> {
+    let plan = run.plan;
+    let src = match open_path(&root.src_dir) {
+        Ok(fd) => fd,
+        Err(e) => {
+            run.fail(CopyError::io(Op::OpenDir, root.src_dir.clone(), e));
+            return None;
+        }
+    };
+    let dst: Option<OwnedFd> = match open_path(&root.dst_dir) {
+        Ok(fd) => Some(fd),
+        Err(e) if plan.dry_run && e.raw_os_error() == Some(libc::ENOENT) => None,
+        Err(e) => {
+            run.fail(CopyError::io(Op::OpenDir, root.dst_dir.clone(), e));
+            run.trouble.root.store(true, Ordering::Relaxed);
+            return None;
+        }
+    };
+    let whole = root.only.is_none();
+    let dst_before = dst.as_ref().and_then(|fd| sys::fstatx(fd.as_fd()).ok());
+    let scope = Scope::root(plan.filters.clone());
+    let scope = if whole {
+        match scope.enter(src.as_fd(), b"") {
+            Ok(s) => s,
+            Err(e) => {
+                run.fail(CopyError::Refused(e.to_string()));
+                return None;
+            }
+        }
+    } else {
+        scope
+    };
+    let mut root_item = None;
+    if whole && pass != Pass::Delete {
+        run.stats.files.add(Kind::Dir);
+        let mut item = Item::new(Action::Attributes, &root.src_stat, b".");
+        item.times_kept = plan.times;
+        // DEST as it was before this run made it: made now when it is empty and fresh.
+        match dst_before.filter(|_| !root.fresh_dest) {
+            Some(d) => {
+                let want = super::apply::wanted(run, &root.src_stat, Some(&d));
+                item.attrs = rules::attr_changes(&run.rules, &want, &d, run.window_ns);
+            }
+            None => {
+                item.action = Action::LocalChange;
+                item.new = true;
+            }
+        }
+        root_item = Some(item);
+    }
+    let anchor = dst
+        .as_ref()
+        .and_then(|fd| fd.try_clone().ok())
+        .map(Arc::new);
+    Some(Pair {
+        run,
+        _parent: None,
+        src,
+        dst,
+        rel: Vec::new(),
+        anchor,
+        dst_rel: Vec::new(),
+        src_path: root.src_dir.clone(),
+        dst_path: root.dst_dir.clone(),
+        src_stat: root.src_stat,
+        dst_before,
+        whole,
+        only: root.only.clone(),
+        scope,
+        pass,
+        item: root_item,
+    })
+}

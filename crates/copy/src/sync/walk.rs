@@ -1,0 +1,716 @@
+//! The walk of the two trees together: a pool of workers takes directory pairs from a shared
+//! LIFO stack, so with one worker the order is rsync's (a directory's entries, then each
+//! subdirectory's, depth first). Each pair's listing is read in full, filtered and sorted, the
+//! destination's extraneous entries are deleted (once the source listing is known to be
+//! complete), and each entry is decided and carried out. A directory's own attributes are set
+//! when its pair is dropped, after all its children.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::{CStr, CString};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
+
+use super::apply;
+use super::item::{Action, Item};
+use super::roots::{self, Root};
+use super::{DeleteWhen, Outcome, Output, Stats, Symlinks, SyncPlan};
+use crate::error::{CopyError, Op};
+use crate::filter::{Scope, Side};
+use crate::policy::sync::{self as rules, Decision, Facts, QuickCheck, Rules};
+use crate::sys::{self, Kind, Stat};
+
+/// Bytes of the buffer a worker reads directories into.
+const DIR_BUF: usize = 64 * 1024;
+
+/// What went wrong, for the exit code.
+#[derive(Debug, Default)]
+pub(super) struct Trouble {
+    /// Some entry failed (23).
+    pub failed: AtomicBool,
+    /// Some source entry vanished while the run looked at it (24).
+    pub vanished: AtomicBool,
+    /// `--max-delete` stopped deletions (25).
+    pub delete_limit: AtomicBool,
+    /// A root could not be used (3).
+    pub root: AtomicBool,
+}
+
+/// Where the first name of a hard-linked source inode went.
+#[derive(Debug, Clone)]
+pub(super) struct Leader {
+    /// The destination root it is relative to.
+    pub anchor: Arc<OwnedFd>,
+    /// Its path there.
+    pub path: CString,
+    /// Its path from the transfer root, for `%L`.
+    pub name: Vec<u8>,
+}
+
+/// One run's shared state.
+pub(super) struct Run<'p> {
+    pub plan: &'p SyncPlan,
+    pub out: &'p Output,
+    pub rules: Rules,
+    pub window_ns: u64,
+    pub stats: Stats,
+    pub trouble: Trouble,
+    pub stop: &'p AtomicBool,
+    pub umask: u32,
+    pub is_root: bool,
+    /// Deletions made (or, under -n, that would be).
+    pub deletions: AtomicU64,
+    /// Deletions left undone by `--max-delete`.
+    pub deletions_skipped: AtomicU64,
+    /// Hard-link groups: source (dev, ino) → first destination name.
+    pub links: Mutex<HashMap<(u64, u64), Leader>>,
+}
+
+/// The directories waiting to be walked, and how many workers are walking one.
+pub(super) struct Pool<'r> {
+    queue: Mutex<Vec<Task<'r>>>,
+    active: Mutex<usize>,
+    wake: Condvar,
+}
+
+/// A pair of directories being walked.
+pub(super) struct Pair<'r> {
+    pub run: &'r Run<'r>,
+    /// The pair above (kept alive until this one is done).
+    pub _parent: Option<Arc<Pair<'r>>>,
+    pub src: OwnedFd,
+    /// The destination directory; `None` under -n when it does not exist yet.
+    pub dst: Option<OwnedFd>,
+    /// The path from the transfer root ("" for the root), as printed and as filters see it.
+    pub rel: Vec<u8>,
+    /// The destination root and this directory's path below it (hard links are made there).
+    pub anchor: Option<Arc<OwnedFd>>,
+    pub dst_rel: Vec<u8>,
+    /// How the user names the two directories, for messages.
+    pub src_path: PathBuf,
+    pub dst_path: PathBuf,
+    pub src_stat: Stat,
+    /// The destination directory as it was before the run touched it (`None`: made now).
+    pub dst_before: Option<Stat>,
+    /// Part of the transfer: its attributes are kept, its extraneous entries deleted (not so
+    /// for the directory that holds a source named without a trailing slash).
+    pub whole: bool,
+    /// Only these names of the directory are in the transfer (a root's operands), each with
+    /// the name it gets at the destination.
+    pub only: Option<Vec<(CString, CString)>>,
+    pub scope: Scope,
+    /// Which pass this is.
+    pub pass: Pass,
+    /// The directory's own line (`cd+++++++++ sub/`), printed at the head of its block, after
+    /// its deletions, as rsync prints it.
+    pub item: Option<Item>,
+}
+
+/// What a walk does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Pass {
+    /// Transfer, and delete during it when `delete` is set.
+    Transfer { delete: bool },
+    /// Only delete (`--delete-before`, `--delete-after`).
+    Delete,
+}
+
+/// A subdirectory to walk.
+pub(super) struct Task<'r> {
+    parent: Arc<Pair<'r>>,
+    name: CString,
+    src_stat: Stat,
+    dst_before: Option<Stat>,
+    /// Its destination entry is a symlink to a directory kept under -K.
+    dst_follow: bool,
+    /// Its line.
+    item: Option<Item>,
+}
+
+/// One entry of a source listing.
+pub(super) struct SrcEntry {
+    pub name: CString,
+    /// Its name at the destination (differs only for a single file synced to a new name).
+    pub dst_name: CString,
+    pub stat: Stat,
+    /// The path from the transfer root.
+    pub rel: Vec<u8>,
+}
+
+impl Drop for Pair<'_> {
+    fn drop(&mut self) {
+        let run = self.run;
+        if !self.whole || run.plan.dry_run || self.pass == Pass::Delete {
+            return;
+        }
+        let Some(dst) = &self.dst else { return };
+        if let Err(e) = apply::dir_attrs(run, self, dst.as_fd()) {
+            run.fail(e);
+        }
+    }
+}
+
+impl Run<'_> {
+    /// Reports a failure and marks the run as partial (23).
+    pub fn fail(&self, e: CopyError) {
+        self.out.error(&e.to_string());
+        self.trouble.failed.store(true, Ordering::Relaxed);
+    }
+
+    /// Reports a source entry that vanished (24).
+    pub fn vanished(&self, path: &std::path::Path) {
+        self.out.error(&format!(
+            "file has vanished: {}",
+            crate::quote::quote_path(path)
+        ));
+        self.trouble.vanished.store(true, Ordering::Relaxed);
+    }
+}
+
+impl<'r> Pool<'r> {
+    fn new() -> Self {
+        Pool {
+            queue: Mutex::new(Vec::new()),
+            active: Mutex::new(0),
+            wake: Condvar::new(),
+        }
+    }
+
+    fn push_all(&self, tasks: Vec<Task<'r>>) {
+        if tasks.is_empty() {
+            return;
+        }
+        self.queue
+            .lock()
+            .expect("queue")
+            .extend(tasks.into_iter().rev());
+        self.wake.notify_all();
+    }
+
+    /// Takes the next task, waiting while others work; `None` when everything is done.
+    fn pop(&self) -> Option<Task<'r>> {
+        let mut queue = self.queue.lock().expect("queue");
+        loop {
+            if let Some(task) = queue.pop() {
+                *self.active.lock().expect("active") += 1;
+                return Some(task);
+            }
+            if *self.active.lock().expect("active") == 0 {
+                self.wake.notify_all();
+                return None;
+            }
+            queue = self.wake.wait(queue).expect("queue");
+        }
+    }
+
+    fn done_one(&self) {
+        let _queue = self.queue.lock().expect("queue");
+        *self.active.lock().expect("active") -= 1;
+        self.wake.notify_all();
+    }
+}
+
+/// Runs a plan: resolves the roots, then walks each (a deletion pass first or after, as asked).
+pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
+    let started = Instant::now();
+    let is_root = rustix::process::geteuid().is_root();
+    let rules = Rules {
+        quick: plan.quick,
+        update: plan.update,
+        existing: plan.existing,
+        ignore_existing: plan.ignore_existing,
+        max_size: plan.max_size,
+        min_size: plan.min_size,
+        keep_dirlinks: plan.keep_dirlinks,
+        times: plan.times,
+        omit_dir_times: plan.omit_dir_times,
+        perms: plan.perms,
+        executability: plan.executability,
+        owner: (plan.owner || plan.chown.0.is_some()) && is_root,
+        group: plan.group || plan.chown.1.is_some(),
+    };
+    let window_ns = match plan.quick {
+        QuickCheck::SizeAndTime { window_ns } => window_ns,
+        _ => 0,
+    };
+    let run = Run {
+        plan,
+        out,
+        rules,
+        window_ns,
+        stats: Stats::default(),
+        trouble: Trouble::default(),
+        stop,
+        umask: sys::umask(),
+        is_root,
+        deletions: AtomicU64::new(0),
+        deletions_skipped: AtomicU64::new(0),
+        links: Mutex::new(HashMap::new()),
+    };
+    let roots = roots::resolve(&run);
+    // rsync deletes nothing when a source could not be read (its "IO error encountered").
+    let source_trouble =
+        run.trouble.failed.load(Ordering::Relaxed) || run.trouble.root.load(Ordering::Relaxed);
+    let delete = plan.delete.filter(|_| !source_trouble);
+    if source_trouble && plan.delete.is_some() {
+        out.error("IO error encountered -- skipping file deletion");
+    }
+    let passes: &[Pass] = match delete {
+        None => &[Pass::Transfer { delete: false }],
+        Some(DeleteWhen::During) => &[Pass::Transfer { delete: true }],
+        Some(DeleteWhen::Before) => &[Pass::Delete, Pass::Transfer { delete: false }],
+        Some(DeleteWhen::After) => &[Pass::Transfer { delete: false }, Pass::Delete],
+    };
+    for &pass in passes {
+        for root in &roots {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            walk_root(&run, root, pass);
+        }
+    }
+    out.flush();
+    let skipped = run.deletions_skipped.load(Ordering::Relaxed);
+    if skipped > 0 {
+        out.error(&format!(
+            "Deletions stopped due to --max-delete limit ({skipped} skipped)"
+        ));
+        run.trouble.delete_limit.store(true, Ordering::Relaxed);
+    }
+    let t = &run.trouble;
+    let code = if stop.load(Ordering::Relaxed) {
+        20
+    } else if t.root.load(Ordering::Relaxed) && roots.is_empty() {
+        3
+    } else if t.failed.load(Ordering::Relaxed) || t.root.load(Ordering::Relaxed) {
+        23
+    } else if t.delete_limit.load(Ordering::Relaxed) {
+        25
+    } else if t.vanished.load(Ordering::Relaxed) {
+        24
+    } else {
+        0
+    };
+    let _ = started;
+    Outcome {
+        code,
+        stats: run.stats,
+    }
+}
+
+/// Walks one root in one pass, on the run's workers.
+fn walk_root<'r>(run: &'r Run<'r>, root: &Root, pass: Pass) {
+    let Some(pair) = roots::open_pair(run, root, pass) else {
+        return;
+    };
+    let pool = Pool::new();
+    let threads = run.plan.threads.max(1);
+    let mut buf = vec![MaybeUninit::<u8>::uninit(); DIR_BUF];
+    // The root is listed on this thread before the others start, so its lines come first.
+    list_dir(run, &pool, Arc::new(pair), &mut buf);
+    std::thread::scope(|s| {
+        for _ in 1..threads {
+            s.spawn(|| worker(run, &pool));
+        }
+        worker(run, &pool);
+    });
+}
+
+fn worker<'r>(run: &'r Run<'r>, pool: &Pool<'r>) {
+    let mut buf = vec![MaybeUninit::<u8>::uninit(); DIR_BUF];
+    while let Some(task) = pool.pop() {
+        if !run.stop.load(Ordering::Relaxed) {
+            if let Some(pair) = open_task(run, task) {
+                list_dir(run, pool, Arc::new(pair), &mut buf);
+            }
+        }
+        pool.done_one();
+    }
+}
+
+/// Opens a subdirectory task's two sides.
+fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
+    let parent = task.parent;
+    let name = task.name;
+    let follow = run.plan.symlinks == Symlinks::Follow;
+    let rel = join(&parent.rel, name.to_bytes());
+    let src_path = parent.src_path.join(apply::os(&name));
+    let dst_path = parent.dst_path.join(apply::os(&name));
+    let src = match sys::open_dir(parent.src.as_fd(), &name, follow) {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            run.vanished(&src_path);
+            return None;
+        }
+        Err(e) => {
+            run.fail(CopyError::io(Op::OpenDir, src_path, e));
+            return None;
+        }
+    };
+    let dst = match &parent.dst {
+        Some(dst) if !(run.plan.dry_run && task.dst_before.is_none()) => {
+            match sys::open_dir(dst.as_fd(), &name, task.dst_follow) {
+                Ok(fd) => Some(fd),
+                Err(e) => {
+                    run.fail(CopyError::io(Op::OpenDir, dst_path, e));
+                    return None;
+                }
+            }
+        }
+        _ => None,
+    };
+    let scope = match parent.scope.enter(src.as_fd(), &rel) {
+        Ok(scope) => scope,
+        Err(e) => {
+            run.fail(CopyError::Refused(e.to_string()));
+            return None;
+        }
+    };
+    Some(Pair {
+        run,
+        anchor: parent.anchor.clone(),
+        dst_rel: join(&parent.dst_rel, name.to_bytes()),
+        _parent: Some(parent.clone()),
+        src,
+        dst,
+        rel,
+        src_path,
+        dst_path,
+        src_stat: task.src_stat,
+        dst_before: task.dst_before,
+        whole: true,
+        only: None,
+        scope,
+        pass: parent.pass,
+        item: task.item,
+    })
+}
+
+/// `a/b`, or `b` when `a` is empty.
+pub(super) fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
+    if dir.is_empty() {
+        return name.to_vec();
+    }
+    let mut path = dir.to_vec();
+    path.push(b'/');
+    path.extend_from_slice(name);
+    path
+}
+
+/// rsync's order within a directory (its incremental recursion's): the other entries by
+/// name, then the subdirectories by name.
+fn sort_key(e: &SrcEntry) -> (bool, Vec<u8>) {
+    (e.stat.kind() == Kind::Dir, e.name.to_bytes().to_vec())
+}
+
+/// Lists a directory pair and handles each of its entries.
+fn list_dir<'r>(
+    run: &'r Run<'r>,
+    pool: &Pool<'r>,
+    pair: Arc<Pair<'r>>,
+    buf: &mut [MaybeUninit<u8>],
+) {
+    let plan = run.plan;
+    let mut lines = Vec::new();
+    let follow = plan.symlinks == Symlinks::Follow;
+    let names: Vec<(CString, CString)> = match &pair.only {
+        Some(only) => only.clone(),
+        None => {
+            let mut names = Vec::new();
+            let read = sys::read_dir_entries(pair.src.as_fd(), buf, |name, _| {
+                names.push((name.to_owned(), name.to_owned()));
+            });
+            if let Err(e) = read {
+                // Nothing here is deleted: the listing is not known to be complete.
+                run.fail(CopyError::io(Op::ReadDir, pair.src_path.clone(), e));
+                return;
+            }
+            names
+        }
+    };
+    let mut entries = Vec::with_capacity(names.len());
+    let mut kept: HashSet<Vec<u8>> = HashSet::with_capacity(names.len());
+    let mut complete = true;
+    for (name, dst_name) in names {
+        let src_path = || pair.src_path.join(apply::os(&name));
+        let stat = match sys::statx_at(pair.src.as_fd(), &name, follow) {
+            Ok(s) => s,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                run.vanished(&src_path());
+                continue;
+            }
+            Err(e) => {
+                complete = false;
+                run.fail(CopyError::io(Op::Stat, src_path(), e));
+                continue;
+            }
+        };
+        let stat = match apply::unsafe_link_target(run, &pair, &name, stat) {
+            Some(stat) => stat,
+            None => continue,
+        };
+        let rel = join(&pair.rel, name.to_bytes());
+        let is_dir = stat.kind() == Kind::Dir;
+        if pair.scope.excluded(&rel, is_dir, Side::Sender) {
+            continue;
+        }
+        kept.insert(dst_name.to_bytes().to_vec());
+        entries.push(SrcEntry {
+            name,
+            dst_name,
+            stat,
+            rel,
+        });
+    }
+    entries.sort_by_cached_key(sort_key);
+    let delete_here = match pair.pass {
+        Pass::Transfer { delete } => delete,
+        Pass::Delete => true,
+    };
+    if delete_here && pair.whole && complete {
+        if let Some(dst) = &pair.dst {
+            apply::delete_extraneous(run, &pair, dst.as_fd(), &kept, buf, &mut lines);
+        }
+    } else if pair.whole && !plan.dry_run {
+        if let Some(dst) = &pair.dst {
+            let _ = crate::resume::remove_stale_temps(dst.as_fd(), buf);
+        }
+    }
+    // The notes on what is not transferred come first, as rsync's sender prints them while
+    // it lists the directory.
+    let mut transferred = Vec::with_capacity(entries.len());
+    for e in entries {
+        // rsync's "total size": every file's and symlink's length in the list.
+        if matches!(e.stat.kind(), Kind::File | Kind::Symlink) {
+            run.stats
+                .total_size
+                .fetch_add(e.stat.size, Ordering::Relaxed);
+        }
+        match skip_note(plan, &e.stat) {
+            Some(note) => {
+                if run.out.verbose > 0 || (e.stat.kind() == Kind::Dir && pair.only.is_some()) {
+                    lines.extend_from_slice(format!("{note} \"").as_bytes());
+                    lines.extend_from_slice(&pair.src_path_shown(&e));
+                    lines.extend_from_slice(b"\"\n");
+                }
+            }
+            None => transferred.push(e),
+        }
+    }
+    let entries = transferred;
+    if let Some(item) = &pair.item {
+        report(run, item, &pair.src_stat, &mut lines);
+    }
+    let mut subdirs = Vec::new();
+    for e in &entries {
+        if run.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        entry(run, &pair, e, &mut lines, &mut subdirs);
+    }
+    run.out.print(&lines);
+    pool.push_all(subdirs);
+}
+
+/// The destination's statx of `name` in the pair, not followed (`None`: nothing there, or no
+/// destination directory under -n).
+fn dst_stat(pair: &Pair<'_>, name: &CStr) -> Result<Option<Stat>, std::io::Error> {
+    let Some(dst) = &pair.dst else {
+        return Ok(None);
+    };
+    match sys::statx_at(dst.as_fd(), name, false) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Decides and carries out one entry.
+fn entry<'r>(
+    run: &'r Run<'r>,
+    pair: &Arc<Pair<'r>>,
+    e: &SrcEntry,
+    lines: &mut Vec<u8>,
+    subdirs: &mut Vec<Task<'r>>,
+) {
+    let plan = run.plan;
+    let kind = e.stat.kind();
+    let dst_path = || pair.dst_path.join(apply::os(&e.dst_name));
+    if pair.pass == Pass::Delete {
+        // Only directories present on both sides are entered.
+        if kind == Kind::Dir && plan.recursive {
+            if let Ok(Some(d)) = dst_stat(pair, &e.dst_name) {
+                if d.kind() == Kind::Dir {
+                    subdirs.push(Task {
+                        parent: pair.clone(),
+                        name: e.dst_name.clone(),
+                        src_stat: e.stat,
+                        dst_before: Some(d),
+                        dst_follow: false,
+                        item: None,
+                    });
+                }
+            }
+        }
+        return;
+    }
+    run.stats.files.add(kind);
+    let dst = match dst_stat(pair, &e.dst_name) {
+        Ok(d) => d,
+        Err(err) => {
+            run.fail(CopyError::io(Op::Stat, dst_path(), err));
+            return;
+        }
+    };
+    // -K: where the destination symlink leads.
+    let dir_target = match dst {
+        Some(d) if plan.keep_dirlinks && d.kind() == Kind::Symlink && kind == Kind::Dir => pair
+            .dst
+            .as_ref()
+            .and_then(|fd| sys::statx_at(fd.as_fd(), &e.dst_name, true).ok())
+            .filter(|t| t.kind() == Kind::Dir),
+        _ => None,
+    };
+    let same_value = match dst {
+        Some(d) if d.kind() == kind && kind != Kind::File && kind != Kind::Dir => {
+            apply::same_value(run, pair, e, &d)
+        }
+        _ => false,
+    };
+    let mut facts = Facts {
+        src: &e.stat,
+        dst: dst.as_ref(),
+        dst_dir_target: dir_target.as_ref(),
+        same_value,
+        same_content: None,
+    };
+    let mut decision = rules::decide(&run.rules, &facts);
+    if decision == Decision::CompareContent {
+        facts.same_content = Some(apply::same_content(run, pair, e));
+        decision = rules::decide(&run.rules, &facts);
+    }
+    // Hard links: a later name of a group is linked to the first.
+    if plan.hard_links && kind != Kind::Dir && e.stat.nlink > 1 {
+        if let Some(done) = apply::hard_link(run, pair, e, dst.as_ref(), decision, lines) {
+            if done && plan.remove_source_files {
+                apply::remove_source(run, pair, e);
+            }
+            return;
+        }
+    }
+    let attr_target = dir_target.or(dst);
+    match decision {
+        Decision::Skip(_) => {}
+        Decision::CompareContent => unreachable!("decided once the content was compared"),
+        Decision::Keep => {
+            let want = apply::wanted(run, &e.stat, attr_target.as_ref());
+            let changes = attr_target
+                .map(|d| rules::attr_changes(&run.rules, &want, &d, run.window_ns))
+                .unwrap_or_default();
+            let mut item = Item::new(Action::Attributes, &e.stat, &e.rel);
+            item.attrs = changes;
+            item.times_kept = plan.times;
+            if kind == Kind::Symlink {
+                item.link = apply::link_text(pair, &e.name);
+            }
+            if kind == Kind::Dir {
+                // A directory's attributes are set when its walk ends; it is entered now.
+                if plan.recursive {
+                    subdirs.push(Task {
+                        parent: pair.clone(),
+                        name: e.dst_name.clone(),
+                        src_stat: e.stat,
+                        dst_before: attr_target,
+                        dst_follow: dir_target.is_some(),
+                        item: Some(item),
+                    });
+                } else {
+                    report(run, &item, &e.stat, lines);
+                }
+                return;
+            }
+            if !changes.none() && !plan.dry_run {
+                if let Err(err) = apply::fix_attrs(run, pair, e, &changes) {
+                    run.fail(err);
+                    return;
+                }
+            }
+            report(run, &item, &e.stat, lines);
+            if plan.remove_source_files && kind == Kind::File {
+                apply::remove_source(run, pair, e);
+            }
+        }
+        Decision::Create | Decision::Rewrite | Decision::Replace => {
+            let result = apply::make(run, pair, e, dst.as_ref(), decision, lines);
+            match result {
+                Ok(Some(item)) => {
+                    if kind == Kind::Dir {
+                        if plan.recursive {
+                            subdirs.push(Task {
+                                parent: pair.clone(),
+                                name: e.dst_name.clone(),
+                                src_stat: e.stat,
+                                dst_before: None,
+                                dst_follow: false,
+                                item: Some(item),
+                            });
+                        } else {
+                            report(run, &item, &e.stat, lines);
+                        }
+                        return;
+                    }
+                    report(run, &item, &e.stat, lines);
+                    if plan.remove_source_files && kind == Kind::File && !plan.dry_run {
+                        apply::remove_source(run, pair, e);
+                    }
+                }
+                Ok(None) => {}
+                Err(err) => run.fail(err),
+            }
+        }
+    }
+}
+
+/// Why an entry of this kind is not transferred (`None`: it is).
+fn skip_note(plan: &SyncPlan, stat: &Stat) -> Option<&'static str> {
+    match stat.kind() {
+        Kind::Dir if !plan.recursive && !plan.dirs => Some("skipping directory"),
+        Kind::Symlink if plan.symlinks == Symlinks::Skip => Some("skipping non-regular file"),
+        Kind::Special if !special_wanted(plan, stat) => Some("skipping non-regular file"),
+        _ => None,
+    }
+}
+
+impl Pair<'_> {
+    /// An entry's name as rsync's sender names it in its notes: the path the user gave, then
+    /// the path below it.
+    fn src_path_shown(&self, e: &SrcEntry) -> Vec<u8> {
+        use std::os::unix::ffi::OsStrExt;
+        let base = self.src_path.as_os_str().as_bytes();
+        if self.only.is_some() {
+            return join(if base == b"." { b"" } else { base }, e.name.to_bytes());
+        }
+        e.rel.clone()
+    }
+}
+
+/// Whether a FIFO, socket or device is transferred (`--specials`, `--devices`).
+fn special_wanted(plan: &SyncPlan, stat: &Stat) -> bool {
+    let fmt = stat.mode & libc::S_IFMT;
+    if fmt == libc::S_IFCHR || fmt == libc::S_IFBLK {
+        plan.devices
+    } else {
+        plan.specials
+    }
+}
+
+/// Adds `item`'s line to the directory's block and the log.
+pub(super) fn report(run: &Run<'_>, item: &Item, src: &Stat, lines: &mut Vec<u8>) {
+    run.out.render(item, Some(src), lines);
+    if !run.plan.dry_run {
+        run.out.log_line(item, Some(src));
+    }
+}

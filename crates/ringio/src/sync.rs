@@ -1,0 +1,660 @@
+//! `ringio sync` (and ringio run under the name `rsync`): rsync's local command line, turned
+//! into a [`SyncPlan`] and run by the copy crate's sync engine.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{ArgAction, ArgMatches};
+
+use ringio_copy::filter::{FilterRules, ListKind};
+use ringio_copy::sync::item::OutFormat;
+use ringio_copy::sync::{Backups, DeleteWhen, Output, QuickCheck, Source, Symlinks, SyncPlan};
+
+/// rsync's exit code for a usage error.
+pub const SYNTAX: i32 = 1;
+
+/// `ringio sync`: rsync's options for a local transfer. Options are read in order, as rsync
+/// reads them: a later `--no-OPTION` undoes an earlier one (or `-a`'s share of it), and
+/// filter rules apply in the order given.
+#[derive(Debug, clap::Args)]
+#[command(
+    disable_help_flag = true,
+    override_usage = "ringio sync [OPTION]... SRC... DEST\n       rsync [OPTION]... SRC... DEST   (ringio run under the name rsync)",
+    after_help = "SRC/ (a trailing slash) syncs the contents of SRC into DEST; SRC syncs the directory \
+itself, as DEST/SRC. DEST is made if missing (its parents too with --mkpath). One file synced to a \
+name that is not a directory is copied to that name.\n\n\
+An unchanged file (same size and mtime, to the nanosecond) costs one statx per side and no read. \
+A changed file is written to a temporary in its directory and renamed over the old one, so a \
+reader sees the old or the new file, never a mix (--inplace writes into the file itself). Every \
+destination directory below DEST is opened without following symlinks, so a directory swapped for \
+a symlink mid-run redirects nothing. A run killed at any moment leaves temporaries that the next \
+run removes.\n\n\
+Exit status, as rsync's: 0 done; 1 usage; 3 DEST unusable; 20 interrupted; 23 some entries \
+failed (nothing is deleted in a directory whose source could not be read, and nothing at all \
+when a source operand is missing); 24 some source files vanished; 25 --max-delete stopped \
+deletions. Remote operands (HOST:PATH, rsync://) are refused: ringio syncs locally only."
+)]
+pub struct Args {
+    /// Sources, then DEST.
+    #[arg(value_name = "PATH", num_args = 0..)]
+    pub paths: Vec<OsString>,
+
+    // What to keep.
+    /// Archive mode: -rlptgoD (no -A, -X, -U, -H).
+    #[arg(short = 'a', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub archive: bool,
+    /// Recurse into directories.
+    #[arg(short = 'r', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub recursive: bool,
+    /// Undo -r.
+    #[arg(long = "no-recursive", visible_alias = "no-r", action = ArgAction::SetTrue, hide_short_help = true)]
+    pub no_recursive: bool,
+    /// Transfer directories without recursing.
+    #[arg(short = 'd', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub dirs: bool,
+    /// Copy symlinks as symlinks.
+    #[arg(short = 'l', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub links: bool,
+    /// Undo -l.
+    #[arg(long = "no-links", visible_alias = "no-l", action = ArgAction::SetTrue, hide_short_help = true)]
+    pub no_links: bool,
+    /// Transform symlinks into the files or directories they point to.
+    #[arg(short = 'L', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub copy_links: bool,
+    /// Follow only the symlinks that lead outside the transferred tree.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub copy_unsafe_links: bool,
+    /// Skip the symlinks that lead outside the transferred tree.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub safe_links: bool,
+    /// Treat a symlinked directory on the receiver as a directory.
+    #[arg(short = 'K', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub keep_dirlinks: bool,
+    /// Preserve hard links (across the whole transfer).
+    #[arg(short = 'H', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub hard_links: bool,
+    /// Preserve permissions.
+    #[arg(short = 'p', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub perms: bool,
+    /// Undo -p.
+    #[arg(long = "no-perms", visible_alias = "no-p", action = ArgAction::SetTrue, hide_short_help = true)]
+    pub no_perms: bool,
+    /// Preserve executability (without -p).
+    #[arg(short = 'E', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub executability: bool,
+    /// Preserve the owner (as root).
+    #[arg(short = 'o', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub owner: bool,
+    /// Undo -o.
+    #[arg(long = "no-owner", visible_alias = "no-o", action = ArgAction::SetTrue, hide_short_help = true)]
+    pub no_owner: bool,
+    /// Preserve the group.
+    #[arg(short = 'g', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub group: bool,
+    /// Undo -g.
+    #[arg(long = "no-group", visible_alias = "no-g", action = ArgAction::SetTrue, hide_short_help = true)]
+    pub no_group: bool,
+    /// Keep numeric ids (a local transfer maps no names, so ids are always kept as they are).
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub numeric_ids: bool,
+    /// Give every entry this owner and group: USER:GROUP, USER, or :GROUP (names or numbers).
+    #[arg(long, value_name = "USER:GROUP", help_heading = "What to keep")]
+    pub chown: Option<String>,
+    /// Same as --devices --specials.
+    #[arg(short = 'D', action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub devices_specials: bool,
+    /// Undo -D.
+    #[arg(long = "no-D", action = ArgAction::SetTrue, hide_short_help = true)]
+    pub no_devices_specials: bool,
+    /// Preserve device files (as root).
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub devices: bool,
+    /// Preserve special files (FIFOs, sockets).
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub specials: bool,
+    /// Preserve modification times.
+    #[arg(short = 't', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub times: bool,
+    /// Undo -t.
+    #[arg(long = "no-times", visible_alias = "no-t", action = ArgAction::SetTrue, hide_short_help = true)]
+    pub no_times: bool,
+    /// Omit directories from --times.
+    #[arg(short = 'O', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub omit_dir_times: bool,
+    /// Preserve access times.
+    #[arg(short = 'U', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub atimes: bool,
+    /// Preserve ACLs (implies -p).
+    #[arg(short = 'A', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub acls: bool,
+    /// Preserve extended attributes.
+    #[arg(short = 'X', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub xattrs: bool,
+    /// Keep holes: only the source's data extents are written.
+    #[arg(short = 'S', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub sparse: bool,
+    /// Don't cross filesystem boundaries (a mount point is made, empty).
+    #[arg(short = 'x', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub one_file_system: bool,
+    /// Copy files whole (always, locally: there is no delta to compute).
+    #[arg(short = 'W', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub whole_file: bool,
+    /// Update destination files in place, not through a temporary.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub inplace: bool,
+
+    // What to skip.
+    /// Skip by content, not by mtime and size (both sides are read, up to the first difference).
+    #[arg(short = 'c', long, action = ArgAction::SetTrue, help_heading = "What to skip")]
+    pub checksum: bool,
+    /// Skip files that match in size.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "What to skip")]
+    pub size_only: bool,
+    /// Don't skip files that match size and time.
+    #[arg(short = 'I', long, action = ArgAction::SetTrue, help_heading = "What to skip")]
+    pub ignore_times: bool,
+    /// Compare mtimes with this much slack, in seconds (default: equal to the nanosecond).
+    #[arg(
+        long,
+        value_name = "NUM",
+        allow_negative_numbers = true,
+        help_heading = "What to skip"
+    )]
+    pub modify_window: Option<i64>,
+    /// Skip files that are newer on the receiver.
+    #[arg(short = 'u', long, action = ArgAction::SetTrue, help_heading = "What to skip")]
+    pub update: bool,
+    /// Skip creating new files on the receiver.
+    #[arg(long, visible_alias = "ignore-non-existing", action = ArgAction::SetTrue, help_heading = "What to skip")]
+    pub existing: bool,
+    /// Skip updating files that exist on the receiver.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "What to skip")]
+    pub ignore_existing: bool,
+    /// Don't transfer any file larger than SIZE (K, M, G: powers of 1024; KB, MB, GB: of 1000).
+    #[arg(long, value_name = "SIZE", help_heading = "What to skip")]
+    pub max_size: Option<String>,
+    /// Don't transfer any file smaller than SIZE.
+    #[arg(long, value_name = "SIZE", help_heading = "What to skip")]
+    pub min_size: Option<String>,
+
+    // Deletion.
+    /// Delete extraneous files from the destination (as --delete-during).
+    #[arg(long, visible_alias = "del", action = ArgAction::SetTrue, help_heading = "Deletion")]
+    pub delete: bool,
+    /// Delete before the transfer, in a pass of its own.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Deletion")]
+    pub delete_before: bool,
+    /// Delete in each directory before its entries are transferred.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Deletion")]
+    pub delete_during: bool,
+    /// Delete after the transfer.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Deletion")]
+    pub delete_after: bool,
+    /// Find deletions during the transfer, delete after it.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Deletion")]
+    pub delete_delay: bool,
+    /// Also delete excluded files from the destination.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Deletion")]
+    pub delete_excluded: bool,
+    /// Delete no more than NUM entries (exit 25 when more were due).
+    #[arg(long, value_name = "NUM", help_heading = "Deletion")]
+    pub max_delete: Option<i64>,
+    /// Delete a non-empty directory that stands where a non-directory goes.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Deletion")]
+    pub force: bool,
+    /// Remove synced files from the source (not directories).
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Deletion")]
+    pub remove_source_files: bool,
+
+    // Filters.
+    /// Exclude files matching PATTERN.
+    #[arg(long, value_name = "PATTERN", action = ArgAction::Append, help_heading = "Filters")]
+    pub exclude: Vec<OsString>,
+    /// Don't exclude files matching PATTERN.
+    #[arg(long, value_name = "PATTERN", action = ArgAction::Append, help_heading = "Filters")]
+    pub include: Vec<OsString>,
+    /// Read exclude patterns from FILE ("-": stdin).
+    #[arg(long, value_name = "FILE", action = ArgAction::Append, help_heading = "Filters")]
+    pub exclude_from: Vec<PathBuf>,
+    /// Read include patterns from FILE ("-": stdin).
+    #[arg(long, value_name = "FILE", action = ArgAction::Append, help_heading = "Filters")]
+    pub include_from: Vec<PathBuf>,
+    /// Add a filter RULE (rsync's syntax: + - P R H S !, merge, dir-merge, modifiers).
+    #[arg(short = 'f', long, value_name = "RULE", action = ArgAction::Append, help_heading = "Filters")]
+    pub filter: Vec<OsString>,
+    /// Same as --filter='dir-merge /.rsync-filter'; twice also excludes the .rsync-filter files.
+    #[arg(short = 'F', action = ArgAction::Count, help_heading = "Filters")]
+    pub rsync_filter: u8,
+    /// Auto-ignore files the way CVS does.
+    #[arg(short = 'C', long, action = ArgAction::SetTrue, help_heading = "Filters")]
+    pub cvs_exclude: bool,
+    /// Read the lists of --exclude-from/--include-from as NUL-separated.
+    #[arg(short = '0', long, action = ArgAction::SetTrue, help_heading = "Filters")]
+    pub from0: bool,
+
+    // History.
+    /// Make backups of replaced and deleted files (see --suffix and --backup-dir).
+    #[arg(short = 'b', long, action = ArgAction::SetTrue, help_heading = "History")]
+    pub backup: bool,
+    /// Make backups into this directory tree.
+    #[arg(long, value_name = "DIR", help_heading = "History")]
+    pub backup_dir: Option<PathBuf>,
+    /// Backup suffix (default ~ without --backup-dir).
+    #[arg(long, value_name = "SUFFIX", help_heading = "History")]
+    pub suffix: Option<String>,
+
+    // Output.
+    /// Increase verbosity (names of what changes; twice: of everything).
+    #[arg(short = 'v', long, action = ArgAction::Count, help_heading = "Output")]
+    pub verbose: u8,
+    /// Suppress non-error messages.
+    #[arg(short = 'q', long, action = ArgAction::SetTrue, help_heading = "Output")]
+    pub quiet: bool,
+    /// Output a change summary for every update (rsync's YXcstpoguax); twice: for every entry.
+    #[arg(short = 'i', long, action = ArgAction::Count, help_heading = "Output")]
+    pub itemize_changes: u8,
+    /// Output updates using FORMAT (%i %n %L %l %b %o %B %M %U %G %p %%).
+    #[arg(
+        long,
+        visible_alias = "log-format",
+        value_name = "FORMAT",
+        help_heading = "Output"
+    )]
+    pub out_format: Option<String>,
+    /// Print the transfer's statistics at the end.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Output")]
+    pub stats: bool,
+    /// Numbers in a human-readable form (digit groups, as rsync's default).
+    #[arg(short = 'h', long, action = ArgAction::Count, help_heading = "Output")]
+    pub human_readable: u8,
+    /// Log what is done to FILE (rsync's "%i %n%L" lines, with the time).
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub log_file: Option<PathBuf>,
+    /// Print help (rsync's -h is --human-readable; --help is help).
+    #[arg(long, action = ArgAction::Help, help_heading = "Output")]
+    pub help: Option<bool>,
+
+    // Safety.
+    /// Perform a trial run with no changes made: print what a real run would do.
+    #[arg(short = 'n', long, action = ArgAction::SetTrue, help_heading = "Safety")]
+    pub dry_run: bool,
+    /// Create DEST's missing parent directories.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Safety")]
+    pub mkpath: bool,
+    /// Set the I/O timeout in seconds (a local transfer has no peer to wait for: accepted).
+    #[arg(long, value_name = "SECONDS", help_heading = "Safety")]
+    pub timeout: Option<u64>,
+    /// Worker threads [default: the cores; 1 when entries are listed, for rsync's order].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256), help_heading = "Safety")]
+    pub threads: Option<u32>,
+}
+
+/// A destination-side operand on another host.
+fn remote(path: &OsStr) -> bool {
+    let bytes = path.as_bytes();
+    if bytes.starts_with(b"rsync://") {
+        return true;
+    }
+    match bytes.iter().position(|&b| b == b':') {
+        Some(colon) => !bytes[..colon].contains(&b'/'),
+        None => false,
+    }
+}
+
+/// rsync's sizes: 10, 10K (1024), 10KB (1000), 1.5M, with an optional +1/-1 ("G-1").
+fn parse_size(text: &str, option: &str) -> Result<u64> {
+    let bad = || anyhow::anyhow!("--{option}={text}: invalid size (try 100K, 2M, 1.5G)");
+    let (body, adjust) = match text.rfind(['+', '-']) {
+        Some(at) if at > 0 && (&text[at..] == "+1" || &text[at..] == "-1") => {
+            (&text[..at], if &text[at..] == "+1" { 1i64 } else { -1 })
+        }
+        _ => (text, 0),
+    };
+    let lower = body.to_ascii_lowercase();
+    let digits_end = lower
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(lower.len());
+    let (num, unit) = lower.split_at(digits_end);
+    let num: f64 = num.parse().map_err(|_| bad())?;
+    let unit = unit.trim_end_matches(['b']).to_string();
+    let decimal = lower[digits_end..].ends_with("b") && !unit.is_empty();
+    let base: f64 = if decimal { 1000.0 } else { 1024.0 };
+    let scale = match unit.as_str() {
+        "" => 1.0,
+        "k" => base,
+        "m" => base.powi(2),
+        "g" => base.powi(3),
+        "t" => base.powi(4),
+        "p" => base.powi(5),
+        _ => return Err(bad()),
+    };
+    let value = num * scale;
+    if !value.is_finite() || value < 0.0 || value > u64::MAX as f64 {
+        return Err(bad());
+    }
+    Ok((value as i128 + i128::from(adjust)).max(0) as u64)
+}
+
+/// A user or group by name or number.
+fn id_of(text: &str, user: bool) -> Result<u32> {
+    if let Ok(n) = text.parse::<u32>() {
+        return Ok(n);
+    }
+    let c = std::ffi::CString::new(text).context("a name holds a NUL")?;
+    // SAFETY: getpwnam/getgrnam read a NUL-terminated name; the result is read before any
+    // other call could reuse the static buffer (sync parses its options on one thread).
+    let id = unsafe {
+        if user {
+            let p = libc::getpwnam(c.as_ptr());
+            (!p.is_null()).then(|| (*p).pw_uid)
+        } else {
+            let g = libc::getgrnam(c.as_ptr());
+            (!g.is_null()).then(|| (*g).gr_gid)
+        }
+    };
+    id.with_context(|| {
+        format!(
+            "--chown: unknown {} {text:?}",
+            if user { "user" } else { "group" }
+        )
+    })
+}
+
+/// True when the last of `on` comes after the last of `off` (options read in order).
+fn last_wins(m: &ArgMatches, on: &[&str], off: &[&str]) -> bool {
+    let last = |ids: &[&str]| {
+        ids.iter()
+            .filter(|id| {
+                matches!(
+                    m.value_source(id),
+                    Some(clap::parser::ValueSource::CommandLine)
+                )
+            })
+            .filter_map(|id| m.indices_of(id).and_then(|i| i.max()))
+            .max()
+    };
+    match (last(on), last(off)) {
+        (Some(a), Some(b)) => a > b,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+impl Args {
+    /// The plan and the printer this command line asks for.
+    pub fn plan(&self, m: &ArgMatches, program: &str) -> Result<(SyncPlan, Output)> {
+        if self.paths.len() < 2 {
+            bail!("a source and a destination are needed (see --help)");
+        }
+        if let Some(p) = self.paths.iter().find(|p| remote(p)) {
+            bail!(
+                "{:?} names a remote host: ringio syncs locally only",
+                p.to_string_lossy()
+            );
+        }
+        let (dest, sources) = self.paths.split_last().expect("two paths");
+        let sources = sources
+            .iter()
+            .map(|p| {
+                let b = p.as_bytes();
+                Source {
+                    path: PathBuf::from(p),
+                    contents: b.ends_with(b"/") || b == b"." || b.ends_with(b"/."),
+                }
+            })
+            .collect();
+        let mut plan = SyncPlan::new(sources, PathBuf::from(dest));
+        plan.dest_is_dir = dest.as_bytes().ends_with(b"/");
+        let a = "archive";
+        plan.recursive = last_wins(m, &[a, "recursive"], &["no_recursive"]);
+        plan.dirs = self.dirs;
+        let links = last_wins(m, &[a, "links"], &["no_links"]);
+        plan.symlinks = if self.copy_links {
+            Symlinks::Follow
+        } else if links {
+            Symlinks::Keep
+        } else {
+            Symlinks::Skip
+        };
+        plan.copy_unsafe_links = self.copy_unsafe_links;
+        plan.safe_links = self.safe_links;
+        plan.keep_dirlinks = self.keep_dirlinks;
+        plan.hard_links = self.hard_links;
+        plan.perms = last_wins(m, &[a, "perms", "acls"], &["no_perms"]);
+        plan.executability = self.executability;
+        plan.owner = last_wins(m, &[a, "owner"], &["no_owner"]);
+        plan.group = last_wins(m, &[a, "group"], &["no_group"]);
+        if let Some(spec) = &self.chown {
+            let (user, group) = spec.split_once(':').unwrap_or((spec, ""));
+            plan.chown = (
+                (!user.is_empty()).then(|| id_of(user, true)).transpose()?,
+                (!group.is_empty())
+                    .then(|| id_of(group, false))
+                    .transpose()?,
+            );
+        }
+        let d = last_wins(m, &[a, "devices_specials"], &["no_devices_specials"]);
+        plan.devices = d || self.devices;
+        plan.specials = d || self.specials;
+        plan.times = last_wins(m, &[a, "times"], &["no_times"]);
+        plan.omit_dir_times = self.omit_dir_times;
+        plan.atimes = self.atimes;
+        plan.acls = self.acls;
+        plan.xattrs = self.xattrs;
+        plan.sparse = self.sparse;
+        plan.one_file_system = self.one_file_system;
+        plan.inplace = self.inplace;
+        let window_ns = match self.modify_window {
+            Some(n) if n > 0 => (n as u64).saturating_mul(1_000_000_000),
+            _ => 0,
+        };
+        plan.quick = if self.checksum {
+            QuickCheck::Checksum
+        } else if self.ignore_times {
+            QuickCheck::Never
+        } else if self.size_only {
+            QuickCheck::SizeOnly
+        } else {
+            QuickCheck::SizeAndTime { window_ns }
+        };
+        plan.update = self.update;
+        plan.existing = self.existing;
+        plan.ignore_existing = self.ignore_existing;
+        plan.max_size = self
+            .max_size
+            .as_deref()
+            .map(|s| parse_size(s, "max-size"))
+            .transpose()?;
+        plan.min_size = self
+            .min_size
+            .as_deref()
+            .map(|s| parse_size(s, "min-size"))
+            .transpose()?;
+        plan.delete = if self.delete_before {
+            Some(DeleteWhen::Before)
+        } else if self.delete_after || self.delete_delay {
+            Some(DeleteWhen::After)
+        } else if self.delete || self.delete_during || self.delete_excluded {
+            Some(DeleteWhen::During)
+        } else {
+            None
+        };
+        plan.max_delete = match self.max_delete {
+            Some(n) if n < 0 => None,
+            other => other.map(|n| n as u64),
+        };
+        if plan.max_delete.is_some() && plan.delete.is_none() {
+            // rsync: --max-delete alone deletes nothing.
+        }
+        plan.force = self.force;
+        plan.remove_source_files = self.remove_source_files;
+        plan.filters = Arc::new(self.filters(m)?);
+        if self.backup || self.backup_dir.is_some() {
+            let suffix = self.suffix.clone().unwrap_or_else(|| {
+                if self.backup_dir.is_some() {
+                    String::new()
+                } else {
+                    "~".into()
+                }
+            });
+            if suffix.contains('/') {
+                bail!("--suffix cannot contain slashes: {suffix}");
+            }
+            plan.backup = Some(Backups {
+                dir: self.backup_dir.clone(),
+                suffix,
+            });
+        }
+        plan.dry_run = self.dry_run;
+        plan.mkpath = self.mkpath;
+        let mut out = Output::new(program);
+        out.verbose = if self.quiet { 0 } else { self.verbose };
+        let format = match (&self.out_format, self.itemize_changes, self.verbose) {
+            (Some(f), _, _) => Some(f.clone()),
+            (None, i, _) if i > 0 => Some("%i %n%L".to_string()),
+            (None, _, v) if v > 0 && !self.quiet => Some("%n%L".to_string()),
+            _ => None,
+        };
+        out.format = format
+            .map(|f| OutFormat::parse(&f))
+            .transpose()
+            .map_err(|e| anyhow::anyhow!(e))?;
+        out.all = self.itemize_changes > 1 || self.verbose > 1;
+        if let Some(path) = &self.log_file {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open the log file {}", path.display()))?;
+            out.log = Some(Mutex::new(file));
+        }
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        plan.threads = match self.threads {
+            Some(n) => n as usize,
+            None if out.lists_entries() => 1,
+            None => cores.max(2),
+        };
+        Ok((plan, out))
+    }
+
+    /// The filter rules, in command-line order.
+    fn filters(&self, m: &ArgMatches) -> Result<FilterRules> {
+        let mut rules = FilterRules::new();
+        rules.set_from0(self.from0);
+        let mut steps: Vec<(usize, &str, OsString)> = Vec::new();
+        for id in ["exclude", "include", "filter"] {
+            if let (Some(values), Some(indices)) = (m.get_many::<OsString>(id), m.indices_of(id)) {
+                for (v, i) in values.zip(indices) {
+                    steps.push((i, id, v.clone()));
+                }
+            }
+        }
+        for id in ["exclude_from", "include_from"] {
+            if let (Some(values), Some(indices)) = (m.get_many::<PathBuf>(id), m.indices_of(id)) {
+                for (v, i) in values.zip(indices) {
+                    steps.push((i, id, v.clone().into_os_string()));
+                }
+            }
+        }
+        if let Some(i) = m.indices_of("rsync_filter").and_then(|mut i| i.next()) {
+            steps.push((i, "filter", OsString::from("dir-merge /.rsync-filter")));
+            if self.rsync_filter > 1 {
+                steps.push((i, "filter", OsString::from("- .rsync-filter")));
+            }
+        }
+        steps.sort_by_key(|(i, _, _)| *i);
+        if self.cvs_exclude {
+            rules.cvs_exclude();
+        }
+        for (_, id, value) in steps {
+            let bytes = value.as_bytes();
+            match id {
+                "exclude" => rules.add_exclude(bytes),
+                "include" => rules.add_include(bytes),
+                "filter" => rules.add_rule(bytes).map_err(|e| anyhow::anyhow!("{e}"))?,
+                "exclude_from" => rules
+                    .read_from(std::path::Path::new(&value), ListKind::Exclude, self.from0)
+                    .map_err(|e| anyhow::anyhow!("{e}"))?,
+                _ => rules
+                    .read_from(std::path::Path::new(&value), ListKind::Include, self.from0)
+                    .map_err(|e| anyhow::anyhow!("{e}"))?,
+            }
+        }
+        rules.set_delete_excluded(self.delete_excluded);
+        Ok(rules)
+    }
+}
+
+/// Runs `ringio sync` (or `rsync`): rsync's exit code.
+pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
+    let (plan, out) = match args.plan(m, program) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{program}: {e:#}");
+            eprintln!("{program} error: syntax or usage error (code {SYNTAX})");
+            return Ok(SYNTAX);
+        }
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    crate::signals::stop_on_signals(&stop)?;
+    let started = Instant::now();
+    if out.verbose > 0 {
+        out.say("sending incremental file list");
+    }
+    let outcome = ringio_copy::sync::sync(&plan, &out, &stop);
+    let seconds = started.elapsed().as_secs_f64();
+    if args.stats && !args.quiet {
+        for line in outcome.stats.report(seconds) {
+            out.say(&line);
+        }
+    }
+    if (out.verbose > 0 || args.stats) && !args.quiet {
+        for line in outcome.stats.totals(seconds, plan.dry_run) {
+            out.say(&line);
+        }
+    }
+    out.flush();
+    if outcome.code != 0 {
+        let why = match outcome.code {
+            3 => "errors selecting input/output files, dirs",
+            20 => "received SIGINT, SIGTERM, or SIGHUP",
+            23 => "some files/attrs were not transferred (see previous errors)",
+            24 => "some files vanished before they could be transferred",
+            25 => "the --max-delete limit stopped deletions",
+            _ => "error",
+        };
+        eprintln!("{program} error: {why} (code {})", outcome.code);
+    }
+    Ok(outcome.code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_as_rsync_reads_them() {
+        assert_eq!(parse_size("10", "x").unwrap(), 10);
+        assert_eq!(parse_size("1k", "x").unwrap(), 1024);
+        assert_eq!(parse_size("1KB", "x").unwrap(), 1000);
+        assert_eq!(parse_size("1.5M", "x").unwrap(), 1_572_864);
+        assert_eq!(parse_size("1G-1", "x").unwrap(), (1 << 30) - 1);
+        assert!(parse_size("ten", "x").is_err());
+        assert!(parse_size("1Q", "x").is_err());
+        assert!(parse_size("99999999999999999999999P", "x").is_err());
+    }
+
+    #[test]
+    fn remote_operands() {
+        assert!(remote(OsStr::new("host:path")));
+        assert!(remote(OsStr::new("user@host:/p")));
+        assert!(remote(OsStr::new("rsync://h/m")));
+        assert!(!remote(OsStr::new("./a:b")));
+        assert!(!remote(OsStr::new("/x/y")));
+    }
+}

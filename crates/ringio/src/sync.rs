@@ -213,10 +213,10 @@ pub struct Args {
 
     // Filters.
     /// Exclude files matching PATTERN.
-    #[arg(long, value_name = "PATTERN", action = ArgAction::Append, help_heading = "Filters")]
+    #[arg(long, value_name = "PATTERN", action = ArgAction::Append, allow_hyphen_values = true, help_heading = "Filters")]
     pub exclude: Vec<OsString>,
     /// Don't exclude files matching PATTERN.
-    #[arg(long, value_name = "PATTERN", action = ArgAction::Append, help_heading = "Filters")]
+    #[arg(long, value_name = "PATTERN", action = ArgAction::Append, allow_hyphen_values = true, help_heading = "Filters")]
     pub include: Vec<OsString>,
     /// Read exclude patterns from FILE ("-": stdin).
     #[arg(long, value_name = "FILE", action = ArgAction::Append, help_heading = "Filters")]
@@ -225,7 +225,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE", action = ArgAction::Append, help_heading = "Filters")]
     pub include_from: Vec<PathBuf>,
     /// Add a filter RULE (rsync's syntax: + - P R H S !, merge, dir-merge, modifiers).
-    #[arg(short = 'f', long, value_name = "RULE", action = ArgAction::Append, help_heading = "Filters")]
+    #[arg(short = 'f', long, value_name = "RULE", action = ArgAction::Append, allow_hyphen_values = true, help_heading = "Filters")]
     pub filter: Vec<OsString>,
     /// Same as --filter='dir-merge /.rsync-filter'; twice also excludes the .rsync-filter files.
     #[arg(short = 'F', action = ArgAction::Count, help_heading = "Filters")]
@@ -505,6 +505,13 @@ impl Args {
             if suffix.contains('/') {
                 bail!("--suffix cannot contain slashes: {suffix}");
             }
+            if suffix.is_empty() && self.backup_dir.is_none() {
+                bail!("--suffix cannot be empty without a --backup-dir");
+            }
+            if self.backup_dir.is_none() {
+                // rsync: backups beside the files imply -O, and a deletion spares them.
+                plan.omit_dir_times = true;
+            }
             plan.backup = Some(Backups {
                 dir: self.backup_dir.clone(),
                 suffix,
@@ -514,6 +521,7 @@ impl Args {
         plan.mkpath = self.mkpath;
         let mut out = Output::new(program);
         out.verbose = if self.quiet { 0 } else { self.verbose };
+        out.quiet = self.quiet;
         let format = match (&self.out_format, self.itemize_changes, self.verbose) {
             (Some(f), _, _) => Some(f.clone()),
             (None, i, _) if i > 0 => Some("%i %n%L".to_string()),
@@ -561,7 +569,12 @@ impl Args {
                 }
             }
         }
-        if let Some(i) = m.indices_of("rsync_filter").and_then(|mut i| i.next()) {
+        let given = self.rsync_filter > 0;
+        if let Some(i) = m
+            .indices_of("rsync_filter")
+            .and_then(|mut i| i.next())
+            .filter(|_| given)
+        {
             steps.push((i, "filter", OsString::from("dir-merge /.rsync-filter")));
             if self.rsync_filter > 1 {
                 steps.push((i, "filter", OsString::from("- .rsync-filter")));
@@ -584,6 +597,19 @@ impl Args {
                     .read_from(std::path::Path::new(&value), ListKind::Include, self.from0)
                     .map_err(|e| anyhow::anyhow!("{e}"))?,
             }
+        }
+        let deleting = self.delete
+            || self.delete_before
+            || self.delete_during
+            || self.delete_after
+            || self.delete_delay;
+        let backups_beside =
+            (self.backup || self.backup_dir.is_some()) && self.backup_dir.is_none();
+        if backups_beside && deleting && !self.delete_excluded {
+            let suffix = self.suffix.clone().unwrap_or_else(|| "~".into());
+            rules
+                .add_rule(format!("P *{suffix}").as_bytes())
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
         }
         rules.set_delete_excluded(self.delete_excluded);
         Ok(rules)

@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use rustix::fs::{AtFlags, SeekFrom};
 
 use super::item::{Action, Item};
-use super::walk::{join, report, Leader, Pair, Run, SrcEntry};
+use super::pair::{join, report, Leader, Pair, Run, SrcEntry};
 use super::Symlinks;
 use crate::error::{CopyError, Op};
 use crate::filter::Side;
@@ -193,7 +193,8 @@ pub(super) fn dir_attrs(
         xattr::copy_acls(Target::Fd(pair.src.as_fd()), Target::Fd(dst), true)
             .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
     }
-    if plan.times && !plan.omit_dir_times && !rules::same_time(now.mtime, want.mtime, 0) {
+    if plan.times && !plan.omit_dir_times && !rules::same_time(now.mtime, want.mtime, run.window_ns)
+    {
         let atime = if plan.atimes {
             pair.src_stat.atime
         } else {
@@ -383,7 +384,7 @@ pub(super) fn hard_link(
     {
         return None;
     }
-    let placed = make_room(run, pair, e, dst)
+    let placed = make_room(run, pair, e, dst, lines)
         .and_then(|()| rename(dir, &tmp, &e.dst_name, || pair.dst_of(&e.dst_name)));
     if let Err(err) = placed {
         let _ = sys::unlinkat(dir, &tmp);
@@ -415,6 +416,7 @@ fn make_room(
     pair: &Pair<'_>,
     e: &SrcEntry,
     dst: Option<&Stat>,
+    lines: &mut Vec<u8>,
 ) -> Result<(), CopyError> {
     let Some(d) = dst else { return Ok(()) };
     let Some(dir) = &pair.dst else { return Ok(()) };
@@ -423,17 +425,13 @@ fn make_room(
         let recurse = run.plan.force || run.plan.delete.is_some();
         if recurse {
             let mut buf = vec![MaybeUninit::<u8>::uninit(); 16 * 1024];
-            let mut ignored = Vec::new();
-            remove_tree(
-                run,
-                pair,
-                dir,
-                &e.dst_name,
-                &e.rel,
-                &mut buf,
-                &mut ignored,
-                false,
-            )?;
+            // rsync names what it deletes to make room, but not the directory itself.
+            let how = Removal {
+                filtered: false,
+                named: false,
+                nested: false,
+            };
+            remove_tree(run, pair, dir, &e.dst_name, &e.rel, &mut buf, lines, how)?;
         } else {
             rustix::fs::unlinkat(dir, &e.dst_name, AtFlags::REMOVEDIR).map_err(|err| {
                 CopyError::Refused(format!(
@@ -478,6 +476,12 @@ fn backup(
                 .map_err(|e| CopyError::io(Op::Backup, path(), e))
         }
         Some(root) => {
+            // A relative --backup-dir is relative to DEST, as rsync's.
+            let root = if root.is_relative() {
+                run.plan.dest.join(root)
+            } else {
+                root.clone()
+            };
             let mut target = root.join(OsStr::from_bytes(rel));
             let mut with_suffix = target.as_os_str().to_owned();
             with_suffix.push(&b.suffix);
@@ -504,12 +508,13 @@ pub(super) fn make(
     e: &SrcEntry,
     dst: Option<&Stat>,
     decision: Decision,
-    _lines: &mut Vec<u8>,
+    lines: &mut Vec<u8>,
 ) -> Result<Option<Item>, CopyError> {
     let plan = run.plan;
     let kind = e.stat.kind();
     let replaced = decision == Decision::Replace;
-    let fresh = dst.is_none() || replaced;
+    // A symlink or device that changed value is not new; an entry of another type is.
+    let fresh = dst.is_none_or(|d| d.kind() != kind);
     let action = if kind == Kind::File {
         Action::Transfer
     } else {
@@ -570,7 +575,7 @@ pub(super) fn make(
                 .map_err(|err| CopyError::io(Op::CreateDir, path(), err))?;
         }
         Kind::File => {
-            if !write_file(run, pair, e, dst, replaced)? {
+            if !write_file(run, pair, e, dst, replaced, lines)? {
                 return Ok(None);
             }
         }
@@ -606,7 +611,7 @@ pub(super) fn make(
                     sys::lutimensat(dir, &tmp, atime, e.stat.mtime)
                         .map_err(|err| CopyError::io(Op::SetTimes, path(), err))?;
                 }
-                make_room(run, pair, e, dst)?;
+                make_room(run, pair, e, dst, lines)?;
                 rename(dir, &tmp, &e.dst_name, path)
             })();
             if let Err(err) = finish {
@@ -626,6 +631,7 @@ fn write_file(
     e: &SrcEntry,
     dst: Option<&Stat>,
     replaced: bool,
+    lines: &mut Vec<u8>,
 ) -> Result<bool, CopyError> {
     let plan = run.plan;
     let Some(dir) = &pair.dst else {
@@ -668,7 +674,7 @@ fn write_file(
     let written = (|| {
         copy_data(plan.sparse, src.as_fd(), fd.as_fd(), e.stat.size, &path)?;
         file_attrs(run, src.as_fd(), fd.as_fd(), &want, &e.stat, &path)?;
-        make_room(run, pair, e, dst)?;
+        make_room(run, pair, e, dst, lines)?;
         rename(dir, &tmp, &e.dst_name, path)
     })();
     let closed = sys::close(fd);
@@ -771,20 +777,63 @@ pub(super) fn delete_extraneous(
         }
         if temp::is_ours(name.to_bytes()) {
             if !run.plan.dry_run {
-                let _ = temp::remove_if_stale(dir, name);
+                remove_stale_temp(dir, name);
             }
             continue;
         }
         let rel = join(&pair.rel, name.to_bytes());
-        if let Err(err) = remove_tree(run, pair, dir, name, &rel, buf, lines, true) {
+        let how = Removal {
+            filtered: true,
+            named: true,
+            nested: false,
+        };
+        if let Err(err) = remove_tree(run, pair, dir, name, &rel, buf, lines, how) {
             run.fail(err);
         }
     }
 }
 
+/// Removes the temporaries an interrupted run left in `dir` (see [`remove_stale_temp`]).
+pub(super) fn remove_stale_temps(dir: BorrowedFd<'_>, buf: &mut [MaybeUninit<u8>]) {
+    let mut ours = Vec::new();
+    let _ = sys::read_dir_entries(dir, buf, |name, _| {
+        if temp::is_ours(name.to_bytes()) {
+            ours.push(name.to_owned());
+        }
+    });
+    for name in ours {
+        remove_stale_temp(dir, &name);
+    }
+}
+
+/// Removes a temporary an interrupted run left: a file only when no live run holds it (its
+/// lock), a symlink or special file (which cannot be locked, and holds no data) always.
+pub(super) fn remove_stale_temp(dir: BorrowedFd<'_>, name: &CStr) {
+    match sys::statx_at(dir, name, false) {
+        Ok(s) if matches!(s.kind(), Kind::Symlink | Kind::Special) => {
+            let _ = sys::unlinkat(dir, name);
+        }
+        Ok(_) => {
+            let _ = temp::remove_if_stale(dir, name);
+        }
+        Err(_) => {}
+    }
+}
+
+/// How [`remove_tree`] treats what it deletes.
+#[derive(Clone, Copy)]
+struct Removal {
+    /// The receiver's filters are asked (what they protect stays).
+    filtered: bool,
+    /// The entry itself is itemized (its contents always are).
+    named: bool,
+    /// The entry is inside a directory being deleted.
+    nested: bool,
+}
+
 /// Deletes the entry `name` of `dir` (a directory with its contents, deepest first), each
 /// deletion counted against `--max-delete` and itemized; what the receiver's filters protect
-/// stays, and so does the directory that holds it. `filtered`: the filters are asked.
+/// stays, and so does the directory that holds it.
 #[allow(clippy::too_many_arguments)]
 fn remove_tree(
     run: &Run<'_>,
@@ -794,7 +843,7 @@ fn remove_tree(
     rel: &[u8],
     buf: &mut [MaybeUninit<u8>],
     lines: &mut Vec<u8>,
-    filtered: bool,
+    how: Removal,
 ) -> Result<bool, CopyError> {
     let path = || pair.dst_path.join(os(name));
     let stat = match sys::statx_at(dir, name, false) {
@@ -803,31 +852,48 @@ fn remove_tree(
         Err(e) => return Err(CopyError::io(Op::Stat, path(), e)),
     };
     let is_dir = stat.kind() == Kind::Dir;
-    if filtered && pair.scope.excluded(rel, is_dir, Side::Receiver) {
-        return Ok(false);
+    if how.filtered {
+        // Inside a directory being deleted, rsync leaves perishable rules out.
+        let protected = match &pair.dst_scope {
+            None => true,
+            Some(scope) if how.nested => scope.excluded_in_deleted_dir(rel, is_dir),
+            Some(scope) => scope.excluded(rel, is_dir, Side::Receiver),
+        };
+        if protected {
+            return Ok(false);
+        }
     }
     let mut all_gone = true;
     if is_dir {
         let sub =
             sys::open_dir(dir, name, false).map_err(|e| CopyError::io(Op::OpenDir, path(), e))?;
         let mut names = Vec::new();
-        sys::read_dir_entries(sub.as_fd(), buf, |n, _| names.push(n.to_owned()))
-            .map_err(|e| CopyError::io(Op::ReadDir, path(), e))?;
+        let mut holds_files = false;
+        sys::read_dir_entries(sub.as_fd(), buf, |n, kind| {
+            holds_files |= kind != Some(Kind::Dir);
+            names.push(n.to_owned());
+        })
+        .map_err(|e| CopyError::io(Op::ReadDir, path(), e))?;
         names.sort();
         for child in names.iter().rev() {
             let child_rel = join(rel, child.to_bytes());
-            all_gone &= remove_tree(
-                run,
-                pair,
-                sub.as_fd(),
-                child,
-                &child_rel,
-                buf,
-                lines,
-                filtered,
-            )?;
+            let inner = Removal {
+                named: true,
+                nested: true,
+                ..how
+            };
+            all_gone &= remove_tree(run, pair, sub.as_fd(), child, &child_rel, buf, lines, inner)?;
         }
-        if !all_gone {
+        // `-b` without --backup-dir keeps each deleted file's backup beside it: the directory
+        // is left holding them, with rsync's note (so a dry run says what a real run does).
+        let backups_beside = run.plan.backup.as_ref().is_some_and(|b| b.dir.is_none());
+        let limited = run.deletions_skipped.load(Ordering::Relaxed) > 0;
+        if !all_gone || (backups_beside && holds_files) {
+            if !run.out.quiet && !limited {
+                lines.extend_from_slice(b"cannot delete non-empty directory: ");
+                lines.extend_from_slice(rel);
+                lines.push(b'\n');
+            }
             return Ok(false);
         }
     }
@@ -839,8 +905,20 @@ fn remove_tree(
     }
     if !run.plan.dry_run {
         if is_dir {
-            rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR)
-                .map_err(|e| CopyError::io(Op::Remove, path(), e))?;
+            match rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR) {
+                Ok(()) => {}
+                // What it holds now was made meanwhile (a `-b` backup of its file): it stays,
+                // as rsync leaves it, with a note.
+                Err(rustix::io::Errno::NOTEMPTY) => {
+                    if !run.out.quiet {
+                        lines.extend_from_slice(b"cannot delete non-empty directory: ");
+                        lines.extend_from_slice(rel);
+                        lines.push(b'\n');
+                    }
+                    return Ok(false);
+                }
+                Err(e) => return Err(CopyError::io(Op::Remove, path(), e)),
+            }
         } else {
             if run.plan.backup.is_some() {
                 backup(run, pair, dir, name, rel, &stat)?;
@@ -850,8 +928,10 @@ fn remove_tree(
     }
     run.deletions.fetch_add(1, Ordering::Relaxed);
     run.stats.deleted.add(stat.kind());
-    let item = Item::new(Action::Deleted, &stat, rel);
-    report(run, &item, &stat, lines);
+    if how.named {
+        let item = Item::new(Action::Deleted, &stat, rel);
+        report(run, &item, &stat, lines);
+    }
     Ok(true)
 }
 

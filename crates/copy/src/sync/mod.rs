@@ -16,6 +16,7 @@
 mod apply;
 pub mod item;
 mod output;
+mod pair;
 mod roots;
 mod stats;
 mod walk;

@@ -19,6 +19,8 @@ pub struct Output {
     pub all: bool,
     /// `-v` (its count): deletions are named.
     pub verbose: u8,
+    /// `-q`: no notes (what is skipped and why), only errors.
+    pub quiet: bool,
     /// `--log-file`, with `%i %n%L` lines.
     pub log: Option<Mutex<File>>,
     stdout: Mutex<io::BufWriter<io::Stdout>>,
@@ -41,6 +43,7 @@ impl Output {
             format: None,
             all: false,
             verbose: 0,
+            quiet: false,
             log: None,
             stdout: Mutex::new(io::BufWriter::new(io::stdout())),
         }

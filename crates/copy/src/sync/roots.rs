@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::item::{Action, Item};
-use super::walk::{Pair, Pass, Run};
+use super::pair::{Pair, Pass, Run};
 use crate::error::{CopyError, Op};
 use crate::filter::{Scope, Side};
 use crate::policy::sync as rules;
@@ -139,8 +139,10 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
         }
     }
     if !dest_is_dir && run.out.format.is_some() {
-        run.out
-            .say(&format!("created directory {}", dest.display()));
+        let shown = dest.as_os_str().as_bytes();
+        let end = shown.iter().rposition(|&b| b != b'/').map_or(1, |i| i + 1);
+        let shown = String::from_utf8_lossy(&shown[..end]);
+        run.out.say(&format!("created directory {shown}"));
     }
     let mut roots = Vec::new();
     for (source, stat) in sources {
@@ -186,7 +188,7 @@ fn overlaps(run: &Run<'_>, src: &Path, dest: &Path) -> bool {
         let scope = Scope::root(run.plan.filters.clone());
         let mut path = Vec::new();
         for part in rel.components() {
-            path = super::walk::join(&path, part.as_os_str().as_bytes());
+            path = super::pair::join(&path, part.as_os_str().as_bytes());
             if scope.excluded(&path, true, Side::Sender) {
                 return false;
             }
@@ -252,17 +254,18 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, root: &Root, pass: Pass) -> Option
     };
     let whole = root.only.is_none();
     let dst_before = dst.as_ref().and_then(|fd| sys::fstatx(fd.as_fd()).ok());
-    let scope = Scope::root(plan.filters.clone());
-    let scope = if whole {
-        match scope.enter(src.as_fd(), b"") {
-            Ok(s) => s,
-            Err(e) => {
-                run.fail(CopyError::Refused(e.to_string()));
-                return None;
-            }
+    let top = Scope::root(plan.filters.clone());
+    let enter = |fd: &OwnedFd| match top.enter(fd.as_fd(), b"") {
+        Ok(s) => Some(s),
+        Err(e) => {
+            run.fail(CopyError::Refused(e.to_string()));
+            None
         }
+    };
+    let (scope, dst_scope) = if whole {
+        (enter(&src)?, dst.as_ref().and_then(enter))
     } else {
-        scope
+        (top.clone(), Some(top.clone()))
     };
     let mut root_item = None;
     if whole && pass != Pass::Delete {
@@ -301,6 +304,7 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, root: &Root, pass: Pass) -> Option
         whole,
         only: root.only.clone(),
         scope,
+        dst_scope,
         pass,
         item: root_item,
     })

@@ -8,114 +8,29 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, CString};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, OwnedFd};
-use std::path::PathBuf;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use super::apply;
 use super::item::{Action, Item};
+use super::pair::{join, report, Pair, Pass, Run, SrcEntry, Trouble};
 use super::roots::{self, Root};
 use super::{DeleteWhen, Outcome, Output, Stats, Symlinks, SyncPlan};
 use crate::error::{CopyError, Op};
-use crate::filter::{Scope, Side};
+use crate::filter::Side;
 use crate::policy::sync::{self as rules, Decision, Facts, QuickCheck, Rules};
 use crate::sys::{self, Kind, Stat};
 
 /// Bytes of the buffer a worker reads directories into.
 const DIR_BUF: usize = 64 * 1024;
 
-/// What went wrong, for the exit code.
-#[derive(Debug, Default)]
-pub(super) struct Trouble {
-    /// Some entry failed (23).
-    pub failed: AtomicBool,
-    /// Some source entry vanished while the run looked at it (24).
-    pub vanished: AtomicBool,
-    /// `--max-delete` stopped deletions (25).
-    pub delete_limit: AtomicBool,
-    /// A root could not be used (3).
-    pub root: AtomicBool,
-}
-
-/// Where the first name of a hard-linked source inode went.
-#[derive(Debug, Clone)]
-pub(super) struct Leader {
-    /// The destination root it is relative to.
-    pub anchor: Arc<OwnedFd>,
-    /// Its path there.
-    pub path: CString,
-    /// Its path from the transfer root, for `%L`.
-    pub name: Vec<u8>,
-}
-
-/// One run's shared state.
-pub(super) struct Run<'p> {
-    pub plan: &'p SyncPlan,
-    pub out: &'p Output,
-    pub rules: Rules,
-    pub window_ns: u64,
-    pub stats: Stats,
-    pub trouble: Trouble,
-    pub stop: &'p AtomicBool,
-    pub umask: u32,
-    pub is_root: bool,
-    /// Deletions made (or, under -n, that would be).
-    pub deletions: AtomicU64,
-    /// Deletions left undone by `--max-delete`.
-    pub deletions_skipped: AtomicU64,
-    /// Hard-link groups: source (dev, ino) → first destination name.
-    pub links: Mutex<HashMap<(u64, u64), Leader>>,
-}
-
 /// The directories waiting to be walked, and how many workers are walking one.
 pub(super) struct Pool<'r> {
     queue: Mutex<Vec<Task<'r>>>,
     active: Mutex<usize>,
     wake: Condvar,
-}
-
-/// A pair of directories being walked.
-pub(super) struct Pair<'r> {
-    pub run: &'r Run<'r>,
-    /// The pair above (kept alive until this one is done).
-    pub _parent: Option<Arc<Pair<'r>>>,
-    pub src: OwnedFd,
-    /// The destination directory; `None` under -n when it does not exist yet.
-    pub dst: Option<OwnedFd>,
-    /// The path from the transfer root ("" for the root), as printed and as filters see it.
-    pub rel: Vec<u8>,
-    /// The destination root and this directory's path below it (hard links are made there).
-    pub anchor: Option<Arc<OwnedFd>>,
-    pub dst_rel: Vec<u8>,
-    /// How the user names the two directories, for messages.
-    pub src_path: PathBuf,
-    pub dst_path: PathBuf,
-    pub src_stat: Stat,
-    /// The destination directory as it was before the run touched it (`None`: made now).
-    pub dst_before: Option<Stat>,
-    /// Part of the transfer: its attributes are kept, its extraneous entries deleted (not so
-    /// for the directory that holds a source named without a trailing slash).
-    pub whole: bool,
-    /// Only these names of the directory are in the transfer (a root's operands), each with
-    /// the name it gets at the destination.
-    pub only: Option<Vec<(CString, CString)>>,
-    pub scope: Scope,
-    /// Which pass this is.
-    pub pass: Pass,
-    /// The directory's own line (`cd+++++++++ sub/`), printed at the head of its block, after
-    /// its deletions, as rsync prints it.
-    pub item: Option<Item>,
-}
-
-/// What a walk does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Pass {
-    /// Transfer, and delete during it when `delete` is set.
-    Transfer { delete: bool },
-    /// Only delete (`--delete-before`, `--delete-after`).
-    Delete,
 }
 
 /// A subdirectory to walk.
@@ -130,16 +45,6 @@ pub(super) struct Task<'r> {
     item: Option<Item>,
 }
 
-/// One entry of a source listing.
-pub(super) struct SrcEntry {
-    pub name: CString,
-    /// Its name at the destination (differs only for a single file synced to a new name).
-    pub dst_name: CString,
-    pub stat: Stat,
-    /// The path from the transfer root.
-    pub rel: Vec<u8>,
-}
-
 impl Drop for Pair<'_> {
     fn drop(&mut self) {
         let run = self.run;
@@ -150,23 +55,6 @@ impl Drop for Pair<'_> {
         if let Err(e) = apply::dir_attrs(run, self, dst.as_fd()) {
             run.fail(e);
         }
-    }
-}
-
-impl Run<'_> {
-    /// Reports a failure and marks the run as partial (23).
-    pub fn fail(&self, e: CopyError) {
-        self.out.error(&e.to_string());
-        self.trouble.failed.store(true, Ordering::Relaxed);
-    }
-
-    /// Reports a source entry that vanished (24).
-    pub fn vanished(&self, path: &std::path::Path) {
-        self.out.error(&format!(
-            "file has vanished: {}",
-            crate::quote::quote_path(path)
-        ));
-        self.trouble.vanished.store(true, Ordering::Relaxed);
     }
 }
 
@@ -369,6 +257,16 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
             return None;
         }
     };
+    let dst_scope = match (&dst, &parent.dst_scope) {
+        (Some(fd), Some(above)) => match above.enter(fd.as_fd(), &rel) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                run.fail(CopyError::Refused(e.to_string()));
+                None
+            }
+        },
+        _ => None,
+    };
     Some(Pair {
         run,
         anchor: parent.anchor.clone(),
@@ -384,20 +282,10 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
         whole: true,
         only: None,
         scope,
+        dst_scope,
         pass: parent.pass,
         item: task.item,
     })
-}
-
-/// `a/b`, or `b` when `a` is empty.
-pub(super) fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
-    if dir.is_empty() {
-        return name.to_vec();
-    }
-    let mut path = dir.to_vec();
-    path.push(b'/');
-    path.extend_from_slice(name);
-    path
 }
 
 /// rsync's order within a directory (its incremental recursion's): the other entries by
@@ -466,19 +354,6 @@ fn list_dir<'r>(
         });
     }
     entries.sort_by_cached_key(sort_key);
-    let delete_here = match pair.pass {
-        Pass::Transfer { delete } => delete,
-        Pass::Delete => true,
-    };
-    if delete_here && pair.whole && complete {
-        if let Some(dst) = &pair.dst {
-            apply::delete_extraneous(run, &pair, dst.as_fd(), &kept, buf, &mut lines);
-        }
-    } else if pair.whole && !plan.dry_run {
-        if let Some(dst) = &pair.dst {
-            let _ = crate::resume::remove_stale_temps(dst.as_fd(), buf);
-        }
-    }
     // The notes on what is not transferred come first, as rsync's sender prints them while
     // it lists the directory.
     let mut transferred = Vec::with_capacity(entries.len());
@@ -491,7 +366,7 @@ fn list_dir<'r>(
         }
         match skip_note(plan, &e.stat) {
             Some(note) => {
-                if run.out.verbose > 0 || (e.stat.kind() == Kind::Dir && pair.only.is_some()) {
+                if !run.out.quiet {
                     lines.extend_from_slice(format!("{note} \"").as_bytes());
                     lines.extend_from_slice(&pair.src_path_shown(&e));
                     lines.extend_from_slice(b"\"\n");
@@ -500,10 +375,29 @@ fn list_dir<'r>(
             None => transferred.push(e),
         }
     }
-    let entries = transferred;
+    let entries = if plan.hard_links {
+        hard_link_order(transferred)
+    } else {
+        transferred
+    };
+    // rsync's generator order: the directory's own line, its deletions, its entries.
     if let Some(item) = &pair.item {
         report(run, item, &pair.src_stat, &mut lines);
     }
+    let delete_here = match pair.pass {
+        Pass::Transfer { delete } => delete,
+        Pass::Delete => true,
+    };
+    if delete_here && pair.whole && complete {
+        if let Some(dst) = &pair.dst {
+            apply::delete_extraneous(run, &pair, dst.as_fd(), &kept, buf, &mut lines);
+        }
+    } else if pair.whole && !plan.dry_run {
+        if let Some(dst) = &pair.dst {
+            apply::remove_stale_temps(dst.as_fd(), buf);
+        }
+    }
+
     let mut subdirs = Vec::new();
     for e in &entries {
         if run.stop.load(Ordering::Relaxed) {
@@ -674,6 +568,33 @@ fn entry<'r>(
     }
 }
 
+/// rsync's order for the names of one inode within a directory: the last name is made first
+/// (its data written), and the earlier ones are linked to it right after.
+fn hard_link_order(entries: Vec<SrcEntry>) -> Vec<SrcEntry> {
+    let key = |e: &SrcEntry| {
+        (e.stat.nlink > 1 && e.stat.kind() != Kind::Dir).then_some((e.stat.dev, e.stat.ino))
+    };
+    let mut last = HashMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        if let Some(k) = key(e) {
+            last.insert(k, i);
+        }
+    }
+    let mut waiting: HashMap<(u64, u64), Vec<SrcEntry>> = HashMap::new();
+    let mut out = Vec::with_capacity(entries.len());
+    for (i, e) in entries.into_iter().enumerate() {
+        match key(&e) {
+            Some(k) if last[&k] != i => waiting.entry(k).or_default().push(e),
+            Some(k) => {
+                out.push(e);
+                out.extend(waiting.remove(&k).unwrap_or_default());
+            }
+            None => out.push(e),
+        }
+    }
+    out
+}
+
 /// Why an entry of this kind is not transferred (`None`: it is).
 fn skip_note(plan: &SyncPlan, stat: &Stat) -> Option<&'static str> {
     match stat.kind() {
@@ -704,13 +625,5 @@ fn special_wanted(plan: &SyncPlan, stat: &Stat) -> bool {
         plan.devices
     } else {
         plan.specials
-    }
-}
-
-/// Adds `item`'s line to the directory's block and the log.
-pub(super) fn report(run: &Run<'_>, item: &Item, src: &Stat, lines: &mut Vec<u8>) {
-    run.out.render(item, Some(src), lines);
-    if !run.plan.dry_run {
-        run.out.log_line(item, Some(src));
     }
 }

@@ -30,5 +30,6 @@ mod mpi;
 #[cfg(not(feature = "mpi"))]
 mod mpi_missing;
 mod progress;
+mod sync;
 mod torture;
 mod verify;

@@ -1,0 +1,152 @@
+//! The shared state of a sync run ([`Run`]) and of one directory pair being walked ([`Pair`]),
+//! with the entry a listing yields ([`SrcEntry`]): the leaf types the walk, the operands and the
+//! appliers share.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::item::Item;
+use super::{Output, Stats, SyncPlan};
+use crate::error::CopyError;
+use crate::filter::Scope;
+use crate::policy::sync::Rules;
+use crate::sys::Stat;
+
+/// What went wrong, for the exit code.
+#[derive(Debug, Default)]
+pub(super) struct Trouble {
+    /// Some entry failed (23).
+    pub failed: AtomicBool,
+    /// Some source entry vanished while the run looked at it (24).
+    pub vanished: AtomicBool,
+    /// `--max-delete` stopped deletions (25).
+    pub delete_limit: AtomicBool,
+    /// A root could not be used (3).
+    pub root: AtomicBool,
+}
+
+/// Where the first name of a hard-linked source inode went.
+#[derive(Debug, Clone)]
+pub(super) struct Leader {
+    /// The destination root it is relative to.
+    pub anchor: Arc<OwnedFd>,
+    /// Its path there.
+    pub path: CString,
+    /// Its path from the transfer root, for `%L`.
+    pub name: Vec<u8>,
+}
+
+/// One run's shared state.
+pub(super) struct Run<'p> {
+    pub plan: &'p SyncPlan,
+    pub out: &'p Output,
+    pub rules: Rules,
+    pub window_ns: u64,
+    pub stats: Stats,
+    pub trouble: Trouble,
+    pub stop: &'p AtomicBool,
+    pub umask: u32,
+    pub is_root: bool,
+    /// Deletions made (or, under -n, that would be).
+    pub deletions: AtomicU64,
+    /// Deletions left undone by `--max-delete`.
+    pub deletions_skipped: AtomicU64,
+    /// Hard-link groups: source (dev, ino) → first destination name.
+    pub links: Mutex<HashMap<(u64, u64), Leader>>,
+}
+
+/// A pair of directories being walked.
+pub(super) struct Pair<'r> {
+    pub run: &'r Run<'r>,
+    /// The pair above (kept alive until this one is done).
+    pub _parent: Option<Arc<Pair<'r>>>,
+    pub src: OwnedFd,
+    /// The destination directory; `None` under -n when it does not exist yet.
+    pub dst: Option<OwnedFd>,
+    /// The path from the transfer root ("" for the root), as printed and as filters see it.
+    pub rel: Vec<u8>,
+    /// The destination root and this directory's path below it (hard links are made there).
+    pub anchor: Option<Arc<OwnedFd>>,
+    pub dst_rel: Vec<u8>,
+    /// How the user names the two directories, for messages.
+    pub src_path: PathBuf,
+    pub dst_path: PathBuf,
+    pub src_stat: Stat,
+    /// The destination directory as it was before the run touched it (`None`: made now).
+    pub dst_before: Option<Stat>,
+    /// Part of the transfer: its attributes are kept, its extraneous entries deleted (not so
+    /// for the directory that holds a source named without a trailing slash).
+    pub whole: bool,
+    /// Only these names of the directory are in the transfer (a root's operands), each with
+    /// the name it gets at the destination.
+    pub only: Option<Vec<(CString, CString)>>,
+    pub scope: Scope,
+    /// The receiver's rules here (what deletion spares): the same rules, with the
+    /// per-directory merge files read from the destination, as rsync's receiver reads them
+    /// (`None`: no destination directory, or its rules could not be read: nothing is deleted).
+    pub dst_scope: Option<Scope>,
+    /// Which pass this is.
+    pub pass: Pass,
+    /// The directory's own line (`cd+++++++++ sub/`), printed at the head of its block, after
+    /// its deletions, as rsync prints it.
+    pub item: Option<Item>,
+}
+
+/// What a walk does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Pass {
+    /// Transfer, and delete during it when `delete` is set.
+    Transfer { delete: bool },
+    /// Only delete (`--delete-before`, `--delete-after`).
+    Delete,
+}
+
+/// One entry of a source listing.
+pub(super) struct SrcEntry {
+    pub name: CString,
+    /// Its name at the destination (differs only for a single file synced to a new name).
+    pub dst_name: CString,
+    pub stat: Stat,
+    /// The path from the transfer root.
+    pub rel: Vec<u8>,
+}
+
+impl Run<'_> {
+    /// Reports a failure and marks the run as partial (23).
+    pub fn fail(&self, e: CopyError) {
+        self.out.error(&e.to_string());
+        self.trouble.failed.store(true, Ordering::Relaxed);
+    }
+
+    /// Reports a source entry that vanished (24).
+    pub fn vanished(&self, path: &std::path::Path) {
+        self.out.error(&format!(
+            "file has vanished: {}",
+            crate::quote::quote_path(path)
+        ));
+        self.trouble.vanished.store(true, Ordering::Relaxed);
+    }
+}
+
+/// `a/b`, or `b` when `a` is empty.
+pub(super) fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
+    if dir.is_empty() {
+        return name.to_vec();
+    }
+    let mut path = dir.to_vec();
+    path.push(b'/');
+    path.extend_from_slice(name);
+    path
+}
+
+/// Adds `item`'s line to the directory's block and the log.
+pub(super) fn report(run: &Run<'_>, item: &Item, src: &Stat, lines: &mut Vec<u8>) {
+    run.out.render(item, Some(src), lines);
+    if !run.plan.dry_run {
+        run.out.log_line(item, Some(src));
+    }
+}

@@ -1,0 +1,709 @@
+//! `ringio sync`: each option family checked against the source always, and against rsync's
+//! own result and output (byte for byte, exit status too) where rsync is installed. Every
+//! scenario is built twice, identically, in `rs/` and `ri/`, with whole-second times (rsync
+//! compares mtimes to the second, ringio to the nanosecond; equal whole seconds make the two
+//! agree), and each tool runs in its own copy.
+
+use std::fs;
+use std::os::unix::fs::{symlink, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use crate::common::*;
+
+/// True when rsync is on PATH (the reference; tests that compare with it skip without it).
+fn rsync_available() -> bool {
+    Command::new("rsync")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn rsync(cwd: &Path, args: &[&str]) -> Output {
+    Command::new("rsync")
+        .args(args)
+        .current_dir(cwd)
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run rsync")
+}
+
+fn sync(cwd: &Path, args: &[&str]) -> Output {
+    Cp::bare().arg("sync").args(args).current_dir(cwd).run()
+}
+
+/// Sets every entry's mtime under `root` to a whole second of its own, deepest first, so that
+/// directories keep theirs.
+fn settle(root: &Path) {
+    let mut paths = Vec::new();
+    fn walk(p: &Path, out: &mut Vec<PathBuf>) {
+        if let Ok(rd) = fs::read_dir(p) {
+            let mut names: Vec<_> = rd.map(|e| e.expect("entry").path()).collect();
+            names.sort();
+            for n in names {
+                if n.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+                    walk(&n, out);
+                }
+                out.push(n);
+            }
+        }
+    }
+    walk(root, &mut paths);
+    paths.push(root.to_path_buf());
+    for (i, p) in paths.iter().enumerate() {
+        let t = Ts::new(1_600_000_000 + i as i64 * 7, 0);
+        set_times(p, Some(t), Some(t)).expect("set times");
+    }
+}
+
+/// A scenario built in `rs/` and in `ri/` of a fresh scratch directory.
+struct Twin {
+    _dir: tempfile::TempDir,
+    rs: PathBuf,
+    ri: PathBuf,
+}
+
+impl Twin {
+    fn new(setup: impl Fn(&Path)) -> Twin {
+        let dir = tempfile::tempdir().expect("scratch dir");
+        let (rs, ri) = (dir.path().join("rs"), dir.path().join("ri"));
+        for side in [&rs, &ri] {
+            fs::create_dir(side).expect("mkdir");
+            setup(side);
+        }
+        Twin { _dir: dir, rs, ri }
+    }
+
+    /// Changes both copies alike.
+    fn change(&self, f: impl Fn(&Path)) {
+        f(&self.rs);
+        f(&self.ri);
+    }
+
+    /// Runs rsync in `rs/` and ringio in `ri/` with `args`; asserts the same exit status and
+    /// the same stdout, and the same resulting trees (`dst` in each). Without rsync, runs
+    /// ringio only and returns its output.
+    fn both(&self, args: &[&str], dst: &str) -> Output {
+        self.both_with(args, dst, SAME_AS_RSYNC)
+    }
+
+    /// [`Twin::both`], the two trees compared for `check` (without mtimes where the options
+    /// keep none: each tool then leaves its own moment).
+    fn both_with(&self, args: &[&str], dst: &str, check: Check) -> Output {
+        let ours = sync(&self.ri, args);
+        if !rsync_available() {
+            eprintln!("rsync not installed: ringio's result checked against the source only");
+            return ours;
+        }
+        let theirs = rsync(&self.rs, args);
+        assert_eq!(
+            in_order(&ours.stdout),
+            in_order(&theirs.stdout),
+            "stdout of `sync {}` differs from rsync's\nringio: {}\nrsync: {}",
+            args.join(" "),
+            describe(&ours),
+            describe(&theirs)
+        );
+        assert_eq!(
+            ours.status.code(),
+            theirs.status.code(),
+            "exit status of `sync {}`\nringio: {}\nrsync: {}",
+            args.join(" "),
+            describe(&ours),
+            describe(&theirs)
+        );
+        let diff = tree_diff(&self.rs.join(dst), &self.ri.join(dst), check);
+        assert!(
+            diff.is_empty(),
+            "`sync {}` left a tree other than rsync's:\n{}",
+            args.join(" "),
+            diff.join("\n")
+        );
+        ours
+    }
+}
+
+/// stdout as rsync's order can be relied on: every line in order, except deletions, which
+/// rsync's generator prints as it makes them while its sender prints the other lines, so that
+/// where they land among the others depends on the two processes' timing. Deletion lines are
+/// compared as a sorted list of their own, at the end.
+fn in_order(stdout: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stdout);
+    let (mut deletions, others): (Vec<&str>, Vec<&str>) = text
+        .lines()
+        // -v's totals count protocol bytes that a local ringio run does not have.
+        .filter(|l| !l.starts_with("sent ") && !l.starts_with("total size is "))
+        .partition(|l| l.starts_with("*deleting ") || l.starts_with("deleting "));
+    deletions.sort_unstable();
+    let mut out = others.join("\n");
+    out.push_str("\n-- deletions --\n");
+    out.push_str(&deletions.join("\n"));
+    out
+}
+
+/// What two results of the same sync must share (atimes move as the trees are read).
+const SAME_AS_RSYNC: Check = Check {
+    atime: false,
+    ..Check::ARCHIVE
+};
+
+/// The same, where times are not all kept.
+const UNTIMED: Check = Check {
+    mtime: false,
+    ..SAME_AS_RSYNC
+};
+
+/// A small tree with every kind rsync -a keeps: files, a nested directory, an empty one, a
+/// symlink, a FIFO, two names of one file, a name that sorts between a file and a directory.
+fn small_tree(side: &Path) {
+    let src = side.join("src");
+    fs::create_dir_all(src.join("sub/deep")).unwrap();
+    fs::create_dir(src.join("empty")).unwrap();
+    fs::create_dir(src.join("a")).unwrap();
+    write_file(src.join("a.txt"), "hello\n");
+    write_file(src.join("a.b"), "1\n");
+    write_file(src.join("a/q"), "q\n");
+    write_file(src.join("sub/b.txt"), "world\n");
+    write_file(src.join("sub/deep/c"), "x\n");
+    symlink("a.txt", src.join("link")).unwrap();
+    mkfifo(&src.join("fifo"), 0o644);
+    fs::hard_link(src.join("a.txt"), src.join("hard")).unwrap();
+    settle(&src);
+}
+
+/// Lines of stdout, for the tests that look at ringio alone.
+fn stdout_lines(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_first_sync_and_a_resync_itemize_as_rsync() {
+    let twin = Twin::new(small_tree);
+    let out = twin.both(&["-ai", "src/", "dst/"], "dst");
+    assert_success(&out);
+    assert_trees_equal(
+        &twin.ri.join("src"),
+        &twin.ri.join("dst"),
+        Check {
+            atime: false,
+            hard_links: false,
+            ..Check::ARCHIVE
+        },
+    );
+    // Nothing changed: nothing to say, nothing done.
+    let again = twin.both(&["-ai", "src/", "dst/"], "dst");
+    assert!(again.stdout.is_empty(), "{}", describe(&again));
+}
+
+#[test]
+fn changes_of_every_kind_itemize_as_rsync() {
+    let twin = Twin::new(|side| {
+        small_tree(side);
+        let out = Command::new("cp")
+            .args(["-a", "src", "dst"])
+            .current_dir(side)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    });
+    twin.change(|side| {
+        let src = side.join("src");
+        write_file(src.join("sub/b.txt"), "world, longer now\n");
+        write_file(src.join("new"), "new\n");
+        fs::remove_file(src.join("sub/deep/c")).unwrap();
+        fs::remove_file(src.join("link")).unwrap();
+        symlink("a.b", src.join("link")).unwrap();
+        chmod(src.join("a.b"), 0o600);
+        // A file where the destination has a directory, and the other way round.
+        fs::remove_dir_all(src.join("a")).unwrap();
+        write_file(src.join("a"), "now a file\n");
+        fs::remove_file(src.join("a.txt")).unwrap();
+        fs::create_dir(src.join("a.txt")).unwrap();
+        settle(&src);
+        write_file(side.join("dst/extra"), "extra\n");
+    });
+    let out = twin.both(&["-ai", "--delete", "--force", "src/", "dst/"], "dst");
+    assert_success(&out);
+    assert!(
+        stdout_lines(&out).contains(&"*deleting   extra".to_string()),
+        "{}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn verbose_names_and_skipping_notes_match_rsync() {
+    let twin = Twin::new(small_tree);
+    // Without -l and -D, symlinks and FIFOs are skipped with a note; -v lists names.
+    let out = twin.both_with(&["-r", "-i", "src", "dst"], "dst", UNTIMED);
+    assert_success(&out);
+    let out = twin.both_with(
+        &["-rtv", "--out-format=%n%L", "src", "dst2"],
+        "dst2",
+        UNTIMED,
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+}
+
+#[test]
+fn filters_choose_what_is_synced_and_what_is_deleted_as_rsync() {
+    let tree = |side: &Path| {
+        let src = side.join("src");
+        for d in ["build", "lib/sub", "keep", "docs"] {
+            fs::create_dir_all(src.join(d)).unwrap();
+        }
+        for f in [
+            "main.c",
+            "main.o",
+            "lib/x.c",
+            "lib/x.o",
+            "lib/sub/y.c",
+            "build/out",
+            "docs/a.md",
+            "keep/k",
+        ] {
+            write_file(src.join(f), f);
+        }
+        write_file(src.join(".gitignore"), "*.o\nbuild/\n");
+        write_file(src.join(".rsync-filter"), "- docs/\n");
+        settle(&src);
+        fs::create_dir_all(side.join("dst/keep")).unwrap();
+        write_file(side.join("dst/keep/old"), "protected");
+        write_file(side.join("dst/stale.o"), "excluded, so protected");
+        write_file(side.join("dst/gone"), "deleted");
+        settle(&side.join("dst"));
+    };
+    let cases: &[&[&str]] = &[
+        &["-ai", "--delete", "--exclude=*.o", "src/", "dst/"],
+        &[
+            "-ai",
+            "--delete",
+            "--delete-excluded",
+            "--exclude=*.o",
+            "src/",
+            "dst/",
+        ],
+        &[
+            "-ai",
+            "--include=*/",
+            "--include=*.c",
+            "--exclude=*",
+            "src/",
+            "dst/",
+        ],
+        &[
+            "-ai",
+            "--delete",
+            "-f",
+            "- /build/",
+            "-f",
+            "P keep/",
+            "src/",
+            "dst/",
+        ],
+        &["-ai", "--delete", "--filter=:- .gitignore", "src/", "dst/"],
+        &["-ai", "--delete", "-F", "src/", "dst/"],
+        &[
+            "-ai",
+            "--delete",
+            "-FF",
+            "--exclude=/lib/sub/",
+            "src/",
+            "dst/",
+        ],
+        &[
+            "-ai",
+            "-m",
+            "--include=*/",
+            "--include=*.c",
+            "--exclude=*",
+            "src/",
+            "dst/",
+        ],
+    ];
+    for args in cases {
+        if args.contains(&"-m") {
+            // --prune-empty-dirs is not in ringio yet (docs/CONFORMANCE.md).
+            continue;
+        }
+        let twin = Twin::new(tree);
+        let out = twin.both(args, "dst");
+        assert!(out.status.success(), "{}", describe(&out));
+    }
+}
+
+#[test]
+fn skip_rules_match_rsync() {
+    let tree = |side: &Path| {
+        let src = side.join("src");
+        fs::create_dir_all(&src).unwrap();
+        fs::create_dir_all(side.join("dst")).unwrap();
+        write_file(src.join("same"), "same");
+        write_file(side.join("dst/same"), "SAME");
+        write_file(src.join("newer"), "src");
+        write_file(side.join("dst/newer"), "dst is newer");
+        write_file(src.join("big"), vec![b'x'; 5000]);
+        write_file(src.join("only"), "only in src");
+        settle(&src);
+        settle(&side.join("dst"));
+        let t = Ts::new(1_700_000_000, 0);
+        set_times(&side.join("dst/newer"), Some(t), Some(t)).unwrap();
+        // Same size, same time, different bytes: only -c tells.
+        let (_, m) = lstat_times(&src.join("same"));
+        set_times(&side.join("dst/same"), Some(m), Some(m)).unwrap();
+    };
+    let cases: &[&[&str]] = &[
+        &["-ai", "src/", "dst/"],
+        &["-aic", "src/", "dst/"],
+        &["-ai", "--size-only", "src/", "dst/"],
+        &["-aiI", "src/", "dst/"],
+        &["-aiu", "src/", "dst/"],
+        &["-ai", "--existing", "src/", "dst/"],
+        &["-ai", "--ignore-existing", "src/", "dst/"],
+        &["-ai", "--max-size=4K", "src/", "dst/"],
+        &["-ai", "--min-size=10", "src/", "dst/"],
+        &["-ai", "--modify-window=2000000000", "src/", "dst/"],
+    ];
+    for args in cases {
+        let twin = Twin::new(tree);
+        // A window that calls every time equal leaves directories with their own.
+        let check = if args.iter().any(|a| a.starts_with("--modify-window")) {
+            UNTIMED
+        } else {
+            SAME_AS_RSYNC
+        };
+        let out = twin.both_with(args, "dst", check);
+        assert!(out.status.success(), "{}", describe(&out));
+    }
+}
+
+#[test]
+fn backups_beside_and_in_a_directory_match_rsync() {
+    let tree = |side: &Path| {
+        let src = side.join("src");
+        fs::create_dir_all(src.join("d")).unwrap();
+        fs::create_dir_all(side.join("dst/d")).unwrap();
+        write_file(src.join("d/f"), "new content");
+        write_file(side.join("dst/d/f"), "old");
+        write_file(side.join("dst/d/extra"), "extra");
+        settle(&src);
+        settle(&side.join("dst"));
+    };
+    for args in [
+        &["-ai", "-b", "src/", "dst/"][..],
+        &["-ai", "-b", "--suffix=.old", "--delete", "src/", "dst/"],
+        &["-ai", "--backup-dir=../bak", "--delete", "src/", "dst/"],
+    ] {
+        let twin = Twin::new(tree);
+        // Backups beside the files imply -O.
+        let out = twin.both_with(args, "dst", UNTIMED);
+        assert!(out.status.success(), "{}", describe(&out));
+        if args.iter().any(|a| a.starts_with("--backup-dir")) {
+            let b = fs::read_to_string(twin.ri.join("bak/d/f")).expect("the backup, beside dst");
+            assert_eq!(b, "old");
+        }
+    }
+}
+
+#[test]
+fn hard_links_across_directories_with_h() {
+    let twin = Twin::new(|side| {
+        let src = side.join("src");
+        fs::create_dir_all(src.join("x")).unwrap();
+        fs::create_dir_all(src.join("y")).unwrap();
+        write_file(src.join("x/one"), "linked");
+        fs::hard_link(src.join("x/one"), src.join("y/two")).unwrap();
+        fs::hard_link(src.join("x/one"), src.join("three")).unwrap();
+        settle(&src);
+    });
+    let out = sync(&twin.ri, &["-aH", "src/", "dst/"]);
+    assert_success(&out);
+    let ino = |p: &str| fs::metadata(twin.ri.join(p)).unwrap().ino();
+    assert_eq!(ino("dst/x/one"), ino("dst/y/two"));
+    assert_eq!(ino("dst/x/one"), ino("dst/three"));
+    assert_trees_equal(&twin.ri.join("src"), &twin.ri.join("dst"), SAME_AS_RSYNC);
+    // Unchanged: a resync says nothing.
+    let again = sync(&twin.ri, &["-aHi", "src/", "dst/"]);
+    assert!(again.stdout.is_empty(), "{}", describe(&again));
+}
+
+#[test]
+fn a_dry_run_changes_nothing_and_says_what_a_real_run_does() {
+    let tree = |side: &Path| {
+        small_tree(side);
+        let dst = side.join("dst");
+        fs::create_dir_all(dst.join("sub")).unwrap();
+        write_file(dst.join("sub/b.txt"), "stale");
+        write_file(dst.join("extra"), "extra");
+        fs::create_dir_all(dst.join("olddir/inner")).unwrap();
+        write_file(dst.join("olddir/inner/f"), "f");
+        settle(&dst);
+    };
+    let snapshot = |root: &Path| -> Vec<String> {
+        let mut out = Vec::new();
+        fn walk(p: &Path, rel: &str, out: &mut Vec<String>) {
+            let mut names: Vec<_> = fs::read_dir(p).unwrap().map(|e| e.unwrap()).collect();
+            names.sort_by_key(|e| e.file_name());
+            for e in names {
+                let m = e.path().symlink_metadata().unwrap();
+                let name = format!("{rel}/{}", e.file_name().to_string_lossy());
+                out.push(format!(
+                    "{name} {:o} {} {} {} {}",
+                    m.mode(),
+                    m.size(),
+                    m.mtime(),
+                    m.mtime_nsec(),
+                    m.ino()
+                ));
+                if m.is_dir() {
+                    walk(&e.path(), &name, out);
+                }
+            }
+        }
+        walk(root, "", &mut out);
+        out
+    };
+    let option_sets: &[&[&str]] = &[
+        &["-ai"],
+        &["-ai", "--delete"],
+        &["-aiH", "--delete-after", "--exclude=fifo"],
+        &["-aic", "--delete-before", "-b"],
+        &["-ai", "--delete", "--inplace", "-S"],
+        &[
+            "-rlpti",
+            "--delete-excluded",
+            "--exclude=sub/",
+            "--backup-dir=../bak",
+        ],
+    ];
+    for opts in option_sets {
+        let twin = Twin::new(tree);
+        let before = snapshot(&twin.ri);
+        let mut dry: Vec<&str> = opts.to_vec();
+        dry.extend(["-n", "src/", "dst/"]);
+        let said = sync(&twin.ri, &dry);
+        assert!(said.status.success(), "{}", describe(&said));
+        assert_eq!(
+            before,
+            snapshot(&twin.ri),
+            "`sync {}` changed the disk",
+            dry.join(" ")
+        );
+        let mut real: Vec<&str> = opts.to_vec();
+        real.extend(["src/", "dst/"]);
+        let done = sync(&twin.ri, &real);
+        assert!(done.status.success(), "{}", describe(&done));
+        assert_eq!(
+            String::from_utf8_lossy(&said.stdout),
+            String::from_utf8_lossy(&done.stdout),
+            "the dry run of `sync {}` said other than the real run did",
+            real.join(" ")
+        );
+        // rsync's own dry run names `*deleting DIR/` for a directory that its real run keeps
+        // (it holds the `-b` backups of the files deleted in it); ringio says what it will do.
+        let rsync_dry_run_guesses = opts.contains(&"-b");
+        if rsync_available() && !rsync_dry_run_guesses {
+            let theirs = rsync(&twin.rs, &dry);
+            assert_eq!(
+                in_order(&said.stdout),
+                in_order(&theirs.stdout),
+                "`sync {}` vs rsync",
+                dry.join(" ")
+            );
+        }
+    }
+    // Into a DEST that does not exist: nothing is made.
+    let twin = Twin::new(small_tree);
+    let out = sync(&twin.ri, &["-ain", "src/", "new/"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(!twin.ri.join("new").exists());
+    assert!(String::from_utf8_lossy(&out.stdout).contains(">f+++++++++ sub/deep/c"));
+}
+
+#[test]
+fn a_missing_source_deletes_nothing_and_exits_23() {
+    let twin = Twin::new(|side| {
+        small_tree(side);
+        fs::create_dir_all(side.join("dst")).unwrap();
+        write_file(side.join("dst/precious"), "keep me");
+    });
+    let out = sync(&twin.ri, &["-a", "--delete", "src/", "missing/", "dst/"]);
+    assert_exit(&out, 23);
+    assert!(twin.ri.join("dst/precious").exists(), "{}", describe(&out));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("missing"), "{text}");
+    assert!(text.contains("skipping file deletion"), "{text}");
+}
+
+#[test]
+fn max_delete_stops_at_n_and_exits_25() {
+    let twin = Twin::new(|side| {
+        fs::create_dir_all(side.join("src")).unwrap();
+        fs::create_dir_all(side.join("dst")).unwrap();
+        for i in 0..5 {
+            write_file(side.join(format!("dst/x{i}")), "x");
+        }
+    });
+    let out = sync(
+        &twin.ri,
+        &["-a", "--delete", "--max-delete=2", "src/", "dst/"],
+    );
+    assert_exit(&out, 25);
+    let left = fs::read_dir(twin.ri.join("dst")).unwrap().count();
+    assert_eq!(left, 3, "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-delete"));
+}
+
+#[test]
+fn a_destination_directory_swapped_for_a_symlink_redirects_nothing() {
+    let twin = Twin::new(|side| {
+        fs::create_dir_all(side.join("src/sub")).unwrap();
+        write_file(side.join("src/sub/f"), "data");
+        fs::create_dir_all(side.join("outside")).unwrap();
+        write_file(side.join("outside/f"), "outside");
+        write_file(side.join("outside/other"), "other");
+        fs::create_dir_all(side.join("dst")).unwrap();
+        symlink("../outside", side.join("dst/sub")).unwrap();
+    });
+    let out = sync(&twin.ri, &["-a", "--delete", "src/", "dst/"]);
+    assert_success(&out);
+    assert_eq!(
+        fs::read_to_string(twin.ri.join("outside/f")).unwrap(),
+        "outside"
+    );
+    assert!(twin.ri.join("outside/other").exists());
+    assert!(fs::symlink_metadata(twin.ri.join("dst/sub"))
+        .unwrap()
+        .is_dir());
+    assert_trees_equal(&twin.ri.join("src"), &twin.ri.join("dst"), SAME_AS_RSYNC);
+}
+
+#[test]
+fn a_run_killed_at_any_moment_is_finished_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    let spec = TreeSpec {
+        big_files: true,
+        ..TreeSpec::small(27)
+    };
+    spec.build(&src);
+    let dst = dir.path().join("dst");
+    for delay_ms in [0u64, 2, 5, 10, 20, 40] {
+        let mut running = Cp::bare()
+            .args(["sync", "-a", "--delete"])
+            .arg(format!("{}/", src.display()))
+            .arg(&dst)
+            .spawn();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(running.pid(), libc::SIGKILL) };
+        let _ = running.wait_status(Duration::from_secs(10));
+        let again = Cp::bare()
+            .args(["sync", "-a", "--delete"])
+            .arg(format!("{}/", src.display()))
+            .arg(&dst)
+            .run();
+        assert_success(&again);
+        assert_trees_equal(
+            &src,
+            &dst,
+            Check {
+                atime: false,
+                ..Check::PRESERVE_P
+            },
+        );
+        let temps: Vec<_> = walkdir(&dst)
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains(".ringio-"))
+            .collect();
+        assert!(temps.is_empty(), "temporaries left: {temps:?}");
+        fs::remove_dir_all(&dst).unwrap();
+    }
+}
+
+fn walkdir(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = fs::read_dir(root) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+                out.extend(walkdir(&p));
+            }
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn usage_errors_exit_1_and_touch_nothing() {
+    let twin = Twin::new(small_tree);
+    for args in [
+        &["--no-such-option", "src/", "dst/"][..],
+        &["-a", "host:src/", "dst/"],
+        &["-a", "src/", "user@host:dst/"],
+        &["-a", "rsync://host/module/", "dst/"],
+        &["-a", "--max-size=lots", "src/", "dst/"],
+        &["-a", "--out-format=%q", "src/", "dst/"],
+        &["-a", "--filter=z nonsense", "src/", "dst/"],
+        &["-a", "src/"],
+    ] {
+        let out = sync(&twin.ri, args);
+        assert_exit(&out, 1);
+        assert!(!twin.ri.join("dst").exists(), "{args:?} made dst");
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(text.lines().count() <= 3, "{args:?}: {text}");
+    }
+    let remote = sync(&twin.ri, &["-a", "host:src/", "dst/"]);
+    assert!(String::from_utf8_lossy(&remote.stderr).contains("locally only"));
+}
+
+#[test]
+fn under_the_name_rsync_it_is_rsync() {
+    let twin = Twin::new(small_tree);
+    let link = twin.ri.join("rsync");
+    symlink(env!("CARGO_BIN_EXE_ringio"), &link).unwrap();
+    let out = Command::new(&link)
+        .args(["-ai", "src/", "dst/"])
+        .current_dir(&twin.ri)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(">f+++++++++ a.txt"));
+    let version = Command::new(&link).arg("--version").output().unwrap();
+    assert!(String::from_utf8_lossy(&version.stdout).contains("protocol version"));
+    let bad = Command::new(&link).arg("--bogus").output().unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).starts_with("rsync: "));
+}
+
+#[test]
+fn archive_metadata_with_acls_and_xattrs_as_cp_a_gives_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    TreeSpec::standard(7).build(&src);
+    if set_xattr(&src, "user.ringio", b"dir").is_err() {
+        skip!("no user xattrs on this filesystem");
+    }
+    let dst = dir.path().join("dst");
+    let out = sync(dir.path(), &["-aHAX", "src/", "dst/"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_trees_equal(
+        &src,
+        &dst,
+        Check {
+            atime: false,
+            ..Check::ARCHIVE
+        },
+    );
+    // The same, once more: nothing to do.
+    let again = sync(dir.path(), &["-aHAXi", "src/", "dst/"]);
+    assert!(again.stdout.is_empty(), "{}", describe(&again));
+}

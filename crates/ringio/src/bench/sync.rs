@@ -24,7 +24,8 @@ use ringio_lab::syncbench::{
   rename    a re-sync after one directory (the one holding closest to 10% of the files) was
             renamed; skipped on a tree without subdirectories.
 The changed sources are made once from the workload (a `cp -a` copy, then a change seeded by 1)
-and kept beside it under --dir. Before each re-sync the destination is a mirror of the unchanged
+and kept beside it under --dir. What a change touches (files, and directories whose entries
+changed) gets the mtime of a day after the tree's newest: rsync compares mtimes to the second. Before each re-sync the destination is a mirror of the unchanged
 tree: made once by `cp -a`, never by a tool under test, and between runs repaired (what `ringio
 verify` finds different is moved aside and copied again), so every tool starts from the same
 state. What the sync will delete or replace is hard-linked aside first, so no run's deletes slow

@@ -13,6 +13,7 @@ pub mod machine;
 mod names;
 pub mod plot;
 pub mod read;
+pub mod syncbench;
 pub mod syscost;
 pub mod table;
 pub mod write;

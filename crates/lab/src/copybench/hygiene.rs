@@ -2,7 +2,7 @@
 //! recently-deleted window, warming or evicting the source, and touching fresh memory.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::error::LabError;
@@ -17,6 +17,112 @@ use crate::error::LabError;
 /// full wait.
 pub(super) const MANY_INODES: u64 = 1000;
 const RECENTLY_DELETED: std::time::Duration = std::time::Duration::from_secs(361);
+
+/// The trash of a benchmark's work directory: the copies and whatever else timed runs leave,
+/// moved aside by rename (which frees no inode) and deleted only once no timed run follows, or
+/// when the disk runs out of room. Entries left by earlier workloads of the same run count as
+/// many inodes.
+#[derive(Debug)]
+pub struct Trash {
+    dir: PathBuf,
+    inodes: u64,
+}
+
+impl Trash {
+    /// The trash of `work` (`work/trash`), made if missing.
+    pub fn open(work: &Path) -> Result<Trash, LabError> {
+        let dir = work.join("trash");
+        fs::create_dir_all(&dir).map_err(|e| LabError::io("create directory", &dir, e))?;
+        let inodes = if trash_entries(&dir) > 0 {
+            MANY_INODES
+        } else {
+            0
+        };
+        Ok(Trash { dir, inodes })
+    }
+
+    /// A name in the trash that nothing has yet.
+    pub fn slot(&self) -> PathBuf {
+        let mut n = trash_entries(&self.dir);
+        loop {
+            n += 1;
+            let path = self.dir.join(n.to_string());
+            if fs::symlink_metadata(&path).is_err() {
+                return path;
+            }
+        }
+    }
+
+    /// Moves `path`, if it exists, into the trash; it holds about `inodes` inodes.
+    pub fn put(&mut self, path: &Path, inodes: u64) -> Result<(), LabError> {
+        if fs::symlink_metadata(path).is_err() {
+            return Ok(());
+        }
+        let aside = self.slot();
+        fs::rename(path, &aside).map_err(|e| LabError::io("move aside", path, e))?;
+        self.inodes += inodes;
+        Ok(())
+    }
+
+    /// Counts `inodes` more that were put into a [`slot`](Self::slot) by other means.
+    pub fn add_inodes(&mut self, inodes: u64) {
+        self.inodes += inodes;
+    }
+
+    /// Empties the trash now when fewer than `need` bytes are free next to `work`, and waits
+    /// out ext4's recently-deleted window (six minutes; better than a full disk).
+    pub fn make_room(
+        &mut self,
+        work: &Path,
+        need: u64,
+        note: &mut dyn FnMut(&str),
+    ) -> Result<(), LabError> {
+        if free_bytes(work) >= need {
+            return Ok(());
+        }
+        note("disk nearly full: emptying the trash between runs");
+        empty_trash(&self.dir, self.inodes, true, note)?;
+        self.inodes = 0;
+        fs::create_dir_all(&self.dir).map_err(|e| LabError::io("create directory", &self.dir, e))
+    }
+
+    /// At the end of a workload: a few inodes (big files) cost the next workload nothing and
+    /// are deleted now; many stay until [`finish`](super::finish).
+    pub fn close(self, note: &mut dyn FnMut(&str)) -> Result<(), LabError> {
+        if self.inodes < MANY_INODES {
+            empty_trash(&self.dir, self.inodes, false, note)?;
+        }
+        Ok(())
+    }
+}
+
+/// Readies the machine for a timed run, the same way for every tool: writes back what earlier
+/// runs left dirty, then drops the caches (`cold`, as root; otherwise evicts the files of
+/// `trees` one by one) or reads every file of `trees` (warm: idle page cache is paged out
+/// here within a minute), and touches fresh memory for a run that moves about `bytes`.
+pub fn settle(trees: &[&Path], cold: bool, bytes: u64) -> Result<(), LabError> {
+    if cold {
+        if rustix::process::geteuid().is_root() {
+            crate::cache::drop_caches()?;
+        } else {
+            for tree in trees {
+                evict_tree(tree)?;
+            }
+        }
+    } else {
+        // drop_caches syncs first; a warm run needs it as much.
+        rustix::fs::sync();
+        for tree in trees {
+            warm_tree(tree)?;
+        }
+    }
+    touch_memory((bytes + (128 << 20)).clamp(256 << 20, 1 << 30));
+    Ok(())
+}
+
+/// The note a `--cold` run prints when it cannot drop every cache.
+pub const COLD_NOT_ROOT: &str = "not root: --cold evicts the source's files one by one \
+(POSIX_FADV_DONTNEED) instead of dropping every cache";
 
 /// Removes the trash. With `wait` (more timed runs follow) and many inodes in it, writes the
 /// deletions back and waits out ext4's recently-deleted window.
@@ -47,12 +153,12 @@ pub(super) fn trash_entries(trash: &Path) -> u64 {
 }
 
 /// Free bytes on the filesystem holding `dir` (unknown: plenty).
-pub(super) fn free_bytes(dir: &Path) -> u64 {
+fn free_bytes(dir: &Path) -> u64 {
     rustix::fs::statvfs(dir).map_or(u64::MAX, |s| s.f_bavail * s.f_frsize)
 }
 
 /// Reads every file of the tree, so a warm run starts warm.
-pub(super) fn warm_tree(root: &Path) -> Result<(), LabError> {
+fn warm_tree(root: &Path) -> Result<(), LabError> {
     for_each_file(root, &mut |path| {
         let mut f = fs::File::open(path).map_err(|e| LabError::io("open", path, e))?;
         std::io::copy(&mut f, &mut std::io::sink()).map_err(|e| LabError::io("read", path, e))?;
@@ -61,7 +167,7 @@ pub(super) fn warm_tree(root: &Path) -> Result<(), LabError> {
 }
 
 /// Evicts every file of the tree from the page cache.
-pub(super) fn evict_tree(root: &Path) -> Result<(), LabError> {
+fn evict_tree(root: &Path) -> Result<(), LabError> {
     for_each_file(root, &mut |path| crate::cache::evict(path))
 }
 
@@ -89,7 +195,7 @@ fn for_each_file(
 /// Faults in `bytes` of fresh anonymous memory and frees it, in a process of its own (`dd`
 /// reading zeros into one buffer that size), so this process stays small and the peak RSS of
 /// the tools it runs stays theirs.
-pub(super) fn touch_memory(bytes: u64) {
+fn touch_memory(bytes: u64) {
     let _ = Command::new("dd")
         .args([
             "if=/dev/zero",

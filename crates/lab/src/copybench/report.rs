@@ -43,25 +43,6 @@ pub fn table(results: &[ToolRuns], size: &TreeSize) -> String {
             (true, Some(x)) if x.is_finite() => format!("{:.2}", s.median / x),
             _ => "-".to_string(),
         };
-        let verdict = if r.reference {
-            if r.verified() {
-                "reference: reads only"
-            } else {
-                "reference: FAILED"
-            }
-            .to_string()
-        } else if ok {
-            "ok".to_string()
-        } else {
-            let first = r
-                .runs
-                .iter()
-                .flat_map(|x| x.problems.first())
-                .next()
-                .cloned()
-                .unwrap_or_default();
-            format!("FAILED: {first}")
-        };
         out.add_row(vec![
             r.tool.clone(),
             format!("{:.3}", s.median),
@@ -73,16 +54,46 @@ pub fn table(results: &[ToolRuns], size: &TreeSize) -> String {
                 size.bytes as f64 / (1 << 20) as f64 / s.median.max(1e-9)
             ),
             format!("{:.0}", size.files as f64 / s.median.max(1e-9)),
-            if s.max_rss_kib <= s.rss_floor_kib + 512 {
-                format!("≤{:.1}", s.rss_floor_kib as f64 / 1024.0)
-            } else {
-                format!("{:.1}", s.max_rss_kib as f64 / 1024.0)
-            },
+            rss_cell(&s),
             ratio(Some(fastest)),
             ratio(cp),
             ratio(cat),
-            verdict,
+            verdict(r),
         ]);
     }
     crate::table::render(&out)
+}
+
+/// Peak RSS in MiB, or `≤N` when the tool stayed at or below the harness's own size at spawn
+/// (the kernel bills a child's pre-exec memory to it).
+pub fn rss_cell(s: &Stats) -> String {
+    if s.max_rss_kib <= s.rss_floor_kib + 512 {
+        format!("≤{:.1}", s.rss_floor_kib as f64 / 1024.0)
+    } else {
+        format!("{:.1}", s.max_rss_kib as f64 / 1024.0)
+    }
+}
+
+/// The verification column: `ok`, or `FAILED: ` with the first problem (a reference tool:
+/// `reference: reads only`).
+pub fn verdict(r: &ToolRuns) -> String {
+    if r.reference {
+        if r.verified() {
+            "reference: reads only"
+        } else {
+            "reference: FAILED"
+        }
+        .to_string()
+    } else if r.verified() {
+        "ok".to_string()
+    } else {
+        let first = r
+            .runs
+            .iter()
+            .flat_map(|x| x.problems.first())
+            .next()
+            .cloned()
+            .unwrap_or_default();
+        format!("FAILED: {first}")
+    }
 }

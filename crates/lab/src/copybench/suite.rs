@@ -98,20 +98,12 @@ pub fn prepare(dir: &Path, workload: &Workload) -> Result<Option<PathBuf>, LabEr
         }
         WorkloadSource::RealTree(_) => {
             let origin = origin.expect("a real tree's origin");
-            let out = Command::new("cp")
-                .arg("-a")
-                .arg(&origin)
-                .arg(&src)
-                .output()
-                .map_err(|e| LabError::io("run cp for", &origin, e))?;
-            if !out.status.success() {
-                return Err(LabError::Invalid(format!(
-                    "copying {} for {} failed: {}",
-                    quote(&origin),
-                    workload.name,
-                    String::from_utf8_lossy(&out.stderr).trim()
-                )));
-            }
+            reference_copy(&origin, &src).map_err(|e| match e {
+                LabError::Invalid(why) => {
+                    LabError::Invalid(format!("{why} (for {})", workload.name))
+                }
+                e => e,
+            })?;
         }
     }
     fs::write(&marker, workload.description).map_err(|e| LabError::io("write", &marker, e))?;
@@ -151,4 +143,23 @@ pub fn tree_size(root: &Path) -> Result<TreeSize, LabError> {
         }
     }
     Ok(size)
+}
+
+/// A faithful copy of the tree `from` at `to` (which must not exist), made by GNU `cp -a`: not
+/// by any tool under test.
+pub fn reference_copy(from: &Path, to: &Path) -> Result<(), LabError> {
+    let out = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .output()
+        .map_err(|e| LabError::io("run cp for", from, e))?;
+    if !out.status.success() {
+        return Err(LabError::Invalid(format!(
+            "copying {} failed: {}",
+            quote(from),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
 }

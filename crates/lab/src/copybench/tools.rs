@@ -142,45 +142,50 @@ pub fn resolve_tool(spec: &str, ringio: &Path) -> Result<Tool, LabError> {
                 reference: false,
             }
         }
-        _ => match spec.strip_prefix("cmd:").and_then(|s| s.split_once('=')) {
-            // `cmd:NAME=PROGRAM ARG...`: the words after the program come before SRC and DST.
-            Some((name, command)) => {
-                let mut words = command.split_whitespace();
-                let program = words.next().unwrap_or_default();
-                if name.is_empty() || program.is_empty() {
-                    return Err(LabError::Invalid(format!(
-                        "tool '{spec}' needs a name and a program: cmd:NAME=PROGRAM [ARG...]"
-                    )));
-                }
-                let mut args: Vec<String> = words.map(String::from).collect();
-                args.extend(["{src}".to_string(), "{dst}".to_string()]);
-                // As a shell finds it: a name with a slash is a path (made absolute, since the
-                // runs happen elsewhere), a bare name is looked up in PATH.
-                let found = if program.contains('/') {
-                    std::path::absolute(program)
-                        .ok()
-                        .filter(|p| fs::metadata(p).is_ok_and(|m| m.is_file()))
-                } else {
-                    find_program(program)
-                };
-                Tool {
-                    name: name.to_string(),
-                    program: found,
-                    args,
-                    install: format!(
-                        "'{program}' is no executable file (a name without a slash is looked \
-                         up in PATH)"
-                    ),
-                    keeps: content,
-                    reference: false,
-                }
-            }
-            None => {
-                return Err(LabError::Invalid(format!(
-                    "unknown tool '{spec}' (known: {KNOWN_TOOLS})"
-                )))
-            }
-        },
+        _ if spec.starts_with("cmd:") => command_tool(spec)?,
+        _ => {
+            return Err(LabError::Invalid(format!(
+                "unknown tool '{spec}' (known: {KNOWN_TOOLS})"
+            )))
+        }
     };
     Ok(tool)
+}
+
+/// `cmd:NAME=PROGRAM [ARG...]`: any program, checked for content; the words after the program
+/// come before SRC and DST.
+pub fn command_tool(spec: &str) -> Result<Tool, LabError> {
+    let Some((name, command)) = spec.strip_prefix("cmd:").and_then(|s| s.split_once('=')) else {
+        return Err(LabError::Invalid(format!(
+            "tool '{spec}' needs a name and a program: cmd:NAME=PROGRAM [ARG...]"
+        )));
+    };
+    let mut words = command.split_whitespace();
+    let program = words.next().unwrap_or_default();
+    if name.is_empty() || program.is_empty() {
+        return Err(LabError::Invalid(format!(
+            "tool '{spec}' needs a name and a program: cmd:NAME=PROGRAM [ARG...]"
+        )));
+    }
+    let mut args: Vec<String> = words.map(String::from).collect();
+    args.extend(["{src}".to_string(), "{dst}".to_string()]);
+    // As a shell finds it: a name with a slash is a path (made absolute, since the runs happen
+    // elsewhere), a bare name is looked up in PATH.
+    let found = if program.contains('/') {
+        std::path::absolute(program)
+            .ok()
+            .filter(|p| fs::metadata(p).is_ok_and(|m| m.is_file()))
+    } else {
+        find_program(program)
+    };
+    Ok(Tool {
+        name: name.to_string(),
+        program: found,
+        args,
+        install: format!(
+            "'{program}' is no executable file (a name without a slash is looked up in PATH)"
+        ),
+        keeps: VerifyOptions::content_only(),
+        reference: false,
+    })
 }

@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use ringio_lab::copybench::{
-    self, bench, prepare, resolve_tool, standard_workloads, tree_size, BenchOptions, ToolRuns,
-    WorkloadSource, KNOWN_TOOLS,
+    self, bench, resolve_tool, tree_size, BenchOptions, ToolRuns, KNOWN_TOOLS,
 };
 use ringio_lab::gen::Shape;
 use ringio_lab::plot::{bar_chart, line_chart, LineChart, Series};
@@ -83,54 +82,7 @@ pub fn run(args: &Args) -> Result<i32> {
     if args.runs == 0 {
         bail!("--runs must be at least 1");
     }
-    let mut sources: Vec<(String, String, PathBuf, Option<Shape>)> = Vec::new();
-    if let Some(src) = &args.src {
-        if !src.is_dir() {
-            bail!("--src {} is not a directory", quote(&src));
-        }
-        let name = src
-            .file_name()
-            .map_or("src".into(), |n| n.to_string_lossy().into_owned());
-        sources.push((
-            name,
-            format!("the tree {}", src.display()),
-            src.clone(),
-            None,
-        ));
-    } else {
-        let suite = standard_workloads();
-        let wanted: Vec<String> = if args.workload.is_empty() || args.workload == ["all"] {
-            suite.iter().map(|w| w.name.to_string()).collect()
-        } else {
-            args.workload.clone()
-        };
-        for name in wanted {
-            let Some(w) = suite.iter().find(|w| w.name == name) else {
-                let known: Vec<_> = suite.iter().map(|w| w.name).collect();
-                bail!(
-                    "unknown workload '{name}' (known: {}, all)",
-                    known.join(", ")
-                );
-            };
-            eprintln!("preparing workload {} ({})", w.name, w.description);
-            let Some(src) = prepare(&args.dir, w)? else {
-                let WorkloadSource::RealTree(candidates) = &w.source else {
-                    unreachable!("only a real tree can be missing")
-                };
-                eprintln!(
-                    "skipping workload {}: this machine has none of {}",
-                    w.name,
-                    candidates.join(", ")
-                );
-                continue;
-            };
-            let shape = match &w.source {
-                WorkloadSource::Generated(s) => Some(s.clone()),
-                WorkloadSource::RealTree(_) => None,
-            };
-            sources.push((w.name.to_string(), w.description.to_string(), src, shape));
-        }
-    }
+    let sources = super::suite::sources(args.src.as_deref(), &args.workload, &args.dir)?;
     for t in &tools {
         if t.program.is_none() {
             eprintln!("skipping {}: not installed ({})", t.name, t.install);
@@ -147,7 +99,14 @@ pub fn run(args: &Args) -> Result<i32> {
     };
     let mut records = Vec::new();
     let mut figure: BTreeMap<u64, Vec<(u64, Vec<ToolRuns>)>> = BTreeMap::new();
-    for (name, description, src, shape) in &sources {
+    for super::suite::Source {
+        name,
+        description,
+        path: src,
+        shape,
+        ..
+    } in &sources
+    {
         let size = tree_size(src)?;
         let status = crate::progress::status_line();
         println!(
@@ -200,19 +159,7 @@ pub fn run(args: &Args) -> Result<i32> {
         }
     }
     if let Some(path) = &args.json {
-        let doc = serde_json::json!({
-            // The binary as `ringio`, not where it happens to live on this machine.
-            "command": std::iter::once("ringio".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>(),
-            "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
-            "cache": mode,
-            "runs": args.runs,
-            "warmup": args.warmup,
-            "machine": machine,
-            "workloads": records,
-        });
-        std::fs::write(path, serde_json::to_string_pretty(&doc)?)
-            .with_context(|| format!("cannot write {}", quote(&path)))?;
-        eprintln!("wrote {}", path.display());
+        super::suite::write_json(path, args.cold, args.runs, args.warmup, &machine, records)?;
     }
     Ok(0)
 }

@@ -4,6 +4,8 @@ pub mod copy;
 pub mod gen;
 pub mod mpi_sim;
 pub mod server;
+mod suite;
+pub mod sync;
 
 /// `ringio bench`.
 #[derive(Debug, clap::Args)]
@@ -18,6 +20,9 @@ pub enum Command {
     Gen(gen::Args),
     /// Time ringio's engines and the peer copiers over a tree, verifying every copy.
     Copy(copy::Args),
+    /// Time ringio sync, cp --resume and the peer syncers in five scenarios (first sync,
+    /// no change, 1% rewritten, 10% added and deleted, a directory renamed), verifying each.
+    Sync(sync::Args),
     /// Load every FSM server model at several client counts.
     Server(server::Args),
     /// The bare cost of a one-byte round trip (socketpair, loopback TCP): the servers' floor.
@@ -31,6 +36,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     match &args.command {
         Command::Gen(a) => gen::run(a),
         Command::Copy(a) => copy::run(a),
+        Command::Sync(a) => sync::run(a),
         Command::Server(a) => server::run(a),
         Command::Loopback(a) => server::run_loopback(a),
         Command::MpiSim(a) => mpi_sim::run(a),

@@ -13,6 +13,7 @@ mod common;
 
 mod bench_copy;
 mod bench_server;
+mod bench_sync;
 mod cli;
 mod cp_destinations;
 mod cp_errors;

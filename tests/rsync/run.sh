@@ -55,7 +55,9 @@ What the suite itself asks of the binary, beyond the transfers under test:
   rsync -VV        JSON-ish capability list; tests grep it and SKIP when a line is absent:
                    '"ACLs": true' (acls, acls-default), '"xattrs": true' (xattrs, and
                    chown/devices under their -fake names), '"atimes": true' (atimes),
-                   '"crtimes": true' (crtimes), '"hardlink_specials": true' (devices)
+                   '"crtimes": true' (crtimes), '"hardlink_specials": true' (devices);
+                   itemize picks its expected output by '"hardlink_symlinks": true'
+                   and '"symtimes": true', so these must say what the binary does
   rsync --version, --info=help, --debug=help   (00-hello; must exit 0)
   remote tests also run `rsync --daemon --config=...` through RSYNC_CONNECT_PROG, the
   server side through support/lsh.sh with --rsync-path="$RSYNC", and `--server`; those

@@ -41,14 +41,6 @@ pub fn invoked_as_rsync(argv0: Option<&OsStr>) -> bool {
     as_rsync
 }
 
-/// What `rsync --version` says when ringio stands in for rsync: rsync's first line (whose
-/// protocol version scripts read), then ringio's.
-pub const RSYNC_VERSION: &str = concat!(
-    "  version 3.2.7  protocol version 31 (ringio ",
-    env!("CARGO_PKG_VERSION"),
-    ", local transfers only)"
-);
-
 /// True when argv[0] names the binary `cp` (a symlink or hard link to ringio); records the
 /// name for [`program`].
 pub fn invoked_as_cp(argv0: Option<&OsStr>) -> bool {

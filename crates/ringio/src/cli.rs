@@ -64,13 +64,10 @@ pub struct CpCli {
 
 /// ringio run under the name `rsync` (a link named rsync): `ringio sync`, as local rsync.
 #[derive(Debug, Parser)]
-#[command(name = "rsync", version = crate::argv::RSYNC_VERSION, disable_version_flag = true)]
+#[command(name = "rsync", disable_version_flag = true)]
 pub struct RsyncCli {
     #[command(flatten)]
     pub args: crate::sync::Args,
-    /// Print the version.
-    #[arg(short = 'V', long, action = clap::ArgAction::Version)]
-    pub version: Option<bool>,
 }
 
 /// `ringio cp`. As with getopt, an option given twice takes its last value.

@@ -24,6 +24,7 @@ pub const SYNTAX: i32 = 1;
 #[derive(Debug, clap::Args)]
 #[command(
     disable_help_flag = true,
+    disable_version_flag = true,
     override_usage = "ringio sync [OPTION]... SRC... DEST\n       rsync [OPTION]... SRC... DEST   (ringio run under the name rsync)",
     after_help = "SRC/ (a trailing slash) syncs the contents of SRC into DEST; SRC syncs the directory \
 itself, as DEST/SRC. DEST is made if missing (its parents too with --mkpath). One file synced to a \
@@ -147,6 +148,19 @@ pub struct Args {
     /// Update destination files in place, not through a temporary.
     #[arg(long, action = ArgAction::SetTrue, help_heading = "What to keep")]
     pub inplace: bool,
+    /// Use rsync's delta algorithm (a local copy has no delta to save: files are copied whole,
+    /// the result is the same).
+    #[arg(long = "no-whole-file", visible_alias = "no-W", action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub no_whole_file: bool,
+    /// Find a similar file as the delta basis (no effect when files are copied whole).
+    #[arg(short = 'y', long, action = ArgAction::Count, help_heading = "What to keep")]
+    pub fuzzy: u8,
+    /// Change permissions: rsync's CHMOD (e.g. D755,F644 or u+w,go-w; D: dirs, F: files).
+    #[arg(long, value_name = "CHMOD", action = ArgAction::Append, help_heading = "What to keep")]
+    pub chmod: Vec<String>,
+    /// Act as the super-user for owners, groups and devices (tried even when not root).
+    #[arg(long = "super", action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub super_: bool,
 
     // What to skip.
     /// Skip by content, not by mtime and size (both sides are read, up to the first difference).
@@ -275,6 +289,16 @@ pub struct Args {
     /// Log what is done to FILE (rsync's "%i %n%L" lines, with the time).
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub log_file: Option<PathBuf>,
+    /// Fine-grained output: comma-separated FLAGS (backup, skip, name, del, stats, progress2, ...;
+    /// a digit after a flag is its level). `--info=help` lists them.
+    #[arg(long, value_name = "FLAGS", action = ArgAction::Append, help_heading = "Output")]
+    pub info: Vec<String>,
+    /// rsync's debug output (accepted; ringio has no protocol to trace).
+    #[arg(long, value_name = "FLAGS", action = ArgAction::Append, help_heading = "Output")]
+    pub debug: Vec<String>,
+    /// Print rsync's version (twice: its capabilities as JSON, as rsync -VV).
+    #[arg(short = 'V', long, action = ArgAction::Count, help_heading = "Output")]
+    pub version: u8,
     /// Print help (rsync's -h is --human-readable; --help is help).
     #[arg(long, action = ArgAction::Help, help_heading = "Output")]
     pub help: Option<bool>,
@@ -289,9 +313,108 @@ pub struct Args {
     /// Set the I/O timeout in seconds (a local transfer has no peer to wait for: accepted).
     #[arg(long, value_name = "SECONDS", help_heading = "Safety")]
     pub timeout: Option<u64>,
+    /// Limit the transfer rate (a local copy is not limited: accepted, as rsync ignores
+    /// networking options for local transfers).
+    #[arg(long, value_name = "RATE", help_heading = "Safety")]
+    pub bwlimit: Option<String>,
+    /// The remote rsync's path (a local transfer runs no remote rsync: ignored, as by rsync).
+    #[arg(long, value_name = "PROGRAM", help_heading = "Safety")]
+    pub rsync_path: Option<String>,
+    /// Keep partially transferred files (ringio's temporaries are removed on the next run).
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Safety")]
+    pub partial: bool,
+    /// Put all updated files into place at the end of the transfer, together.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Safety")]
+    pub delay_updates: bool,
     /// Worker threads [default: the cores; 1 when entries are listed, for rsync's order].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256), help_heading = "Safety")]
     pub threads: Option<u32>,
+}
+
+/// The `--info` flags ringio acts on (the others are accepted, as rsync's levels of output
+/// ringio has nothing to say for).
+#[derive(Debug, Default)]
+struct Info {
+    /// `backup`: "backed up X to Y".
+    backup: u8,
+    /// `skip`: why an entry is skipped ("X is newer", "X is uptodate" at level 2).
+    skip: u8,
+}
+
+/// rsync's `--info` flag names.
+const INFO_FLAGS: &[&str] = &[
+    "backup", "copy", "del", "flist", "misc", "mount", "name", "nonreg", "progress", "remove",
+    "skip", "stats", "symsafe", "all", "none",
+];
+
+impl Info {
+    fn parse(values: &[String]) -> Result<Info> {
+        let mut info = Info::default();
+        for word in values.iter().flat_map(|v| v.split(',')) {
+            let word = word.to_ascii_lowercase();
+            if word == "help" {
+                println!(
+                    "Use OPT or OPT1 for level 1 output, OPT2 for level 2, etc.; OPT0 silences."
+                );
+                println!("Flags ringio acts on: backup, skip (X is newer / X is uptodate).");
+                println!("Accepted: {}", INFO_FLAGS.join(", "));
+                std::process::exit(0);
+            }
+            let name = word.trim_end_matches(|c: char| c.is_ascii_digit());
+            let level: u8 = match &word[name.len()..] {
+                "" => 1,
+                digits => digits
+                    .parse()
+                    .map_err(|_| anyhow::anyhow!("Invalid --info level: {word}"))?,
+            };
+            let name = name
+                .strip_prefix("no")
+                .filter(|n| INFO_FLAGS.contains(n))
+                .unwrap_or(name);
+            if !INFO_FLAGS.contains(&name) {
+                bail!("Unknown --info item: \"{word}\"");
+            }
+            match name {
+                "backup" => info.backup = level,
+                "skip" => info.skip = level,
+                "all" => {
+                    info.backup = level;
+                    info.skip = level;
+                }
+                "none" => info = Info::default(),
+                _ => {}
+            }
+        }
+        Ok(info)
+    }
+}
+
+/// rsync's `--version`, with what ringio is.
+fn print_version(level: u8) {
+    let ours = env!("CARGO_PKG_VERSION");
+    if level < 2 {
+        println!("rsync  version 3.2.7  protocol version 31");
+        println!("(ringio {ours}: rsync's local transfers, on ringio's engine; no remote hosts)");
+        return;
+    }
+    println!(
+        r#"{{
+  "program": "rsync",
+  "version": "3.2.7",
+  "protocol": "31.0",
+  "ringio": "{ours}",
+  "capabilities": {{
+    "file_bits": 64, "inum_bits": 64, "timestamp_bits": 64,
+    "long_int_bits": 64, "socketpairs": false, "symlinks": true,
+    "symtimes": true, "hardlinks": true, "hardlink_specials": true,
+    "hardlink_symlinks": true, "IPv6": false, "atimes": true,
+    "batchfiles": false, "inplace": true, "append": false, "ACLs": true,
+    "xattrs": true, "secluded_args": "optional", "iconv": false,
+    "prealloc": false, "stop_at": false, "crtimes": false
+  }},
+  "license": "ringio's, not rsync's: ringio is a separate program"
+}}"#
+    );
 }
 
 /// A destination-side operand on another host.
@@ -519,6 +642,16 @@ impl Args {
         }
         plan.dry_run = self.dry_run;
         plan.mkpath = self.mkpath;
+        for text in &self.chmod {
+            plan.chmod
+                .extend(ringio_copy::sync::chmod::parse(text).map_err(|e| anyhow::anyhow!(e))?);
+        }
+        plan.super_user = self.super_;
+        plan.delay_updates = self.delay_updates && !self.inplace;
+        if let Some(rate) = &self.bwlimit {
+            parse_size(rate, "bwlimit")?;
+        }
+        let info = Info::parse(&self.info)?;
         let mut out = Output::new(program);
         out.verbose = if self.quiet { 0 } else { self.verbose };
         out.quiet = self.quiet;
@@ -533,6 +666,8 @@ impl Args {
             .transpose()
             .map_err(|e| anyhow::anyhow!(e))?;
         out.all = self.itemize_changes > 1 || self.verbose > 1;
+        out.backups = info.backup > 0 || self.verbose > 1;
+        out.skips = info.skip.max(u8::from(out.verbose > 1));
         if let Some(path) = &self.log_file {
             let file = std::fs::OpenOptions::new()
                 .create(true)
@@ -618,6 +753,10 @@ impl Args {
 
 /// Runs `ringio sync` (or `rsync`): rsync's exit code.
 pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
+    if args.version > 0 {
+        print_version(args.version);
+        return Ok(0);
+    }
     let (plan, out) = match args.plan(m, program) {
         Ok(p) => p,
         Err(e) => {

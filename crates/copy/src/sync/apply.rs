@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use rustix::fs::{AtFlags, SeekFrom};
 
 use super::item::{Action, Item};
-use super::pair::{join, report, Leader, Pair, Run, SrcEntry};
+use super::pair::{join, report, Delayed, Leader, Pair, Run, SrcEntry, STAGE};
 use super::Symlinks;
 use crate::error::{CopyError, Op};
 use crate::filter::Side;
@@ -129,7 +129,20 @@ pub(super) fn fix_attrs(
     Ok(())
 }
 
-/// Owner, mode, ACLs and extended attributes, and times of a new file, through its descriptor.
+/// The mode a new file is created with, and whether it is set again afterwards. Without -p
+/// a new file takes the source's permission bits through the kernel, which applies the umask
+/// or the directory's default ACL, as rsync leaves it; with -p, or over an existing file whose
+/// mode is kept, it is made private and given its mode once written.
+fn creation(run: &Run<'_>, src: &Stat, existing: Option<&Stat>) -> (u32, bool) {
+    if run.plan.perms || existing.is_some() {
+        (0o600, true)
+    } else {
+        (src.perm() & 0o777, false)
+    }
+}
+
+/// Owner, mode (unless `want`'s type bits are cleared: the mode it was created with stays),
+/// ACLs and extended attributes, and times of a new file, through its descriptor.
 fn file_attrs(
     run: &Run<'_>,
     src: BorrowedFd<'_>,
@@ -141,7 +154,9 @@ fn file_attrs(
     let plan = run.plan;
     chown(run, want, |u, g| sys::fchown(fd, u, g))
         .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
-    sys::fchmod(fd, want.perm()).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+    if want.mode & libc::S_IFMT != 0 {
+        sys::fchmod(fd, want.perm()).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+    }
     if plan.xattrs {
         xattr::copy_all(Target::Fd(src), Target::Fd(fd), plan.acls)
             .map_err(|e| xattr_error(e, path))?;
@@ -183,8 +198,18 @@ pub(super) fn dir_attrs(
         }
     })
     .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
-    if now.perm() != want.perm() {
-        sys::fchmod(dst, want.perm()).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+    let perm = if plan.perms {
+        Some(want.perm())
+    } else if pair.dst_before.is_none() {
+        // Made now, with owner rwx added so it could be filled: only those bits are taken
+        // back; what the kernel gave it (umask, default ACL, a parent's setgid) stays.
+        let added = 0o700 & !pair.src_stat.perm();
+        (added != 0).then_some(now.perm() & !added)
+    } else {
+        None
+    };
+    if let Some(perm) = perm.filter(|&p| p != now.perm()) {
+        sys::fchmod(dst, perm).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
     }
     if plan.xattrs {
         xattr::copy_all(Target::Fd(pair.src.as_fd()), Target::Fd(dst), plan.acls)
@@ -443,7 +468,7 @@ fn make_room(
         }
         return Ok(());
     }
-    backup(run, pair, dir, &e.dst_name, &e.rel, d)
+    backup(run, pair, (dir, &e.dst_name), &e.rel, d, lines)
 }
 
 /// `-b`: the existing `name` is kept as `name~` (or under `--backup-dir`) before it is
@@ -452,10 +477,10 @@ fn make_room(
 fn backup(
     run: &Run<'_>,
     pair: &Pair<'_>,
-    dir: BorrowedFd<'_>,
-    name: &CStr,
+    (dir, name): (BorrowedFd<'_>, &CStr),
     rel: &[u8],
     d: &Stat,
+    lines: &mut Vec<u8>,
 ) -> Result<(), CopyError> {
     let Some(b) = &run.plan.backup else {
         return Ok(());
@@ -473,7 +498,11 @@ fn backup(
             let _ = sys::unlinkat(dir, &backup_name);
             rustix::fs::linkat(dir, name, dir, &backup_name, AtFlags::empty())
                 .or_else(|_| rustix::fs::renameat(dir, name, dir, &backup_name))
-                .map_err(|e| CopyError::io(Op::Backup, path(), e))
+                .map_err(|e| CopyError::io(Op::Backup, path(), e))?;
+            let mut to = rel.to_vec();
+            to.extend_from_slice(b.suffix.as_bytes());
+            backed_up(run, rel, &to, lines);
+            Ok(())
         }
         Some(root) => {
             // A relative --backup-dir is relative to DEST, as rsync's.
@@ -495,8 +524,21 @@ fn backup(
             let _ = sys::unlinkat(rustix::fs::CWD, &c);
             rustix::fs::linkat(dir, name, rustix::fs::CWD, &c, AtFlags::empty())
                 .or_else(|_| rustix::fs::renameat(dir, name, rustix::fs::CWD, &c))
-                .map_err(|e| CopyError::io(Op::Backup, path(), e))
+                .map_err(|e| CopyError::io(Op::Backup, path(), e))?;
+            backed_up(run, rel, c.as_bytes(), lines);
+            Ok(())
         }
+    }
+}
+
+/// `--info=backup`'s line.
+fn backed_up(run: &Run<'_>, rel: &[u8], to: &[u8], lines: &mut Vec<u8>) {
+    if run.out.backups {
+        lines.extend_from_slice(b"backed up ");
+        lines.extend_from_slice(rel);
+        lines.extend_from_slice(b" to ");
+        lines.extend_from_slice(to);
+        lines.push(b'\n');
     }
 }
 
@@ -566,7 +608,7 @@ pub(super) fn make(
                 if d.kind() == Kind::Dir {
                     return Ok(Some(item));
                 }
-                backup(run, pair, dir, &e.dst_name, &e.rel, d)?;
+                backup(run, pair, (dir, &e.dst_name), &e.rel, d, lines)?;
                 sys::unlinkat(dir, &e.dst_name)
                     .map_err(|err| CopyError::io(Op::Remove, path(), err))?;
             }
@@ -597,13 +639,9 @@ pub(super) fn make(
                 let want = wanted(run, &e.stat, None);
                 chown(run, &want, |u, g| sys::lchownat(dir, &tmp, u, g))
                     .map_err(|err| CopyError::io(Op::SetOwner, path(), err))?;
-                if kind == Kind::Special {
-                    let perm = if plan.perms {
-                        e.stat.perm()
-                    } else {
-                        want.perm()
-                    };
-                    sys::fchmodat(dir, &tmp, perm)
+                // Without -p the kernel gave it the source's bits less the umask.
+                if kind == Kind::Special && plan.perms {
+                    sys::fchmodat(dir, &tmp, e.stat.perm())
                         .map_err(|err| CopyError::io(Op::SetMode, path(), err))?;
                 }
                 if plan.times {
@@ -668,12 +706,17 @@ fn write_file(
                 .map_err(|err| CopyError::io(Op::Close, path(), err));
         }
     }
+    if plan.delay_updates {
+        return delay(run, pair, e, (dst, existing), (src.as_fd(), &want), lines);
+    }
     let mut tmp = temp::name(&e.dst_name);
+    let (mode, chmod) = creation(run, &e.stat, existing);
+    let want = &keep_mode(&want, chmod);
     let fd =
-        temp::create(dir, &mut tmp, 0o600).map_err(|err| CopyError::io(Op::Create, path(), err))?;
+        temp::create(dir, &mut tmp, mode).map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
         copy_data(plan.sparse, src.as_fd(), fd.as_fd(), e.stat.size, &path)?;
-        file_attrs(run, src.as_fd(), fd.as_fd(), &want, &e.stat, &path)?;
+        file_attrs(run, src.as_fd(), fd.as_fd(), want, &e.stat, &path)?;
         make_room(run, pair, e, dst, lines)?;
         rename(dir, &tmp, &e.dst_name, path)
     })();
@@ -684,6 +727,99 @@ fn write_file(
     }
     closed.map_err(|err| CopyError::io(Op::Close, path(), err))?;
     Ok(true)
+}
+
+/// `want`, with its type bits cleared when its mode is not to be set (see [`file_attrs`]).
+fn keep_mode(want: &Stat, chmod: bool) -> Stat {
+    let mut want = *want;
+    if !chmod {
+        want.mode &= !libc::S_IFMT;
+    }
+    want
+}
+
+/// `--delay-updates`: the file is written into the directory's `.~tmp~` under its own name
+/// (replacing a stale one there) and renamed into place by [`finish_delayed`].
+fn delay(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    (dst, existing): (Option<&Stat>, Option<&Stat>),
+    (src, want): (BorrowedFd<'_>, &Stat),
+    lines: &mut Vec<u8>,
+) -> Result<bool, CopyError> {
+    let (mode, chmod) = creation(run, &e.stat, existing);
+    let want = &keep_mode(want, chmod);
+    let Some(dir) = &pair.dst else {
+        return Ok(true);
+    };
+    let Some(anchor) = pair.anchor.clone() else {
+        return Ok(true);
+    };
+    let path = || pair.dst_of(&e.dst_name);
+    match sys::mkdirat(dir.as_fd(), STAGE, 0o700) {
+        Ok(()) => {}
+        Err(err) if err.raw_os_error() == Some(libc::EEXIST) => {}
+        Err(err) => return Err(CopyError::io(Op::CreateDir, pair.dst_of(STAGE), err)),
+    }
+    let stage = sys::open_dir(dir.as_fd(), STAGE, false)
+        .map_err(|err| CopyError::io(Op::OpenDir, pair.dst_of(STAGE), err))?;
+    let _ = sys::unlinkat(stage.as_fd(), &e.dst_name);
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    let fd = sys::openat(stage.as_fd(), &e.dst_name, flags, mode)
+        .map_err(|err| CopyError::io(Op::Create, path(), err))?;
+    let written = (|| {
+        copy_data(run.plan.sparse, src, fd.as_fd(), e.stat.size, &path)?;
+        file_attrs(run, src, fd.as_fd(), want, &e.stat, &path)?;
+        make_room(run, pair, e, dst, lines)
+    })();
+    let closed = sys::close(fd);
+    if let Err(err) = written {
+        let _ = sys::unlinkat(stage.as_fd(), &e.dst_name);
+        return Err(err);
+    }
+    closed.map_err(|err| CopyError::io(Op::Close, path(), err))?;
+    run.delayed.lock().expect("delayed").push(Delayed {
+        anchor,
+        dir: pair.dst_rel.clone(),
+        name: e.dst_name.clone(),
+    });
+    Ok(true)
+}
+
+/// `--delay-updates`, at the end of the transfer: every waiting file renamed into place, and
+/// each `.~tmp~` removed once empty. The directories are reopened below the destination root
+/// without following any symlink.
+pub(super) fn finish_delayed(run: &Run<'_>) {
+    let delayed = std::mem::take(&mut *run.delayed.lock().expect("delayed"));
+    for d in delayed {
+        let shown = || {
+            run.plan
+                .dest
+                .join(OsStr::from_bytes(&d.dir))
+                .join(os(&d.name))
+        };
+        let dir = if d.dir.is_empty() {
+            d.anchor.try_clone()
+        } else {
+            use rustix::fs::{Mode, OFlags, ResolveFlags};
+            let how = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH;
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            let rel = OsStr::from_bytes(&d.dir);
+            rustix::fs::openat2(d.anchor.as_fd(), rel, flags, Mode::empty(), how)
+                .map_err(io::Error::from)
+        };
+        let placed = dir.and_then(|dir| {
+            let stage = sys::open_dir(dir.as_fd(), STAGE, false)?;
+            rustix::fs::renameat(stage.as_fd(), &d.name, dir.as_fd(), &d.name)?;
+            // Gone once its last file is placed (a stale one left there keeps it).
+            let _ = rustix::fs::unlinkat(dir.as_fd(), STAGE, AtFlags::REMOVEDIR);
+            Ok(())
+        });
+        if let Err(err) = placed {
+            run.fail(CopyError::io(Op::Rename, shown(), err));
+        }
+    }
 }
 
 /// Copies the whole file: the kernel's copy_file_range (which shares extents where the
@@ -921,7 +1057,7 @@ fn remove_tree(
             }
         } else {
             if run.plan.backup.is_some() {
-                backup(run, pair, dir, name, rel, &stat)?;
+                backup(run, pair, (dir, name), rel, &stat, lines)?;
             }
             sys::unlinkat(dir, name).map_err(|e| CopyError::io(Op::Remove, path(), e))?;
         }

@@ -14,6 +14,7 @@
 //! [`Outcome`] (rsync's exit code and the `--stats` figures).
 
 mod apply;
+pub mod chmod;
 pub mod item;
 mod output;
 mod pair;
@@ -150,6 +151,12 @@ pub struct SyncPlan {
     pub prune_empty_dirs: bool,
     /// `-b`.
     pub backup: Option<Backups>,
+    /// `--chmod`: applied to the source's mode as it is read, as rsync's sender does.
+    pub chmod: Vec<chmod::ChmodRule>,
+    /// `--super`: owners, groups and devices are tried even without root.
+    pub super_user: bool,
+    /// `--delay-updates`: changed files wait in `.~tmp~` until the end of the transfer.
+    pub delay_updates: bool,
     /// `-n`.
     pub dry_run: bool,
     /// Worker threads (1 when lines are printed, so they come in rsync's order).
@@ -200,6 +207,9 @@ impl SyncPlan {
             filters: Arc::new(FilterRules::new()),
             prune_empty_dirs: false,
             backup: None,
+            chmod: Vec::new(),
+            super_user: false,
+            delay_updates: false,
             dry_run: false,
             threads: 1,
         }

@@ -21,6 +21,11 @@ pub struct Output {
     pub verbose: u8,
     /// `-q`: no notes (what is skipped and why), only errors.
     pub quiet: bool,
+    /// `--info=backup` (or `-vv`): "backed up X to Y".
+    pub backups: bool,
+    /// `--info=skip`: why a file is skipped (1: "X is newer", "X exists"; 2: also "X is
+    /// uptodate").
+    pub skips: u8,
     /// `--log-file`, with `%i %n%L` lines.
     pub log: Option<Mutex<File>>,
     stdout: Mutex<io::BufWriter<io::Stdout>>,
@@ -44,6 +49,8 @@ impl Output {
             all: false,
             verbose: 0,
             quiet: false,
+            backups: false,
+            skips: 0,
             log: None,
             stdout: Mutex::new(io::BufWriter::new(io::stdout())),
         }

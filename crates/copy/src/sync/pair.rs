@@ -57,7 +57,21 @@ pub(super) struct Run<'p> {
     pub deletions_skipped: AtomicU64,
     /// Hard-link groups: source (dev, ino) → first destination name.
     pub links: Mutex<HashMap<(u64, u64), Leader>>,
+    /// `--delay-updates`: the files waiting in a `.~tmp~` for the end of the transfer.
+    pub delayed: Mutex<Vec<Delayed>>,
 }
+
+/// A file written into its directory's `.~tmp~`, to be renamed into place at the end.
+#[derive(Debug)]
+pub(super) struct Delayed {
+    /// The destination root, and the directory's path below it.
+    pub anchor: Arc<OwnedFd>,
+    pub dir: Vec<u8>,
+    pub name: CString,
+}
+
+/// Where `--delay-updates` keeps a directory's new files until the end, as rsync names it.
+pub(super) const STAGE: &std::ffi::CStr = c".~tmp~";
 
 /// A pair of directories being walked.
 pub(super) struct Pair<'r> {

@@ -58,14 +58,17 @@ fn split(path: &Path) -> (PathBuf, Vec<u8>) {
 /// (and the run ends with 23), a DEST that cannot be made leaves no roots.
 pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
     let plan = run.plan;
-    let follow_roots = true;
     let mut sources = Vec::new();
-    for source in &plan.sources {
+    for (i, source) in plan.sources.iter().enumerate() {
+        // A source named twice is synced once (rsync's file list holds each name once).
+        if plan.sources[..i].iter().any(|s| s.path == source.path) {
+            continue;
+        }
         // The operand itself is not followed when it is a symlink without a trailing slash,
         // as rsync sends the link (unless -L).
         let follow = source.contents || plan.symlinks == super::Symlinks::Follow;
         let c = cstring(source.path.as_os_str().as_bytes());
-        match sys::statx_at(rustix::fs::CWD, &c, follow && follow_roots) {
+        match sys::statx_at(rustix::fs::CWD, &c, follow) {
             Ok(stat) => sources.push((source, stat)),
             Err(e) => {
                 run.out.error(&format!(

@@ -117,7 +117,7 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         omit_dir_times: plan.omit_dir_times,
         perms: plan.perms,
         executability: plan.executability,
-        owner: (plan.owner || plan.chown.0.is_some()) && is_root,
+        owner: (plan.owner || plan.chown.0.is_some()) && (is_root || plan.super_user),
         group: plan.group || plan.chown.1.is_some(),
     };
     let window_ns = match plan.quick {
@@ -133,10 +133,11 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         trouble: Trouble::default(),
         stop,
         umask: sys::umask(),
-        is_root,
+        is_root: is_root || plan.super_user,
         deletions: AtomicU64::new(0),
         deletions_skipped: AtomicU64::new(0),
         links: Mutex::new(HashMap::new()),
+        delayed: Mutex::new(Vec::new()),
     };
     let roots = roots::resolve(&run);
     // rsync deletes nothing when a source could not be read (its "IO error encountered").
@@ -158,6 +159,9 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
                 break;
             }
             walk_root(&run, root, pass);
+        }
+        if pass != Pass::Delete {
+            apply::finish_delayed(&run);
         }
     }
     out.flush();
@@ -336,10 +340,15 @@ fn list_dir<'r>(
                 continue;
             }
         };
-        let stat = match apply::unsafe_link_target(run, &pair, &name, stat) {
+        let mut stat = match apply::unsafe_link_target(run, &pair, &name, stat) {
             Some(stat) => stat,
             None => continue,
         };
+        if !plan.chmod.is_empty() && stat.kind() != Kind::Symlink {
+            let is_dir = stat.kind() == Kind::Dir;
+            let perm = super::chmod::apply(&plan.chmod, stat.perm(), is_dir, run.umask);
+            stat.mode = (stat.mode & libc::S_IFMT) | perm;
+        }
         let rel = join(&pair.rel, name.to_bytes());
         let is_dir = stat.kind() == Kind::Dir;
         if pair.scope.excluded(&rel, is_dir, Side::Sender) {
@@ -497,7 +506,7 @@ fn entry<'r>(
     }
     let attr_target = dir_target.or(dst);
     match decision {
-        Decision::Skip(_) => {}
+        Decision::Skip(why) => skipped(run, e, why, lines),
         Decision::CompareContent => unreachable!("decided once the content was compared"),
         Decision::Keep => {
             let want = apply::wanted(run, &e.stat, attr_target.as_ref());
@@ -533,7 +542,7 @@ fn entry<'r>(
                 }
             }
             report(run, &item, &e.stat, lines);
-            if plan.remove_source_files && kind == Kind::File {
+            if plan.remove_source_files {
                 apply::remove_source(run, pair, e);
             }
         }
@@ -557,7 +566,7 @@ fn entry<'r>(
                         return;
                     }
                     report(run, &item, &e.stat, lines);
-                    if plan.remove_source_files && kind == Kind::File && !plan.dry_run {
+                    if plan.remove_source_files {
                         apply::remove_source(run, pair, e);
                     }
                 }
@@ -593,6 +602,29 @@ fn hard_link_order(entries: Vec<SrcEntry>) -> Vec<SrcEntry> {
         }
     }
     out
+}
+
+/// `--info=skip` (and `-vv`): why an entry is left, in rsync's words.
+fn skipped(run: &Run<'_>, e: &SrcEntry, why: rules::Skip, lines: &mut Vec<u8>) {
+    if run.out.skips == 0 {
+        return;
+    }
+    let is_dir = e.stat.kind() == Kind::Dir;
+    let (before, after): (&[u8], &[u8]) = match why {
+        rules::Skip::Newer => (b"", b" is newer"),
+        rules::Skip::Exists if is_dir => return,
+        rules::Skip::Exists => (b"", b" exists"),
+        rules::Skip::NotExisting if is_dir => (b"not creating new directory \"", b"\""),
+        rules::Skip::NotExisting => (b"not creating new file \"", b"\""),
+        rules::Skip::Size if run.plan.max_size.is_some_and(|m| e.stat.size > m) => {
+            (b"", b" is over max-size")
+        }
+        rules::Skip::Size => (b"", b" is under min-size"),
+    };
+    lines.extend_from_slice(before);
+    lines.extend_from_slice(&e.rel);
+    lines.extend_from_slice(after);
+    lines.push(b'\n');
 }
 
 /// Why an entry of this kind is not transferred (`None`: it is).

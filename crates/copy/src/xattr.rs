@@ -273,6 +273,19 @@ pub(crate) fn set_all(dst: Target<'_>, attrs: &[(CString, Vec<u8>)]) -> io::Resu
 
 /// Every extended attribute of an entry that this process can read, as (name, value) sorted by
 /// name. A filesystem without extended attributes has none.
+/// Sets one attribute.
+pub(crate) fn set_one(target: Target<'_>, name: &CStr, value: &[u8]) -> io::Result<()> {
+    target.resolve().set(name, value).map_err(io::Error::from)
+}
+
+/// Removes one attribute (one that is not there is no error).
+pub(crate) fn remove_one(target: Target<'_>, name: &CStr) -> io::Result<()> {
+    match target.resolve().remove(name) {
+        Ok(()) | Err(Errno::NODATA) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 pub(crate) fn read_all(target: Target<'_>) -> io::Result<Vec<(CString, Vec<u8>)>> {
     let target = target.resolve();
     let names = names(&target)?;

@@ -247,6 +247,9 @@ pub struct Args {
     /// Auto-ignore files the way CVS does.
     #[arg(short = 'C', long, action = ArgAction::SetTrue, help_heading = "Filters")]
     pub cvs_exclude: bool,
+    /// Leave out directories that would end up empty (nothing but directories below them).
+    #[arg(short = 'm', long, action = ArgAction::SetTrue, help_heading = "Filters")]
+    pub prune_empty_dirs: bool,
     /// Read the lists of --exclude-from/--include-from as NUL-separated.
     #[arg(short = '0', long, action = ArgAction::SetTrue, help_heading = "Filters")]
     pub from0: bool,
@@ -323,6 +326,9 @@ pub struct Args {
     /// Keep partially transferred files (ringio's temporaries are removed on the next run).
     #[arg(long, action = ArgAction::SetTrue, help_heading = "Safety")]
     pub partial: bool,
+    /// Write temporaries in DIR (relative: to DEST) when it is on DEST's filesystem.
+    #[arg(short = 'T', long, value_name = "DIR", help_heading = "Safety")]
+    pub temp_dir: Option<PathBuf>,
     /// Put all updated files into place at the end of the transfer, together.
     #[arg(long, action = ArgAction::SetTrue, help_heading = "Safety")]
     pub delay_updates: bool,
@@ -647,6 +653,8 @@ impl Args {
                 .extend(ringio_copy::sync::chmod::parse(text).map_err(|e| anyhow::anyhow!(e))?);
         }
         plan.super_user = self.super_;
+        plan.prune_empty_dirs = self.prune_empty_dirs;
+        plan.temp_dir = self.temp_dir.clone();
         plan.delay_updates = self.delay_updates && !self.inplace;
         if let Some(rate) = &self.bwlimit {
             parse_size(rate, "bwlimit")?;

@@ -241,6 +241,19 @@ impl FilterRules {
         self.from0 = on;
     }
 
+    /// True when an extended attribute named `name` is left out of the transfer by an `x`
+    /// rule (`-f '-x user.secret'`, `--filter='-x_system.*'`): the first matching xattr rule
+    /// decides, as for names. Only the global list holds xattr rules (rsync reads none from
+    /// per-directory files).
+    pub fn xattr_excluded(&self, name: &[u8]) -> bool {
+        for rule in self.list.iter().filter(|r| r.flags & rule::fl::XATTR != 0) {
+            if wildmatch::wildmatch(&rule.pattern, name) != (rule.flags & rule::fl::NEGATE != 0) {
+                return rule.flags & rule::fl::INCLUDE == 0;
+            }
+        }
+        false
+    }
+
     /// No rule at all (and no `-C`).
     pub fn is_empty(&self) -> bool {
         self.list.is_empty() && !self.cvs_option

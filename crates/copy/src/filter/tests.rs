@@ -1019,3 +1019,18 @@ fn compare_deletions_with_rsync() {
         assert_eq!(ours, deleted, "case {what:?}: ours, then rsync's");
     }
 }
+
+#[test]
+fn xattr_rules_decide_attribute_names_only() {
+    let mut rules = FilterRules::new();
+    rules.add_rule(b"-x_system.*").unwrap();
+    rules.add_rule(b"+x user.keep").unwrap();
+    rules.add_rule(b"-x user.*").unwrap();
+    assert!(rules.xattr_excluded(b"system.posix_acl_access"));
+    assert!(!rules.xattr_excluded(b"user.keep"));
+    assert!(rules.xattr_excluded(b"user.other"));
+    assert!(!rules.xattr_excluded(b"security.selinux"));
+    // An xattr rule never matches a file name.
+    let scope = Scope::root(std::sync::Arc::new(rules));
+    assert!(!scope.excluded(b"system.x", false, Side::Sender));
+}

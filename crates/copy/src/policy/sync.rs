@@ -193,6 +193,10 @@ pub struct Changes {
     pub owner: bool,
     /// The group (`-g`).
     pub group: bool,
+    /// The ACLs (`-A`; looked at by the engine, not here).
+    pub acl: bool,
+    /// The other extended attributes (`-X`; looked at by the engine, not here).
+    pub xattr: bool,
 }
 
 impl Changes {
@@ -226,6 +230,8 @@ pub fn attr_changes(r: &Rules, want: &Stat, dst: &Stat, window_ns: u64) -> Chang
         perms,
         owner: r.owner && want.uid != dst.uid,
         group: r.group && want.gid != dst.gid,
+        acl: false,
+        xattr: false,
     }
 }
 

@@ -23,7 +23,7 @@ use crate::policy::sync::{self as rules, Changes, Decision, QuickCheck};
 use crate::sys::{self, Kind, Stat};
 use crate::temp;
 use crate::transfer::{Method, Transfer, TransferError};
-use crate::xattr::{self, Target};
+use crate::xattr::Target;
 
 const OMIT: (i64, u32) = (0, libc::UTIME_OMIT as u32);
 
@@ -121,6 +121,11 @@ pub(super) fn fix_attrs(
         sys::fchmodat(dir, name, want.perm())
             .map_err(|err| CopyError::io(Op::SetMode, path(), err))?;
     }
+    if changes.acl || changes.xattr {
+        let src = Target::at(pair.src.as_fd(), &e.name, true);
+        super::xattrs::bring(run, src, Target::at(dir, name, false))
+            .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
+    }
     if changes.time {
         let atime = if run.plan.atimes { e.stat.atime } else { OMIT };
         sys::lutimensat(dir, name, atime, want.mtime)
@@ -157,11 +162,8 @@ fn file_attrs(
     if want.mode & libc::S_IFMT != 0 {
         sys::fchmod(fd, want.perm()).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
     }
-    if plan.xattrs {
-        xattr::copy_all(Target::Fd(src), Target::Fd(fd), plan.acls)
-            .map_err(|e| xattr_error(e, path))?;
-    } else if plan.acls {
-        xattr::copy_acls(Target::Fd(src), Target::Fd(fd), false)
+    if plan.xattrs || plan.acls {
+        super::xattrs::bring(run, Target::Fd(src), Target::Fd(fd))
             .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
     }
     if plan.times {
@@ -169,15 +171,6 @@ fn file_attrs(
         sys::futimens(fd, atime, want.mtime).map_err(|e| CopyError::io(Op::SetTimes, path(), e))?;
     }
     Ok(())
-}
-
-/// `-X` failed: the filesystem takes none, or one attribute could not be copied.
-fn xattr_error(e: xattr::XattrError, path: &dyn Fn() -> PathBuf) -> CopyError {
-    match e {
-        xattr::XattrError::Unsupported(e) | xattr::XattrError::Failed(e) => {
-            CopyError::io(Op::SetXattr, path(), e)
-        }
-    }
 }
 
 /// A directory's attributes, once its walk is done.
@@ -211,11 +204,8 @@ pub(super) fn dir_attrs(
     if let Some(perm) = perm.filter(|&p| p != now.perm()) {
         sys::fchmod(dst, perm).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
     }
-    if plan.xattrs {
-        xattr::copy_all(Target::Fd(pair.src.as_fd()), Target::Fd(dst), plan.acls)
-            .map_err(|e| xattr_error(e, &path))?;
-    } else if plan.acls {
-        xattr::copy_acls(Target::Fd(pair.src.as_fd()), Target::Fd(dst), true)
+    if plan.xattrs || plan.acls {
+        super::xattrs::bring(run, Target::Fd(pair.src.as_fd()), Target::Fd(dst))
             .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
     }
     if plan.times && !plan.omit_dir_times && !rules::same_time(now.mtime, want.mtime, run.window_ns)
@@ -278,15 +268,33 @@ pub(super) fn unsafe_link_target(
     None
 }
 
-/// rsync's test: a link is unsafe when it is absolute, or its `..` climb above the transfer
-/// root from a link `depth` directories below it.
+/// rsync's test (3.2.7's): a link is unsafe when it is absolute or empty, holds a `..` anywhere
+/// but in its leading run of them (`a/../x`: what `a` is cannot be trusted), ends in `/..`, or
+/// its leading `..` climb above the transfer root from a link `depth` directories below it.
 pub(super) fn unsafe_symlink(target: &[u8], depth: usize) -> bool {
     if target.is_empty() || target.starts_with(b"/") {
         return true;
     }
+    let parts: Vec<&[u8]> = target.split(|&b| b == b'/').collect();
+    let leading = parts
+        .iter()
+        .take_while(|p| **p == b".." || p.is_empty())
+        .count();
+    let rest = &parts[leading..];
+    // A `..` after the leading run, and a final `/..`, are refused outright.
+    if rest
+        .iter()
+        .enumerate()
+        .any(|(i, p)| *p == b".." && i + 1 < rest.len())
+    {
+        return true;
+    }
+    if target.len() > 3 && target.ends_with(b"/..") {
+        return true;
+    }
     let mut depth = depth as i64;
-    for part in target.split(|&b| b == b'/') {
-        match part {
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        match *part {
             b"" | b"." => {}
             b".." => {
                 depth -= 1;
@@ -297,7 +305,8 @@ pub(super) fn unsafe_symlink(target: &[u8], depth: usize) -> bool {
             _ => depth += 1,
         }
     }
-    false
+    // The last component names the target itself: `..` there climbs too.
+    parts.last().is_some_and(|p| *p == b"..") && depth < 1
 }
 
 /// Two symlinks with the same target, or two devices with the same number.
@@ -521,6 +530,11 @@ fn backup(
             }
             let c = CString::new(target.as_os_str().as_bytes())
                 .map_err(|_| CopyError::Refused("bad name".into()))?;
+            // What stands at the backup's name goes, a directory too (as rsync's backups).
+            if fs_is_dir(&target) {
+                std::fs::remove_dir_all(&target)
+                    .map_err(|e| CopyError::io(Op::Backup, target.clone(), e))?;
+            }
             let _ = sys::unlinkat(rustix::fs::CWD, &c);
             rustix::fs::linkat(dir, name, rustix::fs::CWD, &c, AtFlags::empty())
                 .or_else(|_| rustix::fs::renameat(dir, name, rustix::fs::CWD, &c))
@@ -529,6 +543,11 @@ fn backup(
             Ok(())
         }
     }
+}
+
+/// A directory (not a symlink to one) is at `path`.
+fn fs_is_dir(path: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
 }
 
 /// `--info=backup`'s line.
@@ -712,17 +731,24 @@ fn write_file(
     let mut tmp = temp::name(&e.dst_name);
     let (mode, chmod) = creation(run, &e.stat, existing);
     let want = &keep_mode(&want, chmod);
-    let fd =
-        temp::create(dir, &mut tmp, mode).map_err(|err| CopyError::io(Op::Create, path(), err))?;
+    // -T: the temporary is written there when a rename can bring it over.
+    let here_dev = || sys::fstatx(dir).map(|s| s.dev).ok();
+    let tmp_dir = match &run.temp_dir {
+        Some((fd, dev)) if Some(*dev) == here_dev() => fd.as_fd(),
+        _ => dir,
+    };
+    let fd = temp::create(tmp_dir, &mut tmp, mode)
+        .map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
         copy_data(plan.sparse, src.as_fd(), fd.as_fd(), e.stat.size, &path)?;
         file_attrs(run, src.as_fd(), fd.as_fd(), want, &e.stat, &path)?;
         make_room(run, pair, e, dst, lines)?;
-        rename(dir, &tmp, &e.dst_name, path)
+        rustix::fs::renameat(tmp_dir, &tmp, dir, &e.dst_name)
+            .map_err(|err| CopyError::io(Op::Rename, path(), err))
     })();
     let closed = sys::close(fd);
     if let Err(err) = written {
-        let _ = sys::unlinkat(dir, &tmp);
+        let _ = sys::unlinkat(tmp_dir, &tmp);
         return Err(err);
     }
     closed.map_err(|err| CopyError::io(Op::Close, path(), err))?;
@@ -868,6 +894,62 @@ fn copy_data(
     Ok(())
 }
 
+/// `-m`: whether anything but directories would be transferred from the source directory
+/// `e` or below it (filters applied, as the walk would apply them).
+pub(super) fn holds_files(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> bool {
+    let follow = run.plan.symlinks == Symlinks::Follow;
+    let Ok(fd) = sys::open_dir(pair.src.as_fd(), &e.name, follow) else {
+        return true;
+    };
+    let Ok(scope) = pair.scope.enter(fd.as_fd(), &e.rel) else {
+        return true;
+    };
+    holds_files_in(run, fd.as_fd(), &scope, &e.rel)
+}
+
+fn holds_files_in(
+    run: &Run<'_>,
+    dir: BorrowedFd<'_>,
+    scope: &crate::filter::Scope,
+    rel: &[u8],
+) -> bool {
+    let plan = run.plan;
+    let follow = plan.symlinks == Symlinks::Follow;
+    let mut buf = vec![MaybeUninit::<u8>::uninit(); 16 * 1024];
+    let mut names = Vec::new();
+    if sys::read_dir_entries(dir, &mut buf, |n, _| names.push(n.to_owned())).is_err() {
+        return true;
+    }
+    for name in names {
+        let Ok(stat) = sys::statx_at(dir, &name, follow) else {
+            continue;
+        };
+        let child = join(rel, name.to_bytes());
+        let is_dir = stat.kind() == Kind::Dir;
+        if scope.excluded(&child, is_dir, Side::Sender) {
+            continue;
+        }
+        let transferred = match stat.kind() {
+            Kind::Dir => {
+                let Ok(fd) = sys::open_dir(dir, &name, follow) else {
+                    continue;
+                };
+                let Ok(inner) = scope.enter(fd.as_fd(), &child) else {
+                    return true;
+                };
+                holds_files_in(run, fd.as_fd(), &inner, &child)
+            }
+            Kind::File => true,
+            Kind::Symlink => plan.symlinks != Symlinks::Skip,
+            Kind::Special => plan.devices || plan.specials,
+        };
+        if transferred {
+            return true;
+        }
+    }
+    false
+}
+
 /// `--remove-source-files`: a file now synced is removed from the source, unless it changed
 /// meanwhile.
 pub(super) fn remove_source(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) {
@@ -900,12 +982,13 @@ pub(super) fn delete_extraneous(
     kept: &HashSet<Vec<u8>>,
     buf: &mut [MaybeUninit<u8>],
     lines: &mut Vec<u8>,
-) {
+) -> bool {
     let mut names: Vec<CString> = Vec::new();
     if let Err(e) = sys::read_dir_entries(dir, buf, |name, _| names.push(name.to_owned())) {
         run.fail(CopyError::io(Op::ReadDir, pair.dst_path.clone(), e));
-        return;
+        return false;
     }
+    let mut deleted = false;
     names.sort();
     for name in names.iter().rev() {
         if kept.contains(name.to_bytes()) {
@@ -923,10 +1006,12 @@ pub(super) fn delete_extraneous(
             named: true,
             nested: false,
         };
-        if let Err(err) = remove_tree(run, pair, dir, name, &rel, buf, lines, how) {
-            run.fail(err);
+        match remove_tree(run, pair, dir, name, &rel, buf, lines, how) {
+            Ok(gone) => deleted |= gone,
+            Err(err) => run.fail(err),
         }
     }
+    deleted
 }
 
 /// Removes the temporaries an interrupted run left in `dir` (see [`remove_stale_temp`]).
@@ -1080,8 +1165,12 @@ mod tests {
         assert!(unsafe_symlink(b"/etc/passwd", 3));
         assert!(unsafe_symlink(b"..", 0));
         assert!(!unsafe_symlink(b"..", 1));
-        assert!(!unsafe_symlink(b"a/../b", 0));
+        assert!(unsafe_symlink(b"a/../b", 0));
         assert!(unsafe_symlink(b"a/../../b", 0));
+        assert!(unsafe_symlink(b"a/a/a/../../../unsafe2", 1));
+        assert!(unsafe_symlink(b"x/..", 3));
+        assert!(!unsafe_symlink(b"../files/file1", 1));
+        assert!(unsafe_symlink(b"../../unsafe/unsafefile", 1));
         assert!(!unsafe_symlink(b"../x", 2));
         assert!(unsafe_symlink(b"../../../x", 2));
         assert!(!unsafe_symlink(b"./x", 0));

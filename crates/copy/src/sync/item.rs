@@ -108,8 +108,8 @@ impl Item {
             flag(self.attrs.owner, 'o'),
             flag(self.attrs.group, 'g'),
             '.',
-            '.',
-            '.',
+            flag(self.attrs.acl, 'a'),
+            flag(self.attrs.xattr, 'x'),
         ];
         if self.new {
             rest = ['+'; 9];

@@ -21,6 +21,7 @@ mod pair;
 mod roots;
 mod stats;
 mod walk;
+mod xattrs;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -157,6 +158,10 @@ pub struct SyncPlan {
     pub super_user: bool,
     /// `--delay-updates`: changed files wait in `.~tmp~` until the end of the transfer.
     pub delay_updates: bool,
+    /// `-T`: temporaries are written in this directory (relative: to DEST), where it is on
+    /// the destination's filesystem (elsewhere a rename cannot bring them over: they are
+    /// written beside their files, as without it).
+    pub temp_dir: Option<PathBuf>,
     /// `-n`.
     pub dry_run: bool,
     /// Worker threads (1 when lines are printed, so they come in rsync's order).
@@ -210,6 +215,7 @@ impl SyncPlan {
             chmod: Vec::new(),
             super_user: false,
             delay_updates: false,
+            temp_dir: None,
             dry_run: false,
             threads: 1,
         }

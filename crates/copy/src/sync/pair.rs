@@ -59,6 +59,8 @@ pub(super) struct Run<'p> {
     pub links: Mutex<HashMap<(u64, u64), Leader>>,
     /// `--delay-updates`: the files waiting in a `.~tmp~` for the end of the transfer.
     pub delayed: Mutex<Vec<Delayed>>,
+    /// `-T`: the temporaries' directory, open, and its device.
+    pub temp_dir: Option<(OwnedFd, u64)>,
 }
 
 /// A file written into its directory's `.~tmp~`, to be renamed into place at the end.

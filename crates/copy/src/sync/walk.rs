@@ -138,6 +138,17 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         deletions_skipped: AtomicU64::new(0),
         links: Mutex::new(HashMap::new()),
         delayed: Mutex::new(Vec::new()),
+        temp_dir: plan.temp_dir.as_ref().and_then(|dir| {
+            let dir = if dir.is_relative() {
+                plan.dest.join(dir)
+            } else {
+                dir.clone()
+            };
+            let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+            let fd = sys::open_dir(rustix::fs::CWD, &c, true).ok()?;
+            let dev = sys::fstatx(fd.as_fd()).ok()?.dev;
+            Some((fd, dev))
+        }),
     };
     let roots = roots::resolve(&run);
     // rsync deletes nothing when a source could not be read (its "IO error encountered").
@@ -399,7 +410,13 @@ fn list_dir<'r>(
     };
     if delete_here && pair.whole && complete {
         if let Some(dst) = &pair.dst {
-            apply::delete_extraneous(run, &pair, dst.as_fd(), &kept, buf, &mut lines);
+            let deleted = apply::delete_extraneous(run, &pair, dst.as_fd(), &kept, buf, &mut lines);
+            // A deletion pass after the transfer moved the directory's mtime: put it back.
+            if deleted && pair.pass == Pass::Delete && pair.whole && !plan.dry_run {
+                if let Err(e) = apply::dir_attrs(run, &pair, dst.as_fd()) {
+                    run.fail(e);
+                }
+            }
         }
     } else if pair.whole && !plan.dry_run {
         if let Some(dst) = &pair.dst {
@@ -490,6 +507,14 @@ fn entry<'r>(
         same_value,
         same_content: None,
     };
+    // -m: a directory with nothing to transfer anywhere below it is left out.
+    if kind == Kind::Dir
+        && plan.prune_empty_dirs
+        && plan.recursive
+        && !apply::holds_files(run, pair, e)
+    {
+        return;
+    }
     let mut decision = rules::decide(&run.rules, &facts);
     if decision == Decision::CompareContent {
         facts.same_content = Some(apply::same_content(run, pair, e));
@@ -510,9 +535,23 @@ fn entry<'r>(
         Decision::CompareContent => unreachable!("decided once the content was compared"),
         Decision::Keep => {
             let want = apply::wanted(run, &e.stat, attr_target.as_ref());
-            let changes = attr_target
+            let mut changes = attr_target
                 .map(|d| rules::attr_changes(&run.rules, &want, &d, run.window_ns))
                 .unwrap_or_default();
+            if (plan.xattrs || plan.acls) && kind != Kind::Symlink {
+                if let Some(dst_dir) = &pair.dst {
+                    let follow = plan.symlinks == Symlinks::Follow || dir_target.is_some();
+                    let src = crate::xattr::Target::at(pair.src.as_fd(), &e.name, true);
+                    let dst = crate::xattr::Target::at(dst_dir.as_fd(), &e.dst_name, follow);
+                    match super::xattrs::differ(run, src, dst) {
+                        Ok((acl, xattr)) => {
+                            changes.acl = acl;
+                            changes.xattr = xattr;
+                        }
+                        Err(err) => run.fail(CopyError::io(Op::SetXattr, dst_path(), err)),
+                    }
+                }
+            }
             let mut item = Item::new(Action::Attributes, &e.stat, &e.rel);
             item.attrs = changes;
             item.times_kept = plan.times;

@@ -328,10 +328,6 @@ fn filters_choose_what_is_synced_and_what_is_deleted_as_rsync() {
         ],
     ];
     for args in cases {
-        if args.contains(&"-m") {
-            // --prune-empty-dirs is not in ringio yet (docs/CONFORMANCE.md).
-            continue;
-        }
         let twin = Twin::new(tree);
         let out = twin.both(args, "dst");
         assert!(out.status.success(), "{}", describe(&out));

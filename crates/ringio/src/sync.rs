@@ -247,6 +247,16 @@ pub struct Args {
     /// Auto-ignore files the way CVS does.
     #[arg(short = 'C', long, action = ArgAction::SetTrue, help_heading = "Filters")]
     pub cvs_exclude: bool,
+    /// Keep each source's path below DEST (from a `/./` in it, if any): `-R a/b/c DEST` makes
+    /// DEST/a/b/c, its leading directories included.
+    #[arg(short = 'R', long, action = ArgAction::SetTrue, help_heading = "Filters")]
+    pub relative: bool,
+    /// Undo -R.
+    #[arg(long = "no-relative", visible_alias = "no-R", action = ArgAction::SetTrue, hide_short_help = true)]
+    pub no_relative: bool,
+    /// Under -R, make the leading directories without their source's attributes or lines.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Filters")]
+    pub no_implied_dirs: bool,
     /// Leave out directories that would end up empty (nothing but directories below them).
     #[arg(short = 'm', long, action = ArgAction::SetTrue, help_heading = "Filters")]
     pub prune_empty_dirs: bool,
@@ -654,6 +664,8 @@ impl Args {
         }
         plan.super_user = self.super_;
         plan.prune_empty_dirs = self.prune_empty_dirs;
+        plan.relative = last_wins(m, &["relative"], &["no_relative"]);
+        plan.no_implied_dirs = self.no_implied_dirs;
         plan.temp_dir = self.temp_dir.clone();
         plan.delay_updates = self.delay_updates && !self.inplace;
         if let Some(rate) = &self.bwlimit {

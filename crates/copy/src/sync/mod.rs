@@ -150,6 +150,11 @@ pub struct SyncPlan {
     pub filters: Arc<FilterRules>,
     /// `-m`.
     pub prune_empty_dirs: bool,
+    /// `-R`: each source's path (below a `/./` in it) is kept below DEST.
+    pub relative: bool,
+    /// `--no-implied-dirs`: under -R, the leading directories are made as needed, without
+    /// their source's attributes or lines.
+    pub no_implied_dirs: bool,
     /// `-b`.
     pub backup: Option<Backups>,
     /// `--chmod`: applied to the source's mode as it is read, as rsync's sender does.
@@ -211,6 +216,8 @@ impl SyncPlan {
             remove_source_files: false,
             filters: Arc::new(FilterRules::new()),
             prune_empty_dirs: false,
+            relative: false,
+            no_implied_dirs: false,
             backup: None,
             chmod: Vec::new(),
             super_user: false,

@@ -100,6 +100,9 @@ pub(super) struct Pair<'r> {
     /// Only these names of the directory are in the transfer (a root's operands), each with
     /// the name it gets at the destination.
     pub only: Option<Vec<(CString, CString)>>,
+    /// `-R`: this directory is on the way to an operand: the path's components still to
+    /// follow below its `only` name (empty: that name is the operand itself).
+    pub implied: Option<Arc<[CString]>>,
     pub scope: Scope,
     /// The receiver's rules here (what deletion spares): the same rules, with the
     /// per-directory merge files read from the destination, as rsync's receiver reads them

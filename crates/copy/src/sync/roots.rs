@@ -28,6 +28,8 @@ pub(super) struct Root {
     src_stat: Stat,
     /// This run made DEST.
     fresh_dest: bool,
+    /// `-R`: the operand's path components below its first (`only`'s one name).
+    implied: Option<Arc<[CString]>>,
 }
 
 fn cstring(bytes: &[u8]) -> CString {
@@ -108,6 +110,7 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
             only: Some(vec![(cstring(&name), cstring(&dst_name))]),
             src_stat: stat,
             fresh_dest: false,
+            implied: None,
         }];
     }
     if let Err(e) = &dest_stat {
@@ -149,6 +152,12 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
     }
     let mut roots = Vec::new();
     for (source, stat) in sources {
+        if plan.relative {
+            if let Some(root) = relative_root(&source.path, dest, stat, fresh_dest) {
+                roots.push(root);
+                continue;
+            }
+        }
         if source.contents && stat.kind() == Kind::Dir {
             if overlaps(run, &source.path, dest) {
                 continue;
@@ -159,6 +168,7 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
                 only: None,
                 src_stat: stat,
                 fresh_dest,
+                implied: None,
             });
         } else {
             if stat.kind() == Kind::Dir && overlaps(run, &source.path, dest) {
@@ -172,10 +182,37 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
                 only: Some(vec![(name.clone(), name)]),
                 src_stat: stat,
                 fresh_dest,
+                implied: None,
             });
         }
     }
     roots
+}
+
+/// `-R`: the operand's path below its `/./` (or all of it; an absolute one below `/`) is
+/// kept below DEST, its leading directories made on the way. `None` when that path is empty
+/// (`SRC/.`): the root is then SRC's contents, as without -R.
+fn relative_root(path: &Path, dest: &Path, stat: Stat, fresh_dest: bool) -> Option<Root> {
+    let bytes = path.as_os_str().as_bytes();
+    let (base, rel): (&[u8], &[u8]) = match bytes.windows(3).position(|w| w == b"/./") {
+        Some(at) => (if at == 0 { b"/" } else { &bytes[..at] }, &bytes[at + 3..]),
+        None if bytes.starts_with(b"/") => (b"/", bytes),
+        None => (b".", bytes),
+    };
+    let parts: Vec<CString> = rel
+        .split(|&b| b == b'/')
+        .filter(|p| !p.is_empty() && *p != b".")
+        .map(cstring)
+        .collect();
+    let (first, rest) = parts.split_first()?;
+    Some(Root {
+        src_dir: PathBuf::from(OsStr::from_bytes(base)),
+        dst_dir: dest.to_path_buf(),
+        only: Some(vec![(first.clone(), first.clone())]),
+        src_stat: stat,
+        fresh_dest,
+        implied: Some(Arc::from(rest)),
+    })
 }
 
 /// True (and reported) when DEST lies inside the source directory `src` or `src` inside DEST,
@@ -306,6 +343,7 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, root: &Root, pass: Pass) -> Option
         dst_before,
         whole,
         only: root.only.clone(),
+        implied: root.implied.clone(),
         scope,
         dst_scope,
         pass,

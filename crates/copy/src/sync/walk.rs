@@ -43,12 +43,17 @@ pub(super) struct Task<'r> {
     dst_follow: bool,
     /// Its line.
     item: Option<Item>,
+    /// `-R`: the directory is on the way to an operand (see [`Pair::implied`]).
+    toward: Option<Arc<[CString]>>,
 }
 
 impl Drop for Pair<'_> {
     fn drop(&mut self) {
         let run = self.run;
-        if !self.whole || run.plan.dry_run || self.pass == Pass::Delete {
+        // A directory on the way to a -R operand keeps its source's attributes too (not DEST,
+        // the pair above the first one).
+        let implied = self.implied.is_some() && self._parent.is_some() && !run.plan.no_implied_dirs;
+        if !(self.whole || implied) || run.plan.dry_run || self.pass == Pass::Delete {
             return;
         }
         let Some(dst) = &self.dst else { return };
@@ -294,8 +299,13 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
         dst_path,
         src_stat: task.src_stat,
         dst_before: task.dst_before,
-        whole: true,
-        only: None,
+        // Under -R a directory on the way to an operand holds only the next component.
+        whole: task.toward.is_none(),
+        only: task
+            .toward
+            .as_ref()
+            .map(|rest| vec![(rest[0].clone(), rest[0].clone())]),
+        implied: task.toward.as_ref().map(|rest| Arc::from(&rest[1..])),
         scope,
         dst_scope,
         pass: parent.pass,
@@ -401,7 +411,8 @@ fn list_dir<'r>(
         transferred
     };
     // rsync's generator order: the directory's own line, its deletions, its entries.
-    if let Some(item) = &pair.item {
+    let implied_hidden = plan.no_implied_dirs && pair.implied.is_some();
+    if let Some(item) = pair.item.as_ref().filter(|_| !implied_hidden) {
         report(run, item, &pair.src_stat, &mut lines);
     }
     let delete_here = match pair.pass {
@@ -461,7 +472,7 @@ fn entry<'r>(
     let dst_path = || pair.dst_path.join(apply::os(&e.dst_name));
     if pair.pass == Pass::Delete {
         // Only directories present on both sides are entered.
-        if kind == Kind::Dir && plan.recursive {
+        if kind == Kind::Dir && (plan.recursive || pair.implied.is_some()) {
             if let Ok(Some(d)) = dst_stat(pair, &e.dst_name) {
                 if d.kind() == Kind::Dir {
                     subdirs.push(Task {
@@ -471,6 +482,7 @@ fn entry<'r>(
                         dst_before: Some(d),
                         dst_follow: false,
                         item: None,
+                        toward: below(pair),
                     });
                 }
             }
@@ -560,7 +572,7 @@ fn entry<'r>(
             }
             if kind == Kind::Dir {
                 // A directory's attributes are set when its walk ends; it is entered now.
-                if plan.recursive {
+                if plan.recursive || pair.implied.is_some() {
                     subdirs.push(Task {
                         parent: pair.clone(),
                         name: e.dst_name.clone(),
@@ -568,6 +580,7 @@ fn entry<'r>(
                         dst_before: attr_target,
                         dst_follow: dir_target.is_some(),
                         item: Some(item),
+                        toward: below(pair),
                     });
                 } else {
                     report(run, &item, &e.stat, lines);
@@ -590,7 +603,7 @@ fn entry<'r>(
             match result {
                 Ok(Some(item)) => {
                     if kind == Kind::Dir {
-                        if plan.recursive {
+                        if plan.recursive || pair.implied.is_some() {
                             subdirs.push(Task {
                                 parent: pair.clone(),
                                 name: e.dst_name.clone(),
@@ -598,6 +611,7 @@ fn entry<'r>(
                                 dst_before: None,
                                 dst_follow: false,
                                 item: Some(item),
+                                toward: below(pair),
                             });
                         } else {
                             report(run, &item, &e.stat, lines);
@@ -687,6 +701,12 @@ impl Pair<'_> {
         }
         e.rel.clone()
     }
+}
+
+/// What a subdirectory task of `pair` has still to follow under `-R` (`None`: it is walked
+/// whole).
+fn below(pair: &Pair<'_>) -> Option<Arc<[CString]>> {
+    pair.implied.clone().filter(|rest| !rest.is_empty())
 }
 
 /// Whether a FIFO, socket or device is transferred (`--specials`, `--devices`).

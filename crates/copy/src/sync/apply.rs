@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use rustix::fs::{AtFlags, SeekFrom};
 
 use super::item::{Action, Item};
-use super::pair::{join, report, Delayed, Leader, Pair, Run, SrcEntry, STAGE};
+use super::pair::{join, report, Delayed, Layer, Leader, Pair, Run, SrcEntry, STAGE};
 use super::Symlinks;
 use crate::error::{CopyError, Op};
 use crate::filter::Side;
@@ -32,10 +32,6 @@ pub(super) fn os(name: &CStr) -> &OsStr {
 }
 
 impl Pair<'_> {
-    fn src_of(&self, name: &CStr) -> PathBuf {
-        self.src_path.join(os(name))
-    }
-
     fn dst_of(&self, name: &CStr) -> PathBuf {
         self.dst_path.join(os(name))
     }
@@ -122,7 +118,7 @@ pub(super) fn fix_attrs(
             .map_err(|err| CopyError::io(Op::SetMode, path(), err))?;
     }
     if changes.acl || changes.xattr {
-        let src = Target::at(pair.src.as_fd(), &e.name, true);
+        let src = Target::at(pair.src(e), &e.name, true);
         super::xattrs::bring(run, src, Target::at(dir, name, false))
             .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
     }
@@ -205,7 +201,7 @@ pub(super) fn dir_attrs(
         sys::fchmod(dst, perm).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
     }
     if plan.xattrs || plan.acls {
-        super::xattrs::bring(run, Target::Fd(pair.src.as_fd()), Target::Fd(dst))
+        super::xattrs::bring(run, Target::Fd(pair.head().fd.as_fd()), Target::Fd(dst))
             .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
     }
     if plan.times && !plan.omit_dir_times && !rules::same_time(now.mtime, want.mtime, run.window_ns)
@@ -226,7 +222,7 @@ pub(super) fn dir_attrs(
 /// out).
 pub(super) fn unsafe_link_target(
     run: &Run<'_>,
-    pair: &Pair<'_>,
+    (layer, dir_rel): (&Layer, &[u8]),
     name: &CStr,
     stat: Stat,
 ) -> Option<Stat> {
@@ -234,11 +230,10 @@ pub(super) fn unsafe_link_target(
     if stat.kind() != Kind::Symlink || !(plan.copy_unsafe_links || plan.safe_links) {
         return Some(stat);
     }
-    let Ok(target) = sys::readlinkat(pair.src.as_fd(), name, stat.size) else {
+    let Ok(target) = sys::readlinkat(layer.fd.as_fd(), name, stat.size) else {
         return Some(stat);
     };
-    let depth = pair
-        .rel
+    let depth = dir_rel
         .split(|&b| b == b'/')
         .filter(|p| !p.is_empty())
         .count();
@@ -246,12 +241,12 @@ pub(super) fn unsafe_link_target(
         return Some(stat);
     }
     if plan.copy_unsafe_links {
-        return match sys::statx_at(pair.src.as_fd(), name, true) {
+        return match sys::statx_at(layer.fd.as_fd(), name, true) {
             Ok(s) => Some(s),
             Err(_) => {
                 run.out.error(&format!(
                     "symlink has no referent: {}",
-                    crate::quote::quote_path(&pair.src_of(name))
+                    crate::quote::quote_path(&layer.path.join(os(name)))
                 ));
                 run.trouble.failed.store(true, Ordering::Relaxed);
                 None
@@ -261,7 +256,7 @@ pub(super) fn unsafe_link_target(
     if run.out.verbose > 0 {
         run.out.say(&format!(
             "ignoring unsafe symlink \"{}\" -> \"{}\"",
-            String::from_utf8_lossy(&join(&pair.rel, name.to_bytes())),
+            String::from_utf8_lossy(&join(dir_rel, name.to_bytes())),
             String::from_utf8_lossy(&target)
         ));
     }
@@ -314,7 +309,7 @@ pub(super) fn same_value(_run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry, dst: &St
     match e.stat.kind() {
         Kind::Symlink => {
             let Some(dir) = &pair.dst else { return false };
-            let a = sys::readlinkat(pair.src.as_fd(), &e.name, e.stat.size);
+            let a = sys::readlinkat(pair.src(e), &e.name, e.stat.size);
             let b = sys::readlinkat(dir.as_fd(), &e.dst_name, dst.size);
             matches!((a, b), (Ok(a), Ok(b)) if a == b)
         }
@@ -326,7 +321,7 @@ pub(super) fn same_value(_run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry, dst: &St
 /// `-c`: the two files hold the same bytes (read side by side, up to the first difference).
 pub(super) fn same_content(_run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> bool {
     let Some(dir) = &pair.dst else { return false };
-    let a = sys::openat(pair.src.as_fd(), &e.name, src_flags(_run), 0);
+    let a = sys::openat(pair.src(e), &e.name, src_flags(_run), 0);
     let b = sys::openat(
         dir.as_fd(),
         &e.dst_name,
@@ -348,8 +343,8 @@ fn src_flags(run: &Run<'_>) -> i32 {
 }
 
 /// A symlink's target, for `%L`.
-pub(super) fn link_text(pair: &Pair<'_>, name: &CStr) -> Option<Vec<u8>> {
-    sys::readlinkat(pair.src.as_fd(), name, 256).ok()
+pub(super) fn link_text(pair: &Pair<'_>, e: &SrcEntry) -> Option<Vec<u8>> {
+    sys::readlinkat(pair.src(e), &e.name, e.stat.size).ok()
 }
 
 /// `-H`: the first name of a hard-linked inode is recorded (`None`: go on and make it); a
@@ -596,7 +591,7 @@ pub(super) fn make(
         }
     }
     if kind == Kind::Symlink {
-        item.link = link_text(pair, &e.name);
+        item.link = link_text(pair, e);
         if !fresh {
             item.changed = true;
         }
@@ -643,8 +638,8 @@ pub(super) fn make(
         Kind::Symlink | Kind::Special => {
             let tmp = temp::name(&e.dst_name);
             if kind == Kind::Symlink {
-                let target = sys::readlinkat(pair.src.as_fd(), &e.name, e.stat.size)
-                    .map_err(|err| CopyError::io(Op::ReadLink, pair.src_of(&e.name), err))?;
+                let target = sys::readlinkat(pair.src(e), &e.name, e.stat.size)
+                    .map_err(|err| CopyError::io(Op::ReadLink, pair.src_of(e), err))?;
                 let target =
                     CString::new(target).map_err(|_| CopyError::Refused("bad link".into()))?;
                 sys::symlinkat(&target, dir, &tmp)
@@ -696,13 +691,13 @@ fn write_file(
     };
     let dir = dir.as_fd();
     let path = || pair.dst_of(&e.dst_name);
-    let src = match sys::openat(pair.src.as_fd(), &e.name, src_flags(run), 0) {
+    let src = match sys::openat(pair.src(e), &e.name, src_flags(run), 0) {
         Ok(fd) => fd,
         Err(err) if err.raw_os_error() == Some(libc::ENOENT) => {
-            run.vanished(&pair.src_of(&e.name));
+            run.vanished(&pair.src_of(e));
             return Ok(false);
         }
-        Err(err) => return Err(CopyError::io(Op::Open, pair.src_of(&e.name), err)),
+        Err(err) => return Err(CopyError::io(Op::Open, pair.src_of(e), err)),
     };
     let existing = dst.filter(|d| d.kind() == Kind::File && !replaced);
     let want = wanted(run, &e.stat, existing);
@@ -898,10 +893,10 @@ fn copy_data(
 /// `e` or below it (filters applied, as the walk would apply them).
 pub(super) fn holds_files(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> bool {
     let follow = run.plan.symlinks == Symlinks::Follow;
-    let Ok(fd) = sys::open_dir(pair.src.as_fd(), &e.name, follow) else {
+    let Ok(fd) = sys::open_dir(pair.src(e), &e.name, follow) else {
         return true;
     };
-    let Ok(scope) = pair.scope.enter(fd.as_fd(), &e.rel) else {
+    let Ok(scope) = pair.layers[e.layer].scope.enter(fd.as_fd(), &e.rel) else {
         return true;
     };
     holds_files_in(run, fd.as_fd(), &scope, &e.rel)
@@ -956,17 +951,17 @@ pub(super) fn remove_source(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) {
     if run.plan.dry_run {
         return;
     }
-    match sys::statx_at(pair.src.as_fd(), &e.name, false) {
+    match sys::statx_at(pair.src(e), &e.name, false) {
         Ok(now)
             if now.size == e.stat.size && now.mtime == e.stat.mtime && now.ino == e.stat.ino =>
         {
-            if let Err(err) = sys::unlinkat(pair.src.as_fd(), &e.name) {
-                run.fail(CopyError::io(Op::Remove, pair.src_of(&e.name), err));
+            if let Err(err) = sys::unlinkat(pair.src(e), &e.name) {
+                run.fail(CopyError::io(Op::Remove, pair.src_of(e), err));
             }
         }
         Ok(_) => run.out.error(&format!(
             "not removing {}: it changed while it was synced",
-            crate::quote::quote_path(&pair.src_of(&e.name))
+            crate::quote::quote_path(&pair.src_of(e))
         )),
         Err(_) => {}
     }

@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::os::fd::OwnedFd;
+use std::ffi::OsStr;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -75,12 +77,30 @@ pub(super) struct Delayed {
 /// Where `--delay-updates` keeps a directory's new files until the end, as rsync names it.
 pub(super) const STAGE: &std::ffi::CStr = c".~tmp~";
 
+/// One source directory feeding a pair. Several feed one pair where operands merge (`a/ b/
+/// DEST`, `-R` paths that share directories): as in rsync's one file list, the first source
+/// to name an entry gives it, and directories of the same name merge.
+pub(super) struct Layer {
+    pub fd: OwnedFd,
+    /// How the user names it, for messages.
+    pub path: PathBuf,
+    /// Only these names of it are in the transfer (a root's operands), each with the name it
+    /// gets at the destination (`None`: all of it).
+    pub only: Option<Vec<(CString, CString)>>,
+    /// `-R`: this directory is on the way to an operand: the path's components still to
+    /// follow below its `only` name (empty: that name is the operand itself).
+    pub implied: Option<Arc<[CString]>>,
+    /// The sender's rules here (with the per-directory merge files read from this source).
+    pub scope: Scope,
+}
+
 /// A pair of directories being walked.
 pub(super) struct Pair<'r> {
     pub run: &'r Run<'r>,
     /// The pair above (kept alive until this one is done).
     pub _parent: Option<Arc<Pair<'r>>>,
-    pub src: OwnedFd,
+    /// The source directories (at least one).
+    pub layers: Vec<Layer>,
     /// The destination directory; `None` under -n when it does not exist yet.
     pub dst: Option<OwnedFd>,
     /// The path from the transfer root ("" for the root), as printed and as filters see it.
@@ -88,22 +108,16 @@ pub(super) struct Pair<'r> {
     /// The destination root and this directory's path below it (hard links are made there).
     pub anchor: Option<Arc<OwnedFd>>,
     pub dst_rel: Vec<u8>,
-    /// How the user names the two directories, for messages.
-    pub src_path: PathBuf,
+    /// How the user names the destination directory, for messages.
     pub dst_path: PathBuf,
+    /// The source directory's stat (its first source's).
     pub src_stat: Stat,
     /// The destination directory as it was before the run touched it (`None`: made now).
     pub dst_before: Option<Stat>,
-    /// Part of the transfer: its attributes are kept, its extraneous entries deleted (not so
-    /// for the directory that holds a source named without a trailing slash).
+    /// Part of the transfer: some source lists it whole, so its attributes are kept and its
+    /// extraneous entries deleted (not so for the directory that holds a source named
+    /// without a trailing slash, or one on the way to a -R operand).
     pub whole: bool,
-    /// Only these names of the directory are in the transfer (a root's operands), each with
-    /// the name it gets at the destination.
-    pub only: Option<Vec<(CString, CString)>>,
-    /// `-R`: this directory is on the way to an operand: the path's components still to
-    /// follow below its `only` name (empty: that name is the operand itself).
-    pub implied: Option<Arc<[CString]>>,
-    pub scope: Scope,
     /// The receiver's rules here (what deletion spares): the same rules, with the
     /// per-directory merge files read from the destination, as rsync's receiver reads them
     /// (`None`: no destination directory, or its rules could not be read: nothing is deleted).
@@ -113,6 +127,30 @@ pub(super) struct Pair<'r> {
     /// The directory's own line (`cd+++++++++ sub/`), printed at the head of its block, after
     /// its deletions, as rsync prints it.
     pub item: Option<Item>,
+}
+
+impl Pair<'_> {
+    /// The source directory an entry was listed in.
+    pub fn src(&self, e: &SrcEntry) -> BorrowedFd<'_> {
+        self.layers[e.layer].fd.as_fd()
+    }
+
+    /// An entry's source path, as the user names it.
+    pub fn src_of(&self, e: &SrcEntry) -> PathBuf {
+        self.layers[e.layer]
+            .path
+            .join(OsStr::from_bytes(e.name.to_bytes()))
+    }
+
+    /// The first source directory.
+    pub fn head(&self) -> &Layer {
+        &self.layers[0]
+    }
+
+    /// On the way to a -R operand.
+    pub fn implied(&self) -> bool {
+        self.layers.iter().any(|l| l.implied.is_some())
+    }
 }
 
 /// What a walk does.
@@ -126,6 +164,10 @@ pub(super) enum Pass {
 
 /// One entry of a source listing.
 pub(super) struct SrcEntry {
+    /// The source directory (layer) it was listed in.
+    pub layer: usize,
+    /// Later sources where a directory of the same name merges with it.
+    pub more: Vec<usize>,
     pub name: CString,
     /// Its name at the destination (differs only for a single file synced to a new name).
     pub dst_name: CString,

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::item::{Action, Item};
-use super::pair::{Pair, Pass, Run};
+use super::pair::{Layer, Pair, Pass, Run};
 use crate::error::{CopyError, Op};
 use crate::filter::{Scope, Side};
 use crate::policy::sync as rules;
@@ -272,28 +272,12 @@ fn open_path(path: &Path) -> std::io::Result<OwnedFd> {
     sys::open_dir(rustix::fs::CWD, &cstring(path.as_os_str().as_bytes()), true)
 }
 
-/// Opens a root's directory pair for `pass`, reporting what fails; the root of a `SRC/`
-/// transfer is itemized as `./`.
-pub(super) fn open_pair<'r>(run: &'r Run<'r>, root: &Root, pass: Pass) -> Option<Pair<'r>> {
+/// Opens the directory pair of the roots (the operands, which all go into one destination
+/// directory) for `pass`: one source layer per operand, merged as rsync's one file list
+/// merges them. The root of a `SRC/` transfer is itemized as `./`.
+pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Option<Pair<'r>> {
     let plan = run.plan;
-    let src = match open_path(&root.src_dir) {
-        Ok(fd) => fd,
-        Err(e) => {
-            run.fail(CopyError::io(Op::OpenDir, root.src_dir.clone(), e));
-            return None;
-        }
-    };
-    let dst: Option<OwnedFd> = match open_path(&root.dst_dir) {
-        Ok(fd) => Some(fd),
-        Err(e) if plan.dry_run && e.raw_os_error() == Some(libc::ENOENT) => None,
-        Err(e) => {
-            run.fail(CopyError::io(Op::OpenDir, root.dst_dir.clone(), e));
-            run.trouble.root.store(true, Ordering::Relaxed);
-            return None;
-        }
-    };
-    let whole = root.only.is_none();
-    let dst_before = dst.as_ref().and_then(|fd| sys::fstatx(fd.as_fd()).ok());
+    let first = roots.first()?;
     let top = Scope::root(plan.filters.clone());
     let enter = |fd: &OwnedFd| match top.enter(fd.as_fd(), b"") {
         Ok(s) => Some(s),
@@ -302,20 +286,62 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, root: &Root, pass: Pass) -> Option
             None
         }
     };
-    let (scope, dst_scope) = if whole {
-        (enter(&src)?, dst.as_ref().and_then(enter))
+    let mut layers = Vec::with_capacity(roots.len());
+    for root in roots {
+        let fd = match open_path(&root.src_dir) {
+            Ok(fd) => fd,
+            Err(e) => {
+                run.fail(CopyError::io(Op::OpenDir, root.src_dir.clone(), e));
+                continue;
+            }
+        };
+        // A `SRC/` root reads SRC's own merge files; an operand's parent is not in the
+        // transfer.
+        let scope = if root.only.is_none() {
+            enter(&fd)?
+        } else {
+            top.clone()
+        };
+        layers.push(Layer {
+            fd,
+            path: root.src_dir.clone(),
+            only: root.only.clone(),
+            implied: root.implied.clone(),
+            scope,
+        });
+    }
+    if layers.is_empty() {
+        return None;
+    }
+    let dst: Option<OwnedFd> = match open_path(&first.dst_dir) {
+        Ok(fd) => Some(fd),
+        Err(e) if plan.dry_run && e.raw_os_error() == Some(libc::ENOENT) => None,
+        Err(e) => {
+            run.fail(CopyError::io(Op::OpenDir, first.dst_dir.clone(), e));
+            run.trouble.root.store(true, Ordering::Relaxed);
+            return None;
+        }
+    };
+    // DEST is part of the transfer when some operand is a `SRC/`: the first one's stat is
+    // the one DEST takes.
+    let whole_root = roots.iter().find(|r| r.only.is_none());
+    let whole = whole_root.is_some();
+    let src_stat = whole_root.unwrap_or(first).src_stat;
+    let dst_before = dst.as_ref().and_then(|fd| sys::fstatx(fd.as_fd()).ok());
+    let dst_scope = if whole {
+        dst.as_ref().and_then(enter)
     } else {
-        (top.clone(), Some(top.clone()))
+        Some(top.clone())
     };
     let mut root_item = None;
     if whole && pass != Pass::Delete {
         run.stats.files.add(Kind::Dir);
-        let mut item = Item::new(Action::Attributes, &root.src_stat, b".");
+        let mut item = Item::new(Action::Attributes, &src_stat, b".");
         item.times_kept = plan.times;
         // DEST as it was before this run made it: made now when it is empty and fresh.
-        match dst_before.filter(|_| !root.fresh_dest) {
+        match dst_before.filter(|_| !first.fresh_dest) {
             Some(d) => {
-                let want = super::apply::wanted(run, &root.src_stat, Some(&d));
+                let want = super::apply::wanted(run, &src_stat, Some(&d));
                 item.attrs = rules::attr_changes(&run.rules, &want, &d, run.window_ns);
             }
             None => {
@@ -332,19 +358,15 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, root: &Root, pass: Pass) -> Option
     Some(Pair {
         run,
         _parent: None,
-        src,
+        layers,
         dst,
         rel: Vec::new(),
         anchor,
         dst_rel: Vec::new(),
-        src_path: root.src_dir.clone(),
-        dst_path: root.dst_dir.clone(),
-        src_stat: root.src_stat,
+        dst_path: first.dst_dir.clone(),
+        src_stat,
         dst_before,
         whole,
-        only: root.only.clone(),
-        implied: root.implied.clone(),
-        scope,
         dst_scope,
         pass,
         item: root_item,

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use super::apply;
 use super::item::{Action, Item};
-use super::pair::{join, report, Pair, Pass, Run, SrcEntry, Trouble};
+use super::pair::{join, report, Layer, Pair, Pass, Run, SrcEntry, Trouble};
 use super::roots::{self, Root};
 use super::{DeleteWhen, Outcome, Output, Stats, Symlinks, SyncPlan};
 use crate::error::{CopyError, Op};
@@ -37,14 +37,14 @@ pub(super) struct Pool<'r> {
 pub(super) struct Task<'r> {
     parent: Arc<Pair<'r>>,
     name: CString,
+    /// The parent's sources that hold it as a directory (the first gave the entry).
+    layers: Vec<usize>,
     src_stat: Stat,
     dst_before: Option<Stat>,
     /// Its destination entry is a symlink to a directory kept under -K.
     dst_follow: bool,
     /// Its line.
     item: Option<Item>,
-    /// `-R`: the directory is on the way to an operand (see [`Pair::implied`]).
-    toward: Option<Arc<[CString]>>,
 }
 
 impl Drop for Pair<'_> {
@@ -52,7 +52,7 @@ impl Drop for Pair<'_> {
         let run = self.run;
         // A directory on the way to a -R operand keeps its source's attributes too (not DEST,
         // the pair above the first one).
-        let implied = self.implied.is_some() && self._parent.is_some() && !run.plan.no_implied_dirs;
+        let implied = self.implied() && self._parent.is_some() && !run.plan.no_implied_dirs;
         if !(self.whole || implied) || run.plan.dry_run || self.pass == Pass::Delete {
             return;
         }
@@ -170,11 +170,8 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         Some(DeleteWhen::After) => &[Pass::Transfer { delete: false }, Pass::Delete],
     };
     for &pass in passes {
-        for root in &roots {
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-            walk_root(&run, root, pass);
+        if !roots.is_empty() && !stop.load(Ordering::Relaxed) {
+            walk_root(&run, &roots, pass);
         }
         if pass != Pass::Delete {
             apply::finish_delayed(&run);
@@ -209,9 +206,9 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
     }
 }
 
-/// Walks one root in one pass, on the run's workers.
-fn walk_root<'r>(run: &'r Run<'r>, root: &Root, pass: Pass) {
-    let Some(pair) = roots::open_pair(run, root, pass) else {
+/// Walks the roots (merged into one pair) in one pass, on the run's workers.
+fn walk_root<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) {
+    let Some(pair) = roots::open_pair(run, roots, pass) else {
         return;
     };
     let pool = Pool::new();
@@ -239,25 +236,49 @@ fn worker<'r>(run: &'r Run<'r>, pool: &Pool<'r>) {
     }
 }
 
-/// Opens a subdirectory task's two sides.
+/// Opens a subdirectory task's two sides: each source that holds the directory, and the
+/// destination's.
 fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
     let parent = task.parent;
     let name = task.name;
     let follow = run.plan.symlinks == Symlinks::Follow;
     let rel = join(&parent.rel, name.to_bytes());
-    let src_path = parent.src_path.join(apply::os(&name));
     let dst_path = parent.dst_path.join(apply::os(&name));
-    let src = match sys::open_dir(parent.src.as_fd(), &name, follow) {
-        Ok(fd) => fd,
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
-            run.vanished(&src_path);
-            return None;
-        }
-        Err(e) => {
-            run.fail(CopyError::io(Op::OpenDir, src_path, e));
-            return None;
-        }
-    };
+    let mut layers = Vec::with_capacity(task.layers.len());
+    for &i in &task.layers {
+        let above = &parent.layers[i];
+        let path = above.path.join(apply::os(&name));
+        let fd = match sys::open_dir(above.fd.as_fd(), &name, follow) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                run.vanished(&path);
+                continue;
+            }
+            Err(e) => {
+                run.fail(CopyError::io(Op::OpenDir, path, e));
+                continue;
+            }
+        };
+        let scope = match above.scope.enter(fd.as_fd(), &rel) {
+            Ok(scope) => scope,
+            Err(e) => {
+                run.fail(CopyError::Refused(e.to_string()));
+                continue;
+            }
+        };
+        // Under -R a directory on the way to an operand holds only the next component.
+        let toward = above.implied.as_ref().filter(|rest| !rest.is_empty());
+        layers.push(Layer {
+            fd,
+            path,
+            only: toward.map(|rest| vec![(rest[0].clone(), rest[0].clone())]),
+            implied: toward.map(|rest| Arc::from(&rest[1..])),
+            scope,
+        });
+    }
+    if layers.is_empty() {
+        return None;
+    }
     let dst = match &parent.dst {
         Some(dst) if !(run.plan.dry_run && task.dst_before.is_none()) => {
             match sys::open_dir(dst.as_fd(), &name, task.dst_follow) {
@@ -269,13 +290,6 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
             }
         }
         _ => None,
-    };
-    let scope = match parent.scope.enter(src.as_fd(), &rel) {
-        Ok(scope) => scope,
-        Err(e) => {
-            run.fail(CopyError::Refused(e.to_string()));
-            return None;
-        }
     };
     let dst_scope = match (&dst, &parent.dst_scope) {
         (Some(fd), Some(above)) => match above.enter(fd.as_fd(), &rel) {
@@ -292,21 +306,13 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
         anchor: parent.anchor.clone(),
         dst_rel: join(&parent.dst_rel, name.to_bytes()),
         _parent: Some(parent.clone()),
-        src,
+        whole: layers.iter().any(|l| l.only.is_none()),
+        layers,
         dst,
         rel,
-        src_path,
         dst_path,
         src_stat: task.src_stat,
         dst_before: task.dst_before,
-        // Under -R a directory on the way to an operand holds only the next component.
-        whole: task.toward.is_none(),
-        only: task
-            .toward
-            .as_ref()
-            .map(|rest| vec![(rest[0].clone(), rest[0].clone())]),
-        implied: task.toward.as_ref().map(|rest| Arc::from(&rest[1..])),
-        scope,
         dst_scope,
         pass: parent.pass,
         item: task.item,
@@ -329,60 +335,78 @@ fn list_dir<'r>(
     let plan = run.plan;
     let mut lines = Vec::new();
     let follow = plan.symlinks == Symlinks::Follow;
-    let names: Vec<(CString, CString)> = match &pair.only {
-        Some(only) => only.clone(),
-        None => {
-            let mut names = Vec::new();
-            let read = sys::read_dir_entries(pair.src.as_fd(), buf, |name, _| {
-                names.push((name.to_owned(), name.to_owned()));
-            });
-            if let Err(e) = read {
-                // Nothing here is deleted: the listing is not known to be complete.
-                run.fail(CopyError::io(Op::ReadDir, pair.src_path.clone(), e));
-                return;
-            }
-            names
-        }
-    };
-    let mut entries = Vec::with_capacity(names.len());
-    let mut kept: HashSet<Vec<u8>> = HashSet::with_capacity(names.len());
+    let mut entries: Vec<SrcEntry> = Vec::new();
+    // Each name once: the first source to list it gives the entry (see `Layer`).
+    let mut named: HashMap<Vec<u8>, usize> = HashMap::new();
     let mut complete = true;
-    for (name, dst_name) in names {
-        let src_path = || pair.src_path.join(apply::os(&name));
-        let stat = match sys::statx_at(pair.src.as_fd(), &name, follow) {
-            Ok(s) => s,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
-                run.vanished(&src_path());
-                continue;
-            }
-            Err(e) => {
-                complete = false;
-                run.fail(CopyError::io(Op::Stat, src_path(), e));
-                continue;
+    for (i, layer) in pair.layers.iter().enumerate() {
+        let names: Vec<(CString, CString)> = match &layer.only {
+            Some(only) => only.clone(),
+            None => {
+                let mut names = Vec::new();
+                let read = sys::read_dir_entries(layer.fd.as_fd(), buf, |name, _| {
+                    names.push((name.to_owned(), name.to_owned()));
+                });
+                if let Err(e) = read {
+                    // Nothing here is deleted: the listing is not known to be complete.
+                    run.fail(CopyError::io(Op::ReadDir, layer.path.clone(), e));
+                    complete = false;
+                    continue;
+                }
+                names
             }
         };
-        let mut stat = match apply::unsafe_link_target(run, &pair, &name, stat) {
-            Some(stat) => stat,
-            None => continue,
-        };
-        if !plan.chmod.is_empty() && stat.kind() != Kind::Symlink {
+        for (name, dst_name) in names {
+            let earlier = named.get(dst_name.to_bytes()).copied();
+            if earlier.is_some_and(|at| entries[at].stat.kind() != Kind::Dir) {
+                continue;
+            }
+            let src_path = || layer.path.join(apply::os(&name));
+            let stat = match sys::statx_at(layer.fd.as_fd(), &name, follow) {
+                Ok(s) => s,
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                    run.vanished(&src_path());
+                    continue;
+                }
+                Err(e) => {
+                    complete = false;
+                    run.fail(CopyError::io(Op::Stat, src_path(), e));
+                    continue;
+                }
+            };
+            let Some(mut stat) = apply::unsafe_link_target(run, (layer, &pair.rel), &name, stat)
+            else {
+                continue;
+            };
+            if !plan.chmod.is_empty() && stat.kind() != Kind::Symlink {
+                let is_dir = stat.kind() == Kind::Dir;
+                let perm = super::chmod::apply(&plan.chmod, stat.perm(), is_dir, run.umask);
+                stat.mode = (stat.mode & libc::S_IFMT) | perm;
+            }
+            let rel = join(&pair.rel, name.to_bytes());
             let is_dir = stat.kind() == Kind::Dir;
-            let perm = super::chmod::apply(&plan.chmod, stat.perm(), is_dir, run.umask);
-            stat.mode = (stat.mode & libc::S_IFMT) | perm;
+            if layer.scope.excluded(&rel, is_dir, Side::Sender) {
+                continue;
+            }
+            if let Some(at) = earlier {
+                // A directory a later source holds too merges into the first one's.
+                if is_dir {
+                    entries[at].more.push(i);
+                }
+                continue;
+            }
+            named.insert(dst_name.to_bytes().to_vec(), entries.len());
+            entries.push(SrcEntry {
+                layer: i,
+                more: Vec::new(),
+                name,
+                dst_name,
+                stat,
+                rel,
+            });
         }
-        let rel = join(&pair.rel, name.to_bytes());
-        let is_dir = stat.kind() == Kind::Dir;
-        if pair.scope.excluded(&rel, is_dir, Side::Sender) {
-            continue;
-        }
-        kept.insert(dst_name.to_bytes().to_vec());
-        entries.push(SrcEntry {
-            name,
-            dst_name,
-            stat,
-            rel,
-        });
     }
+    let kept: HashSet<Vec<u8>> = named.into_keys().collect();
     entries.sort_by_cached_key(sort_key);
     // The notes on what is not transferred come first, as rsync's sender prints them while
     // it lists the directory.
@@ -411,7 +435,7 @@ fn list_dir<'r>(
         transferred
     };
     // rsync's generator order: the directory's own line, its deletions, its entries.
-    let implied_hidden = plan.no_implied_dirs && pair.implied.is_some();
+    let implied_hidden = plan.no_implied_dirs && pair.implied();
     if let Some(item) = pair.item.as_ref().filter(|_| !implied_hidden) {
         report(run, item, &pair.src_stat, &mut lines);
     }
@@ -472,7 +496,7 @@ fn entry<'r>(
     let dst_path = || pair.dst_path.join(apply::os(&e.dst_name));
     if pair.pass == Pass::Delete {
         // Only directories present on both sides are entered.
-        if kind == Kind::Dir && (plan.recursive || pair.implied.is_some()) {
+        if kind == Kind::Dir && (plan.recursive || pair.implied()) {
             if let Ok(Some(d)) = dst_stat(pair, &e.dst_name) {
                 if d.kind() == Kind::Dir {
                     subdirs.push(Task {
@@ -482,7 +506,7 @@ fn entry<'r>(
                         dst_before: Some(d),
                         dst_follow: false,
                         item: None,
-                        toward: below(pair),
+                        layers: dir_layers(e),
                     });
                 }
             }
@@ -553,7 +577,7 @@ fn entry<'r>(
             if (plan.xattrs || plan.acls) && kind != Kind::Symlink {
                 if let Some(dst_dir) = &pair.dst {
                     let follow = plan.symlinks == Symlinks::Follow || dir_target.is_some();
-                    let src = crate::xattr::Target::at(pair.src.as_fd(), &e.name, true);
+                    let src = crate::xattr::Target::at(pair.src(e), &e.name, true);
                     let dst = crate::xattr::Target::at(dst_dir.as_fd(), &e.dst_name, follow);
                     match super::xattrs::differ(run, src, dst) {
                         Ok((acl, xattr)) => {
@@ -568,11 +592,11 @@ fn entry<'r>(
             item.attrs = changes;
             item.times_kept = plan.times;
             if kind == Kind::Symlink {
-                item.link = apply::link_text(pair, &e.name);
+                item.link = apply::link_text(pair, e);
             }
             if kind == Kind::Dir {
                 // A directory's attributes are set when its walk ends; it is entered now.
-                if plan.recursive || pair.implied.is_some() {
+                if plan.recursive || pair.implied() {
                     subdirs.push(Task {
                         parent: pair.clone(),
                         name: e.dst_name.clone(),
@@ -580,7 +604,7 @@ fn entry<'r>(
                         dst_before: attr_target,
                         dst_follow: dir_target.is_some(),
                         item: Some(item),
-                        toward: below(pair),
+                        layers: dir_layers(e),
                     });
                 } else {
                     report(run, &item, &e.stat, lines);
@@ -603,7 +627,7 @@ fn entry<'r>(
             match result {
                 Ok(Some(item)) => {
                     if kind == Kind::Dir {
-                        if plan.recursive || pair.implied.is_some() {
+                        if plan.recursive || pair.implied() {
                             subdirs.push(Task {
                                 parent: pair.clone(),
                                 name: e.dst_name.clone(),
@@ -611,7 +635,7 @@ fn entry<'r>(
                                 dst_before: None,
                                 dst_follow: false,
                                 item: Some(item),
-                                toward: below(pair),
+                                layers: dir_layers(e),
                             });
                         } else {
                             report(run, &item, &e.stat, lines);
@@ -695,18 +719,20 @@ impl Pair<'_> {
     /// the path below it.
     fn src_path_shown(&self, e: &SrcEntry) -> Vec<u8> {
         use std::os::unix::ffi::OsStrExt;
-        let base = self.src_path.as_os_str().as_bytes();
-        if self.only.is_some() {
+        let layer = &self.layers[e.layer];
+        let base = layer.path.as_os_str().as_bytes();
+        if layer.only.is_some() {
             return join(if base == b"." { b"" } else { base }, e.name.to_bytes());
         }
         e.rel.clone()
     }
 }
 
-/// What a subdirectory task of `pair` has still to follow under `-R` (`None`: it is walked
-/// whole).
-fn below(pair: &Pair<'_>) -> Option<Arc<[CString]>> {
-    pair.implied.clone().filter(|rest| !rest.is_empty())
+/// The sources a subdirectory entry is walked in: the one that gave it, and those that merge.
+fn dir_layers(e: &SrcEntry) -> Vec<usize> {
+    std::iter::once(e.layer)
+        .chain(e.more.iter().copied())
+        .collect()
 }
 
 /// Whether a FIFO, socket or device is transferred (`--specials`, `--devices`).

@@ -63,6 +63,9 @@ pub(super) struct Run<'p> {
     pub delayed: Mutex<Vec<Delayed>>,
     /// `-T`: the temporaries' directory, open, and its device.
     pub temp_dir: Option<(OwnedFd, u64)>,
+    /// DEST's (dev, ino), once it exists: a source walk that meets it leaves it out (DEST
+    /// inside a source is not copied into itself).
+    pub dest_id: std::sync::OnceLock<(u64, u64)>,
 }
 
 /// A file written into its directory's `.~tmp~`, to be renamed into place at the end.
@@ -118,6 +121,9 @@ pub(super) struct Pair<'r> {
     /// extraneous entries deleted (not so for the directory that holds a source named
     /// without a trailing slash, or one on the way to a -R operand).
     pub whole: bool,
+    /// Its attributes are set when its walk ends: it is part of the transfer, or a directory
+    /// on the way to a -R operand (the `.` of `-R ./PATH` too).
+    pub keeps_attrs: bool,
     /// The receiver's rules here (what deletion spares): the same rules, with the
     /// per-directory merge files read from the destination, as rsync's receiver reads them
     /// (`None`: no destination directory, or its rules could not be read: nothing is deleted).

@@ -30,6 +30,9 @@ pub(super) struct Root {
     fresh_dest: bool,
     /// `-R`: the operand's path components below its first (`only`'s one name).
     implied: Option<Arc<[CString]>>,
+    /// `-R ./PATH` or `-R BASE/./PATH`: the directory at the dot is in the transfer as `./`
+    /// (its attributes, not its other contents); its stat.
+    dot: Option<Stat>,
 }
 
 fn cstring(bytes: &[u8]) -> CString {
@@ -111,6 +114,7 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
             src_stat: stat,
             fresh_dest: false,
             implied: None,
+            dot: None,
         }];
     }
     if let Err(e) = &dest_stat {
@@ -169,6 +173,7 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
                 src_stat: stat,
                 fresh_dest,
                 implied: None,
+                dot: None,
             });
         } else {
             if stat.kind() == Kind::Dir && overlaps(run, &source.path, dest) {
@@ -183,6 +188,7 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
                 src_stat: stat,
                 fresh_dest,
                 implied: None,
+                dot: None,
             });
         }
     }
@@ -205,6 +211,10 @@ fn relative_root(path: &Path, dest: &Path, stat: Stat, fresh_dest: bool) -> Opti
         .map(cstring)
         .collect();
     let (first, rest) = parts.split_first()?;
+    let marked = bytes.starts_with(b"./") || bytes.windows(3).any(|w| w == b"/./");
+    let dot = marked
+        .then(|| sys::statx_at(rustix::fs::CWD, &cstring(base), true).ok())
+        .flatten();
     Some(Root {
         src_dir: PathBuf::from(OsStr::from_bytes(base)),
         dst_dir: dest.to_path_buf(),
@@ -212,45 +222,37 @@ fn relative_root(path: &Path, dest: &Path, stat: Stat, fresh_dest: bool) -> Opti
         src_stat: stat,
         fresh_dest,
         implied: Some(Arc::from(rest)),
+        dot,
     })
 }
 
-/// True (and reported) when DEST lies inside the source directory `src` or `src` inside DEST,
-/// unless a filter leaves the overlap out of the transfer.
+/// True (and reported) when the source directory `src` lies inside DEST and a deletion would
+/// reach it, unless a filter protects the part of DEST that holds it. (DEST inside a source
+/// needs no refusal: the walk leaves DEST's own directory out of the source.)
 fn overlaps(run: &Run<'_>, src: &Path, dest: &Path) -> bool {
     let (Ok(s), Ok(d)) = (src.canonicalize(), canonical_or_parent(dest)) else {
         return false;
     };
-    let inside = |outer: &Path, inner: &Path| inner.starts_with(outer);
-    if inside(&s, &d) && s != d {
-        // Excluded by a filter: the part of the source that holds DEST is not transferred.
-        let rel = d.strip_prefix(&s).unwrap_or(&d);
-        let scope = Scope::root(run.plan.filters.clone());
-        let mut path = Vec::new();
-        for part in rel.components() {
-            path = super::pair::join(&path, part.as_os_str().as_bytes());
-            if scope.excluded(&path, true, Side::Sender) {
-                return false;
-            }
+    if !s.starts_with(&d) || s == d || run.plan.delete.is_none() {
+        return false;
+    }
+    let rel = s.strip_prefix(&d).unwrap_or(&s);
+    let scope = Scope::root(run.plan.filters.clone());
+    let mut path = Vec::new();
+    for part in rel.components() {
+        path = super::pair::join(&path, part.as_os_str().as_bytes());
+        if scope.excluded(&path, true, Side::Receiver) {
+            return false;
         }
-        run.out.error(&format!(
-            "refusing to sync {} into {}, which lies inside it",
-            crate::quote::quote_path(src),
-            crate::quote::quote_path(dest)
-        ));
-        run.trouble.root.store(true, Ordering::Relaxed);
-        return true;
     }
-    if inside(&d, &s) && run.plan.delete.is_some() {
-        run.out.error(&format!(
-            "refusing to sync {} into {} with deletion: the source lies inside the destination",
-            crate::quote::quote_path(src),
-            crate::quote::quote_path(dest)
-        ));
-        run.trouble.root.store(true, Ordering::Relaxed);
-        return true;
-    }
-    false
+    run.out.error(&format!(
+        "refusing to sync {} into {} with deletion: the source lies inside the destination \
+         (exclude it to protect it)",
+        crate::quote::quote_path(src),
+        crate::quote::quote_path(dest)
+    ));
+    run.trouble.root.store(true, Ordering::Relaxed);
+    true
 }
 
 /// The canonical path of `p`, or of its nearest existing ancestor joined with the rest.
@@ -326,7 +328,12 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
     // the one DEST takes.
     let whole_root = roots.iter().find(|r| r.only.is_none());
     let whole = whole_root.is_some();
-    let src_stat = whole_root.unwrap_or(first).src_stat;
+    let dot = roots.iter().find_map(|r| r.dot);
+    let src_stat = whole_root
+        .map(|r| r.src_stat)
+        .or(dot)
+        .unwrap_or(first.src_stat);
+    let shown = whole || dot.is_some();
     let dst_before = dst.as_ref().and_then(|fd| sys::fstatx(fd.as_fd()).ok());
     let dst_scope = if whole {
         dst.as_ref().and_then(enter)
@@ -334,7 +341,7 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
         Some(top.clone())
     };
     let mut root_item = None;
-    if whole && pass != Pass::Delete {
+    if shown && pass != Pass::Delete {
         run.stats.files.add(Kind::Dir);
         let mut item = Item::new(Action::Attributes, &src_stat, b".");
         item.times_kept = plan.times;
@@ -367,6 +374,7 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
         src_stat,
         dst_before,
         whole,
+        keeps_attrs: shown,
         dst_scope,
         pass,
         item: root_item,

@@ -50,10 +50,7 @@ pub(super) struct Task<'r> {
 impl Drop for Pair<'_> {
     fn drop(&mut self) {
         let run = self.run;
-        // A directory on the way to a -R operand keeps its source's attributes too (not DEST,
-        // the pair above the first one).
-        let implied = self.implied() && self._parent.is_some() && !run.plan.no_implied_dirs;
-        if !(self.whole || implied) || run.plan.dry_run || self.pass == Pass::Delete {
+        if !self.keeps_attrs || run.plan.dry_run || self.pass == Pass::Delete {
             return;
         }
         let Some(dst) = &self.dst else { return };
@@ -154,13 +151,18 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
             let dev = sys::fstatx(fd.as_fd()).ok()?.dev;
             Some((fd, dev))
         }),
+        dest_id: std::sync::OnceLock::new(),
     };
     let roots = roots::resolve(&run);
+    let dest = std::ffi::CString::new(plan.dest.as_os_str().as_encoded_bytes()).unwrap_or_default();
+    if let Ok(d) = sys::statx_at(rustix::fs::CWD, &dest, true) {
+        let _ = run.dest_id.set((d.dev, d.ino));
+    }
     // rsync deletes nothing when a source could not be read (its "IO error encountered").
     let source_trouble =
         run.trouble.failed.load(Ordering::Relaxed) || run.trouble.root.load(Ordering::Relaxed);
     let delete = plan.delete.filter(|_| !source_trouble);
-    if source_trouble && plan.delete.is_some() {
+    if source_trouble && plan.delete.is_some() && !roots.is_empty() {
         out.error("IO error encountered -- skipping file deletion");
     }
     let passes: &[Pass] = match delete {
@@ -307,6 +309,8 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
         dst_rel: join(&parent.dst_rel, name.to_bytes()),
         _parent: Some(parent.clone()),
         whole: layers.iter().any(|l| l.only.is_none()),
+        // A directory on the way to a -R operand keeps its source's attributes too.
+        keeps_attrs: layers.iter().any(|l| l.only.is_none()) || !run.plan.no_implied_dirs,
         layers,
         dst,
         rel,
@@ -386,6 +390,9 @@ fn list_dir<'r>(
             let rel = join(&pair.rel, name.to_bytes());
             let is_dir = stat.kind() == Kind::Dir;
             if layer.scope.excluded(&rel, is_dir, Side::Sender) {
+                continue;
+            }
+            if is_dir && run.dest_id.get() == Some(&(stat.dev, stat.ino)) {
                 continue;
             }
             if let Some(at) = earlier {

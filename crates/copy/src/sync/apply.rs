@@ -383,14 +383,22 @@ pub(super) fn hard_link(
     let lead = sys::statx_at(leader.anchor.as_fd(), &leader.path, false);
     if let (Some(d), Ok(l)) = (dst, &lead) {
         if d.ino == l.ino && d.dev == l.dev {
-            let item = Item::new(Action::Attributes, &e.stat, &e.rel);
+            // Already that link: listed (`hf` without its leader) only when all are.
+            let item = Item::new(Action::HardLink, &e.stat, &e.rel);
             report(run, &item, &e.stat, lines);
             return Some(true);
         }
     }
     let mut item = Item::new(Action::HardLink, &e.stat, &e.rel);
-    item.new = dst.is_none();
+    item.new = dst.is_none_or(|d| d.kind() != e.stat.kind());
     item.link = Some(leader.name.clone());
+    item.times_kept = run.plan.times;
+    if let Some(d) = dst.filter(|_| !item.new) {
+        let want = wanted(run, &e.stat, Some(d));
+        item.attrs = rules::attr_changes(&run.rules, &want, d, run.window_ns);
+        item.size = d.size != e.stat.size;
+        item.attrs.time |= !run.plan.times;
+    }
     if run.plan.dry_run {
         report(run, &item, &e.stat, lines);
         return Some(true);

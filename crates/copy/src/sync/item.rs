@@ -75,8 +75,13 @@ impl Item {
     /// True when `-i` prints it without being asked twice (`-ii`): something was done or
     /// differs.
     pub fn significant(&self) -> bool {
-        self.action != Action::Attributes || self.new || self.changed || self.size || {
-            !self.attrs.none()
+        self.new || self.changed || self.size || !self.attrs.none() || {
+            match self.action {
+                Action::Attributes => false,
+                // A name that already is the link: nothing done.
+                Action::HardLink => self.link.is_some(),
+                Action::Transfer | Action::LocalChange | Action::Deleted => true,
+            }
         }
     }
 

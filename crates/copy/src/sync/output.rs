@@ -8,6 +8,10 @@ use std::sync::Mutex;
 use super::item::{Action, Item, OutFormat};
 use crate::sys::{Kind, Stat};
 
+/// Marks a line of a directory's block that is printed before the others (see
+/// [`Output::print`]); a byte no line holds.
+const EARLY: u8 = 0;
+
 /// The run's printer.
 pub struct Output {
     /// The name errors begin with (`rsync`, `ringio sync`).
@@ -71,13 +75,22 @@ impl Output {
         } else {
             self.all
                 || match item.action {
-                    Action::Transfer | Action::HardLink => true,
-                    Action::LocalChange => true,
+                    Action::Transfer | Action::LocalChange => true,
+                    Action::HardLink => item.significant(),
                     Action::Attributes => item.kind == Kind::Dir && item.significant(),
                     Action::Deleted => false,
                 }
         };
         if !shown {
+            return;
+        }
+        // -vv without -i: an entry left as it is is "uptodate" (a directory says nothing).
+        if !format.itemizes && item.action != Action::Deleted && !item.significant() {
+            if item.kind != Kind::Dir {
+                buf.push(EARLY);
+                buf.extend_from_slice(&item.name);
+                buf.extend_from_slice(b" is uptodate\n");
+            }
             return;
         }
         if item.action == Action::Deleted && !format.itemizes {
@@ -103,11 +116,28 @@ impl Output {
         }
     }
 
-    /// Prints a block of lines at once, so that a directory's lines stay together.
+    /// Prints a block of lines at once, so that a directory's lines stay together. Lines
+    /// marked [`EARLY`] come first: rsync's generator prints "X is uptodate" as it goes, while
+    /// the names of what is transferred come from its receiver, after.
     pub fn print(&self, lines: &[u8]) {
         if lines.is_empty() {
             return;
         }
+        let ordered;
+        let lines = if lines.contains(&EARLY) {
+            let (mut early, mut late) = (Vec::new(), Vec::new());
+            for line in lines.split_inclusive(|&b| b == b'\n') {
+                match line.strip_prefix(&[EARLY]) {
+                    Some(rest) => early.extend_from_slice(rest),
+                    None => late.extend_from_slice(line),
+                }
+            }
+            early.extend_from_slice(&late);
+            ordered = early;
+            &ordered[..]
+        } else {
+            lines
+        };
         if let Ok(mut out) = self.stdout.lock() {
             let _ = out.write_all(lines);
             if self.format.is_some() {

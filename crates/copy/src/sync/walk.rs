@@ -437,7 +437,7 @@ fn list_dir<'r>(
         }
     }
     let entries = if plan.hard_links {
-        hard_link_order(transferred)
+        hard_link_order(&pair, transferred)
     } else {
         transferred
     };
@@ -661,28 +661,38 @@ fn entry<'r>(
     }
 }
 
-/// rsync's order for the names of one inode within a directory: the last name is made first
-/// (its data written), and the earlier ones are linked to it right after.
-fn hard_link_order(entries: Vec<SrcEntry>) -> Vec<SrcEntry> {
+/// rsync's order for the names of one inode within a directory: the first name that exists
+/// at the destination leads (made at its place, the later names linked to it at theirs); the
+/// names before it, or all but the last when none exists yet, wait and are linked right after
+/// the leader is made (the last name, on a first sync).
+fn hard_link_order(pair: &Pair<'_>, entries: Vec<SrcEntry>) -> Vec<SrcEntry> {
     let key = |e: &SrcEntry| {
         (e.stat.nlink > 1 && e.stat.kind() != Kind::Dir).then_some((e.stat.dev, e.stat.ino))
     };
-    let mut last = HashMap::new();
+    let exists = |e: &SrcEntry| matches!(dst_stat(pair, &e.dst_name), Ok(Some(_)));
+    // Each group's leader: its first name present at the destination, else its last name.
+    let mut leader: HashMap<(u64, u64), (usize, bool)> = HashMap::new();
     for (i, e) in entries.iter().enumerate() {
-        if let Some(k) = key(e) {
-            last.insert(k, i);
+        let Some(k) = key(e) else { continue };
+        match leader.get(&k) {
+            Some(&(_, true)) => {}
+            _ => {
+                leader.insert(k, (i, exists(e)));
+            }
         }
     }
     let mut waiting: HashMap<(u64, u64), Vec<SrcEntry>> = HashMap::new();
+    let mut led: HashSet<(u64, u64)> = HashSet::new();
     let mut out = Vec::with_capacity(entries.len());
     for (i, e) in entries.into_iter().enumerate() {
         match key(&e) {
-            Some(k) if last[&k] != i => waiting.entry(k).or_default().push(e),
-            Some(k) => {
+            Some(k) if leader[&k].0 == i => {
                 out.push(e);
                 out.extend(waiting.remove(&k).unwrap_or_default());
+                led.insert(k);
             }
-            None => out.push(e),
+            Some(k) if !led.contains(&k) => waiting.entry(k).or_default().push(e),
+            _ => out.push(e),
         }
     }
     out

@@ -12,6 +12,7 @@ use anyhow::{bail, Context, Result};
 use clap::{ArgAction, ArgMatches};
 
 use ringio_copy::filter::{FilterRules, ListKind};
+use ringio_copy::sync::alt::AltKind;
 use ringio_copy::sync::item::OutFormat;
 use ringio_copy::sync::{Backups, DeleteWhen, Output, QuickCheck, Source, Symlinks, SyncPlan};
 
@@ -271,6 +272,16 @@ pub struct Args {
     /// Make backups into this directory tree.
     #[arg(long, value_name = "DIR", help_heading = "History")]
     pub backup_dir: Option<PathBuf>,
+    /// Compare with the files in DIR too (up to 20): a file identical there is not made.
+    #[arg(long, value_name = "DIR", action = ArgAction::Append, help_heading = "History")]
+    pub compare_dest: Vec<PathBuf>,
+    /// ... and a file identical there is copied from there (locally).
+    #[arg(long, value_name = "DIR", action = ArgAction::Append, help_heading = "History")]
+    pub copy_dest: Vec<PathBuf>,
+    /// ... and a file identical there is hard-linked to it: snapshots that share unchanged
+    /// files (rsnapshot's way). Relative DIRs are relative to DEST.
+    #[arg(long, value_name = "DIR", action = ArgAction::Append, help_heading = "History")]
+    pub link_dest: Vec<PathBuf>,
     /// Backup suffix (default ~ without --backup-dir).
     #[arg(long, value_name = "SUFFIX", help_heading = "History")]
     pub suffix: Option<String>,
@@ -663,6 +674,22 @@ impl Args {
                 .extend(ringio_copy::sync::chmod::parse(text).map_err(|e| anyhow::anyhow!(e))?);
         }
         plan.super_user = self.super_;
+        let kinds = [
+            (&self.compare_dest, AltKind::Compare),
+            (&self.copy_dest, AltKind::Copy),
+            (&self.link_dest, AltKind::Link),
+        ];
+        let given: Vec<_> = kinds.iter().filter(|(dirs, _)| !dirs.is_empty()).collect();
+        if given.len() > 1 {
+            bail!("You may not mix --compare-dest, --copy-dest, and --link-dest.");
+        }
+        if let Some((dirs, kind)) = given.first() {
+            if dirs.len() > 20 {
+                bail!("ERROR: at most 20 basis directories may be specified");
+            }
+            plan.alt_dests = dirs.to_vec();
+            plan.alt_kind = *kind;
+        }
         plan.prune_empty_dirs = self.prune_empty_dirs;
         plan.relative = last_wins(m, &["relative"], &["no_relative"]);
         plan.no_implied_dirs = self.no_implied_dirs;

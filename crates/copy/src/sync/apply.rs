@@ -336,6 +336,84 @@ pub(super) fn same_content(_run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> boo
     }
 }
 
+/// Makes an entry DEST lacks from its match in a `--*-dest` tree (`m`): nothing made under
+/// `--compare-dest`, a hard link under `--link-dest` (a copy where the link is refused: another
+/// filesystem, too many links), a local copy under `--copy-dest`. Returns its line.
+pub(super) fn from_alt(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    m: &super::alt::Match,
+    lines: &mut Vec<u8>,
+) -> Result<Item, CopyError> {
+    use super::alt::AltKind;
+    let plan = run.plan;
+    let kind = e.stat.kind();
+    let mut item = Item::new(Action::Attributes, &e.stat, &e.rel);
+    item.matched = true;
+    item.times_kept = plan.times;
+    let want = wanted(run, &e.stat, None);
+    item.attrs = rules::attr_changes(&run.rules, &want, &m.stat, run.window_ns);
+    if kind == Kind::Symlink {
+        item.link = link_text(pair, e);
+    }
+    if plan.alt_kind == AltKind::Compare {
+        return Ok(item);
+    }
+    let path = || pair.dst_of(&e.dst_name);
+    if plan.alt_kind == AltKind::Link {
+        item.action = Action::HardLink;
+        let Some(dir) = &pair.dst else {
+            return Ok(item);
+        };
+        if plan.dry_run {
+            return Ok(item);
+        }
+        match rustix::fs::linkat(
+            m.dir.as_fd(),
+            &e.dst_name,
+            dir.as_fd(),
+            &e.dst_name,
+            AtFlags::empty(),
+        ) {
+            Ok(()) => {
+                run.stats.created.add(kind);
+                return Ok(item);
+            }
+            Err(rustix::io::Errno::XDEV | rustix::io::Errno::MLINK) => {}
+            Err(err) => return Err(CopyError::io(Op::Create, path(), err)),
+        }
+    }
+    // A local copy: the match's bytes, the source's attributes.
+    item.action = Action::LocalChange;
+    if kind == Kind::File {
+        let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+        let basis = sys::openat(m.dir.as_fd(), &e.dst_name, flags, 0)
+            .map_err(|err| CopyError::io(Op::Open, path(), err))?;
+        run.stats.created.add(kind);
+        if !plan.dry_run {
+            write_file(run, pair, e, (None, false), Some(basis.as_fd()), lines)?;
+        }
+        return Ok(item);
+    }
+    make(run, pair, e, None, rules::Decision::Create, lines)?;
+    Ok(item)
+}
+
+/// `-c` against an alternate tree: the source file and `dir`'s entry of its name hold the
+/// same bytes.
+pub(super) fn same_content_at(pair: &Pair<'_>, e: &SrcEntry, dir: BorrowedFd<'_>) -> bool {
+    let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+    let a = sys::openat(pair.src(e), &e.name, flags, 0);
+    let b = sys::openat(dir, &e.dst_name, flags, 0);
+    match (a, b) {
+        (Ok(a), Ok(b)) => {
+            crate::resume::same_content(a.as_fd(), b.as_fd(), e.stat.size).unwrap_or(false)
+        }
+        _ => false,
+    }
+}
+
 /// The flags a source file is opened with: O_NOFOLLOW unless the run follows symlinks.
 fn src_flags(run: &Run<'_>) -> i32 {
     let follow = run.plan.symlinks == Symlinks::Follow || run.plan.copy_unsafe_links;
@@ -391,6 +469,12 @@ pub(super) fn hard_link(
     }
     let mut item = Item::new(Action::HardLink, &e.stat, &e.rel);
     item.new = dst.is_none_or(|d| d.kind() != e.stat.kind());
+    // A name a `--*-dest` tree already holds is not new, linked or not.
+    if item.new && dst.is_none() && super::alt::find(run, pair, e).is_some() {
+        item.new = false;
+        // Under --link-dest the link is the tree's own: nothing to say unless all is said.
+        item.matched = run.plan.alt_kind == super::alt::AltKind::Link;
+    }
     item.link = Some(leader.name.clone());
     item.times_kept = run.plan.times;
     if let Some(d) = dst.filter(|_| !item.new) {
@@ -639,7 +723,7 @@ pub(super) fn make(
                 .map_err(|err| CopyError::io(Op::CreateDir, path(), err))?;
         }
         Kind::File => {
-            if !write_file(run, pair, e, dst, replaced, lines)? {
+            if !write_file(run, pair, e, (dst, replaced), None, lines)? {
                 return Ok(None);
             }
         }
@@ -685,12 +769,12 @@ pub(super) fn make(
 
 /// Writes a file's data: to a temporary renamed over the old file, or (`--inplace`) into the
 /// file itself. False when the source vanished (reported).
-fn write_file(
+pub(super) fn write_file(
     run: &Run<'_>,
     pair: &Pair<'_>,
     e: &SrcEntry,
-    dst: Option<&Stat>,
-    replaced: bool,
+    (dst, replaced): (Option<&Stat>, bool),
+    basis: Option<BorrowedFd<'_>>,
     lines: &mut Vec<u8>,
 ) -> Result<bool, CopyError> {
     let plan = run.plan;
@@ -709,6 +793,8 @@ fn write_file(
     };
     let existing = dst.filter(|d| d.kind() == Kind::File && !replaced);
     let want = wanted(run, &e.stat, existing);
+    // `--copy-dest`: the bytes come from an identical file there; the rest from the source.
+    let data = basis.unwrap_or(src.as_fd());
     // --inplace with -b goes the temporary's way: the backup keeps the old inode.
     if plan.inplace && plan.backup.is_none() && existing.is_some() {
         {
@@ -729,7 +815,14 @@ fn write_file(
         }
     }
     if plan.delay_updates {
-        return delay(run, pair, e, (dst, existing), (src.as_fd(), &want), lines);
+        return delay(
+            run,
+            pair,
+            e,
+            (dst, existing),
+            (src.as_fd(), data, &want),
+            lines,
+        );
     }
     let mut tmp = temp::name(&e.dst_name);
     let (mode, chmod) = creation(run, &e.stat, existing);
@@ -743,7 +836,7 @@ fn write_file(
     let fd = temp::create(tmp_dir, &mut tmp, mode)
         .map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
-        copy_data(plan.sparse, src.as_fd(), fd.as_fd(), e.stat.size, &path)?;
+        copy_data(plan.sparse, data, fd.as_fd(), e.stat.size, &path)?;
         file_attrs(run, src.as_fd(), fd.as_fd(), want, &e.stat, &path)?;
         make_room(run, pair, e, dst, lines)?;
         rustix::fs::renameat(tmp_dir, &tmp, dir, &e.dst_name)
@@ -774,7 +867,7 @@ fn delay(
     pair: &Pair<'_>,
     e: &SrcEntry,
     (dst, existing): (Option<&Stat>, Option<&Stat>),
-    (src, want): (BorrowedFd<'_>, &Stat),
+    (src, data, want): (BorrowedFd<'_>, BorrowedFd<'_>, &Stat),
     lines: &mut Vec<u8>,
 ) -> Result<bool, CopyError> {
     let (mode, chmod) = creation(run, &e.stat, existing);
@@ -798,7 +891,7 @@ fn delay(
     let fd = sys::openat(stage.as_fd(), &e.dst_name, flags, mode)
         .map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
-        copy_data(run.plan.sparse, src, fd.as_fd(), e.stat.size, &path)?;
+        copy_data(run.plan.sparse, data, fd.as_fd(), e.stat.size, &path)?;
         file_attrs(run, src, fd.as_fd(), want, &e.stat, &path)?;
         make_room(run, pair, e, dst, lines)
     })();

@@ -46,6 +46,9 @@ pub struct Item {
     pub link: Option<Vec<u8>>,
     /// The source's size.
     pub len: u64,
+    /// It matched an entry of a `--*-dest` tree (rsync's "matched"): listed only when all
+    /// are, unless an attribute differs.
+    pub matched: bool,
 }
 
 impl Item {
@@ -69,17 +72,24 @@ impl Item {
             name,
             link: None,
             len: src.size,
+            matched: false,
         }
     }
 
     /// True when `-i` prints it without being asked twice (`-ii`): something was done or
     /// differs.
     pub fn significant(&self) -> bool {
+        // A hard link to an earlier name (a symlink's `link` is its target instead).
+        let linked_to =
+            self.action == Action::HardLink && self.link.is_some() && self.kind != Kind::Symlink;
+        if self.matched {
+            return self.changed || self.size || !self.attrs.none();
+        }
         self.new || self.changed || self.size || !self.attrs.none() || {
             match self.action {
                 Action::Attributes => false,
                 // A name that already is the link: nothing done.
-                Action::HardLink => self.link.is_some(),
+                Action::HardLink => linked_to,
                 Action::Transfer | Action::LocalChange | Action::Deleted => true,
             }
         }
@@ -207,6 +217,9 @@ impl OutFormat {
                         'f' => item.name.clone(),
                         'i' => item.itemized().into_bytes(),
                         'L' => match (&item.link, item.action) {
+                            (Some(t), _) if item.kind == Kind::Symlink => {
+                                [b" -> ".as_slice(), t].concat()
+                            }
                             (Some(t), Action::HardLink) => [b" => ".as_slice(), t].concat(),
                             (Some(t), _) => [b" -> ".as_slice(), t].concat(),
                             (None, _) => Vec::new(),

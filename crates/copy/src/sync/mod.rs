@@ -13,6 +13,7 @@
 //! [`SyncPlan`] holds everything the caller decides; [`sync`] runs it and returns the
 //! [`Outcome`] (rsync's exit code and the `--stats` figures).
 
+pub mod alt;
 mod apply;
 pub mod chmod;
 pub mod item;
@@ -163,6 +164,10 @@ pub struct SyncPlan {
     pub super_user: bool,
     /// `--delay-updates`: changed files wait in `.~tmp~` until the end of the transfer.
     pub delay_updates: bool,
+    /// `--compare-dest`, `--copy-dest`, `--link-dest`: the trees, in order (relative: to DEST).
+    pub alt_dests: Vec<PathBuf>,
+    /// What they are for (one kind per run, as rsync).
+    pub alt_kind: alt::AltKind,
     /// `-T`: temporaries are written in this directory (relative: to DEST), where it is on
     /// the destination's filesystem (elsewhere a rename cannot bring them over: they are
     /// written beside their files, as without it).
@@ -223,6 +228,8 @@ impl SyncPlan {
             super_user: false,
             delay_updates: false,
             temp_dir: None,
+            alt_dests: Vec::new(),
+            alt_kind: alt::AltKind::Link,
             dry_run: false,
             threads: 1,
         }

@@ -72,25 +72,24 @@ impl Output {
             format.itemizes || self.verbose > 0
         } else if format.itemizes {
             self.all || item.significant()
-        } else {
-            self.all
-                || match item.action {
-                    Action::Transfer | Action::LocalChange => true,
-                    Action::HardLink => item.significant(),
-                    Action::Attributes => item.kind == Kind::Dir && item.significant(),
-                    Action::Deleted => false,
-                }
-        };
-        if !shown {
-            return;
-        }
-        // -vv without -i: an entry left as it is is "uptodate" (a directory says nothing).
-        if !format.itemizes && item.action != Action::Deleted && !item.significant() {
-            if item.kind != Kind::Dir {
+        } else if !item.significant() {
+            // -vv without -i: an entry left as it is is "uptodate" (a directory only when it
+            // matched a `--*-dest` tree).
+            if self.all && (item.kind != Kind::Dir || item.matched) {
                 buf.push(EARLY);
                 buf.extend_from_slice(&item.name);
                 buf.extend_from_slice(b" is uptodate\n");
             }
+            return;
+        } else {
+            // -v: what was made or written; of attribute changes, a directory's.
+            match item.action {
+                Action::Transfer | Action::LocalChange | Action::HardLink => true,
+                Action::Attributes => item.kind == Kind::Dir,
+                Action::Deleted => false,
+            }
+        };
+        if !shown {
             return;
         }
         if item.action == Action::Deleted && !format.itemizes {

@@ -66,6 +66,8 @@ pub(super) struct Run<'p> {
     /// DEST's (dev, ino), once it exists: a source walk that meets it leaves it out (DEST
     /// inside a source is not copied into itself).
     pub dest_id: std::sync::OnceLock<(u64, u64)>,
+    /// The `--*-dest` trees' roots, open.
+    pub alt_roots: Vec<OwnedFd>,
 }
 
 /// A file written into its directory's `.~tmp~`, to be renamed into place at the end.

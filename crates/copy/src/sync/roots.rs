@@ -354,6 +354,15 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
             None => {
                 item.action = Action::LocalChange;
                 item.new = true;
+                // Made now, but a --*-dest tree has it: listed as matching.
+                if let Some(alt) = run.alt_roots.first() {
+                    if let Ok(a) = sys::fstatx(alt.as_fd()) {
+                        let want = super::apply::wanted(run, &src_stat, None);
+                        item.new = false;
+                        item.matched = true;
+                        item.attrs = rules::attr_changes(&run.rules, &want, &a, run.window_ns);
+                    }
+                }
             }
         }
         root_item = Some(item);

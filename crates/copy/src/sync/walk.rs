@@ -126,7 +126,7 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         QuickCheck::SizeAndTime { window_ns } => window_ns,
         _ => 0,
     };
-    let run = Run {
+    let mut run = Run {
         plan,
         out,
         rules,
@@ -152,8 +152,10 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
             Some((fd, dev))
         }),
         dest_id: std::sync::OnceLock::new(),
+        alt_roots: Vec::new(),
     };
     let roots = roots::resolve(&run);
+    run.alt_roots = super::alt::open_roots(&run);
     let dest = std::ffi::CString::new(plan.dest.as_os_str().as_encoded_bytes()).unwrap_or_default();
     if let Ok(d) = sys::statx_at(rustix::fs::CWD, &dest, true) {
         let _ = run.dest_id.set((d.dev, d.ino));
@@ -630,9 +632,32 @@ fn entry<'r>(
             }
         }
         Decision::Create | Decision::Rewrite | Decision::Replace => {
+            // --*-dest: what DEST lacks may be in another tree already.
+            let alt = (decision == Decision::Create)
+                .then(|| super::alt::find(run, pair, e))
+                .flatten();
+            if let Some(m) = alt.as_ref().filter(|_| kind != Kind::Dir) {
+                match apply::from_alt(run, pair, e, m, lines) {
+                    Ok(item) => {
+                        report(run, &item, &e.stat, lines);
+                        if plan.remove_source_files {
+                            apply::remove_source(run, pair, e);
+                        }
+                    }
+                    Err(err) => run.fail(err),
+                }
+                return;
+            }
             let result = apply::make(run, pair, e, dst.as_ref(), decision, lines);
             match result {
-                Ok(Some(item)) => {
+                Ok(Some(mut item)) => {
+                    if let Some(m) = &alt {
+                        // A directory is made all the same, listed as matching.
+                        let want = apply::wanted(run, &e.stat, None);
+                        item.new = false;
+                        item.matched = true;
+                        item.attrs = rules::attr_changes(&run.rules, &want, &m.stat, run.window_ns);
+                    }
                     if kind == Kind::Dir {
                         if plan.recursive || pair.implied() {
                             subdirs.push(Task {
@@ -669,7 +694,11 @@ fn hard_link_order(pair: &Pair<'_>, entries: Vec<SrcEntry>) -> Vec<SrcEntry> {
     let key = |e: &SrcEntry| {
         (e.stat.nlink > 1 && e.stat.kind() != Kind::Dir).then_some((e.stat.dev, e.stat.ino))
     };
-    let exists = |e: &SrcEntry| matches!(dst_stat(pair, &e.dst_name), Ok(Some(_)));
+    // Present at the destination, or (for a destination that lacks it) in a --*-dest tree.
+    let exists = |e: &SrcEntry| {
+        matches!(dst_stat(pair, &e.dst_name), Ok(Some(_)))
+            || super::alt::find(pair.run, pair, e).is_some()
+    };
     // Each group's leader: its first name present at the destination, else its last name.
     let mut leader: HashMap<(u64, u64), (usize, bool)> = HashMap::new();
     for (i, e) in entries.iter().enumerate() {

@@ -1,0 +1,141 @@
+//! `--compare-dest`, `--copy-dest`, `--link-dest`: other trees (up to 20, relative ones below
+//! DEST) consulted for an entry DEST lacks. An entry there that is already what the transfer
+//! would make is left out (`--compare-dest`), copied locally (`--copy-dest`), or hard-linked
+//! (`--link-dest`: rsnapshot-style snapshots, where unchanged files share one inode).
+
+use std::os::fd::{AsFd, OwnedFd};
+
+use super::apply;
+use super::pair::{Pair, Run, SrcEntry};
+use crate::policy::sync::{self as rules, QuickCheck};
+use crate::sys::{self, Kind, Stat};
+
+/// What an alternate tree is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AltKind {
+    /// `--compare-dest`: a match is not made in DEST at all.
+    Compare,
+    /// `--copy-dest`: a match is copied locally.
+    Copy,
+    /// `--link-dest`: a match is hard-linked.
+    Link,
+}
+
+/// An entry of an alternate tree that matches the source's.
+pub(super) struct Match {
+    /// Its directory there.
+    pub dir: OwnedFd,
+    /// Its stat there.
+    pub stat: Stat,
+}
+
+/// Opens the alternate trees' roots (relative to DEST), in order; a missing one is noted.
+pub(super) fn open_roots(run: &Run<'_>) -> Vec<OwnedFd> {
+    let plan = run.plan;
+    let mut roots = Vec::new();
+    for dir in &plan.alt_dests {
+        let path = if dir.is_relative() {
+            lexical(&plan.dest.join(dir))
+        } else {
+            dir.clone()
+        };
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap_or_default();
+        match sys::open_dir(rustix::fs::CWD, &c, true) {
+            Ok(fd) => roots.push(fd),
+            Err(_) if !plan.dry_run || plan.dest.exists() => {
+                run.out.error(&format!(
+                    "--{}-dest arg does not exist: {}",
+                    match plan.alt_kind {
+                        AltKind::Compare => "compare",
+                        AltKind::Copy => "copy",
+                        AltKind::Link => "link",
+                    },
+                    dir.display()
+                ));
+            }
+            Err(_) => {}
+        }
+    }
+    roots
+}
+
+/// `a/b/../c` as `a/c`, without asking the filesystem: DEST may not exist yet (a dry run),
+/// and a relative tree is named from DEST (`--link-dest=../prev`).
+fn lexical(path: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The first alternate tree whose entry at `e`'s place is exactly what the transfer would make
+/// of it: a file of the same size and mtime (content under -c) with the same attributes, a
+/// directory, a symlink to the same target.
+pub(super) fn find(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> Option<Match> {
+    if run.alt_roots.is_empty() {
+        return None;
+    }
+    for root in &run.alt_roots {
+        let dir = if pair.dst_rel.is_empty() {
+            root.try_clone().ok()
+        } else {
+            use rustix::fs::{Mode, OFlags, ResolveFlags};
+            let how = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH;
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            let rel = std::ffi::OsStr::new(os_str(&pair.dst_rel));
+            rustix::fs::openat2(root.as_fd(), rel, flags, Mode::empty(), how).ok()
+        };
+        let Some(dir) = dir else { continue };
+        let Ok(stat) = sys::statx_at(dir.as_fd(), &e.dst_name, false) else {
+            continue;
+        };
+        if stat.kind() != e.stat.kind() || !same(run, pair, e, &dir, &stat) {
+            continue;
+        }
+        return Some(Match { dir, stat });
+    }
+    None
+}
+
+/// Bytes as an `OsStr`'s (Unix paths are bytes).
+fn os_str(bytes: &[u8]) -> &std::ffi::OsStr {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::OsStr::from_bytes(bytes)
+}
+
+/// The alternate entry `alt` (in `dir`) is what the transfer would make of `e`.
+fn same(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry, dir: &OwnedFd, alt: &Stat) -> bool {
+    match e.stat.kind() {
+        Kind::Dir => true,
+        Kind::Symlink => {
+            let a = sys::readlinkat(pair.src(e), &e.name, e.stat.size);
+            let b = sys::readlinkat(dir.as_fd(), &e.dst_name, alt.size);
+            matches!((a, b), (Ok(a), Ok(b)) if a == b)
+        }
+        Kind::Special => e.stat.rdev == alt.rdev && e.stat.mode == alt.mode,
+        Kind::File => {
+            let quick = match run.plan.quick {
+                QuickCheck::Checksum => {
+                    e.stat.size == alt.size && apply::same_content_at(pair, e, dir.as_fd())
+                }
+                QuickCheck::SizeOnly => e.stat.size == alt.size,
+                QuickCheck::Never => false,
+                QuickCheck::SizeAndTime { window_ns } => {
+                    e.stat.size == alt.size && rules::same_time(e.stat.mtime, alt.mtime, window_ns)
+                }
+            };
+            let want = apply::wanted(run, &e.stat, None);
+            quick && rules::attr_changes(&run.rules, &want, alt, run.window_ns).none()
+        }
+    }
+}

@@ -3,9 +3,8 @@
 //! would make is left out (`--compare-dest`), copied locally (`--copy-dest`), or hard-linked
 //! (`--link-dest`: rsnapshot-style snapshots, where unchanged files share one inode).
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use super::apply;
 use super::pair::{Pair, Run, SrcEntry};
 use crate::policy::sync::{self as rules, QuickCheck};
 use crate::sys::{self, Kind, Stat};
@@ -126,7 +125,7 @@ fn same(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry, dir: &OwnedFd, alt: &Stat)
         Kind::File => {
             let quick = match run.plan.quick {
                 QuickCheck::Checksum => {
-                    e.stat.size == alt.size && apply::same_content_at(pair, e, dir.as_fd())
+                    e.stat.size == alt.size && same_content_at(pair, e, dir.as_fd())
                 }
                 QuickCheck::SizeOnly => e.stat.size == alt.size,
                 QuickCheck::Never => false,
@@ -134,8 +133,22 @@ fn same(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry, dir: &OwnedFd, alt: &Stat)
                     e.stat.size == alt.size && rules::same_time(e.stat.mtime, alt.mtime, window_ns)
                 }
             };
-            let want = apply::wanted(run, &e.stat, None);
+            let want = super::wanted::wanted(run, &e.stat, None);
             quick && rules::attr_changes(&run.rules, &want, alt, run.window_ns).none()
         }
+    }
+}
+
+/// `-c` against an alternate tree: the source file and `dir`'s entry of its name hold the
+/// same bytes.
+fn same_content_at(pair: &Pair<'_>, e: &SrcEntry, dir: BorrowedFd<'_>) -> bool {
+    let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+    let a = sys::openat(pair.src(e), &e.name, flags, 0);
+    let b = sys::openat(dir, &e.dst_name, flags, 0);
+    match (a, b) {
+        (Ok(a), Ok(b)) => {
+            crate::resume::same_content(a.as_fd(), b.as_fd(), e.stat.size).unwrap_or(false)
+        }
+        _ => false,
     }
 }

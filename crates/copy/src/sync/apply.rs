@@ -16,6 +16,7 @@ use rustix::fs::{AtFlags, SeekFrom};
 
 use super::item::{Action, Item};
 use super::pair::{join, report, Delayed, Layer, Leader, Pair, Run, SrcEntry, STAGE};
+use super::wanted::wanted;
 use super::Symlinks;
 use crate::error::{CopyError, Op};
 use crate::filter::Side;
@@ -35,52 +36,6 @@ impl Pair<'_> {
     fn dst_of(&self, name: &CStr) -> PathBuf {
         self.dst_path.join(os(name))
     }
-}
-
-/// The attributes the run gives an entry whose source is `src`, where `existing` is there
-/// now (of the same kind) or nothing is.
-pub(super) fn wanted(run: &Run<'_>, src: &Stat, existing: Option<&Stat>) -> Stat {
-    let plan = run.plan;
-    let existing = existing.filter(|d| d.kind() == src.kind());
-    let mut want = *src;
-    let kind_bits = src.mode & libc::S_IFMT;
-    let perm = if plan.perms {
-        src.perm()
-    } else if let Some(d) = existing {
-        let mut perm = d.perm();
-        if plan.executability && src.kind() == Kind::File {
-            let src_x = src.mode & 0o111 != 0;
-            let dst_x = perm & 0o111 != 0;
-            if src_x && !dst_x {
-                perm |= (perm & 0o444) >> 2;
-            } else if !src_x && dst_x {
-                perm &= !0o111;
-            }
-        }
-        perm
-    } else {
-        src.perm() & 0o777 & !run.umask
-    };
-    want.mode = kind_bits | perm;
-    want.uid = match (plan.chown.0, run.rules.owner, existing) {
-        (Some(uid), _, _) => uid,
-        (None, true, _) => src.uid,
-        (None, false, Some(d)) => d.uid,
-        (None, false, None) => rustix::process::geteuid().as_raw(),
-    };
-    want.gid = match (plan.chown.1, plan.group, existing) {
-        (Some(gid), _, _) => gid,
-        (None, true, _) => src.gid,
-        (None, false, Some(d)) => d.gid,
-        (None, false, None) => rustix::process::getegid().as_raw(),
-    };
-    let keep_time = plan.times && !(src.kind() == Kind::Dir && plan.omit_dir_times);
-    if !keep_time {
-        if let Some(d) = existing {
-            want.mtime = d.mtime;
-        }
-    }
-    want
 }
 
 /// chown as the options ask: the owner only as root, a group the user cannot give is left.
@@ -398,20 +353,6 @@ pub(super) fn from_alt(
     }
     make(run, pair, e, None, rules::Decision::Create, lines)?;
     Ok(item)
-}
-
-/// `-c` against an alternate tree: the source file and `dir`'s entry of its name hold the
-/// same bytes.
-pub(super) fn same_content_at(pair: &Pair<'_>, e: &SrcEntry, dir: BorrowedFd<'_>) -> bool {
-    let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
-    let a = sys::openat(pair.src(e), &e.name, flags, 0);
-    let b = sys::openat(dir, &e.dst_name, flags, 0);
-    match (a, b) {
-        (Ok(a), Ok(b)) => {
-            crate::resume::same_content(a.as_fd(), b.as_fd(), e.stat.size).unwrap_or(false)
-        }
-        _ => false,
-    }
 }
 
 /// The flags a source file is opened with: O_NOFOLLOW unless the run follows symlinks.

@@ -22,6 +22,7 @@ mod pair;
 mod roots;
 mod stats;
 mod walk;
+mod wanted;
 mod xattrs;
 
 use std::path::PathBuf;

@@ -348,7 +348,7 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
         // DEST as it was before this run made it: made now when it is empty and fresh.
         match dst_before.filter(|_| !first.fresh_dest) {
             Some(d) => {
-                let want = super::apply::wanted(run, &src_stat, Some(&d));
+                let want = super::wanted::wanted(run, &src_stat, Some(&d));
                 item.attrs = rules::attr_changes(&run.rules, &want, &d, run.window_ns);
             }
             None => {
@@ -357,7 +357,7 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
                 // Made now, but a --*-dest tree has it: listed as matching.
                 if let Some(alt) = run.alt_roots.first() {
                     if let Ok(a) = sys::fstatx(alt.as_fd()) {
-                        let want = super::apply::wanted(run, &src_stat, None);
+                        let want = super::wanted::wanted(run, &src_stat, None);
                         item.new = false;
                         item.matched = true;
                         item.attrs = rules::attr_changes(&run.rules, &want, &a, run.window_ns);

@@ -579,7 +579,7 @@ fn entry<'r>(
         Decision::Skip(why) => skipped(run, e, why, lines),
         Decision::CompareContent => unreachable!("decided once the content was compared"),
         Decision::Keep => {
-            let want = apply::wanted(run, &e.stat, attr_target.as_ref());
+            let want = super::wanted::wanted(run, &e.stat, attr_target.as_ref());
             let mut changes = attr_target
                 .map(|d| rules::attr_changes(&run.rules, &want, &d, run.window_ns))
                 .unwrap_or_default();
@@ -653,7 +653,7 @@ fn entry<'r>(
                 Ok(Some(mut item)) => {
                     if let Some(m) = &alt {
                         // A directory is made all the same, listed as matching.
-                        let want = apply::wanted(run, &e.stat, None);
+                        let want = super::wanted::wanted(run, &e.stat, None);
                         item.new = false;
                         item.matched = true;
                         item.attrs = rules::attr_changes(&run.rules, &want, &m.stat, run.window_ns);

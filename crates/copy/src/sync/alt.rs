@@ -26,6 +26,9 @@ pub(super) struct Match {
     pub dir: OwnedFd,
     /// Its stat there.
     pub stat: Stat,
+    /// It is exactly what the transfer would make (else only an entry of the same kind there:
+    /// what the transfer's lines compare with).
+    pub exact: bool,
 }
 
 /// Opens the alternate trees' roots (relative to DEST), in order; a missing one is noted.
@@ -78,12 +81,14 @@ fn lexical(path: &std::path::Path) -> std::path::PathBuf {
 }
 
 /// The first alternate tree whose entry at `e`'s place is exactly what the transfer would make
-/// of it: a file of the same size and mtime (content under -c) with the same attributes, a
-/// directory, a symlink to the same target.
+/// of it (a file of the same size and mtime, or content under -c, with the same attributes; a
+/// directory; a symlink to the same target), else the first that has an entry of its kind
+/// there.
 pub(super) fn find(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> Option<Match> {
     if run.alt_roots.is_empty() {
         return None;
     }
+    let mut basis = None;
     for root in &run.alt_roots {
         let dir = if pair.dst_rel.is_empty() {
             root.try_clone().ok()
@@ -98,12 +103,23 @@ pub(super) fn find(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> Option<Match
         let Ok(stat) = sys::statx_at(dir.as_fd(), &e.dst_name, false) else {
             continue;
         };
-        if stat.kind() != e.stat.kind() || !same(run, pair, e, &dir, &stat) {
+        if stat.kind() != e.stat.kind() {
             continue;
         }
-        return Some(Match { dir, stat });
+        if same(run, pair, e, &dir, &stat) {
+            return Some(Match {
+                dir,
+                stat,
+                exact: true,
+            });
+        }
+        basis.get_or_insert(Match {
+            dir,
+            stat,
+            exact: false,
+        });
     }
-    None
+    basis
 }
 
 /// Bytes as an `OsStr`'s (Unix paths are bytes).

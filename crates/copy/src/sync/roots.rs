@@ -30,7 +30,7 @@ pub(super) struct Root {
     fresh_dest: bool,
     /// `-R`: the operand's path components below its first (`only`'s one name).
     implied: Option<Arc<[CString]>>,
-    /// `-R ./PATH` or `-R BASE/./PATH`: the directory at the dot is in the transfer as `./`
+    /// `-R ./PATH`: the current directory is in the transfer as `./`
     /// (its attributes, not its other contents); its stat.
     dot: Option<Stat>,
 }
@@ -211,7 +211,8 @@ fn relative_root(path: &Path, dest: &Path, stat: Stat, fresh_dest: bool) -> Opti
         .map(cstring)
         .collect();
     let (first, rest) = parts.split_first()?;
-    let marked = bytes.starts_with(b"./") || bytes.windows(3).any(|w| w == b"/./");
+    // rsync lists the dot directory itself only when the path starts with it.
+    let marked = bytes.starts_with(b"./");
     let dot = marked
         .then(|| sys::statx_at(rustix::fs::CWD, &cstring(base), true).ok())
         .flatten();

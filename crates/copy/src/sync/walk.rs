@@ -636,7 +636,7 @@ fn entry<'r>(
             let alt = (decision == Decision::Create)
                 .then(|| super::alt::find(run, pair, e))
                 .flatten();
-            if let Some(m) = alt.as_ref().filter(|_| kind != Kind::Dir) {
+            if let Some(m) = alt.as_ref().filter(|m| m.exact && kind != Kind::Dir) {
                 match apply::from_alt(run, pair, e, m, lines) {
                     Ok(item) => {
                         report(run, &item, &e.stat, lines);
@@ -652,11 +652,16 @@ fn entry<'r>(
             match result {
                 Ok(Some(mut item)) => {
                     if let Some(m) = &alt {
-                        // A directory is made all the same, listed as matching.
+                        // A directory is made all the same, listed as matching; a file that
+                        // differs from the tree's is listed as changed from it.
                         let want = super::wanted::wanted(run, &e.stat, None);
                         item.new = false;
-                        item.matched = true;
+                        item.matched = m.exact;
                         item.attrs = rules::attr_changes(&run.rules, &want, &m.stat, run.window_ns);
+                        if kind == Kind::File {
+                            item.size = m.stat.size != e.stat.size;
+                            item.attrs.time |= !plan.times;
+                        }
                     }
                     if kind == Kind::Dir {
                         if plan.recursive || pair.implied() {

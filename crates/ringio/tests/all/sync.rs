@@ -703,3 +703,84 @@ fn archive_metadata_with_acls_and_xattrs_as_cp_a_gives_it() {
     let again = sync(dir.path(), &["-aHAXi", "src/", "dst/"]);
     assert!(again.stdout.is_empty(), "{}", describe(&again));
 }
+
+#[test]
+fn link_dest_snapshots_share_unchanged_files_as_rsync() {
+    let twin = Twin::new(|side| {
+        small_tree(side);
+        let out = Command::new("cp")
+            .args(["-a", "src", "snap1"])
+            .current_dir(side)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    });
+    twin.change(|side| {
+        write_file(
+            side.join("src/sub/b.txt"),
+            "changed since the first snapshot\n",
+        );
+        settle(&side.join("src"));
+    });
+    for dest in [
+        "--link-dest=../snap1",
+        "--copy-dest=../snap1",
+        "--compare-dest=../snap1",
+    ] {
+        let snap = format!("snap-{}", &dest[2..6]);
+        let out = twin.both(&["-aiH", dest, "src/", &format!("{snap}/")], &snap);
+        assert!(out.status.success(), "{}", describe(&out));
+    }
+    let ino = |p: &str| fs::symlink_metadata(twin.ri.join(p)).unwrap().ino();
+    // Unchanged files are the first snapshot's inodes; the changed one is new.
+    assert_eq!(ino("snap1/a.b"), ino("snap-link/a.b"));
+    assert_eq!(ino("snap1/sub/deep/c"), ino("snap-link/sub/deep/c"));
+    assert_ne!(ino("snap1/sub/b.txt"), ino("snap-link/sub/b.txt"));
+    assert_ne!(ino("snap1/a.b"), ino("snap-copy/a.b"));
+    assert!(!twin.ri.join("snap-comp/a.b").exists());
+    assert!(twin.ri.join("snap-comp/sub/b.txt").exists());
+}
+
+#[test]
+fn several_sources_and_relative_paths_merge_as_rsync() {
+    let twin = Twin::new(|side| {
+        for (path, text) in [
+            ("from1/one", "1"),
+            ("from1/dir-or-file/inside", "in"),
+            ("from2/one", "other one"),
+            ("from2/sub/uno", "uno"),
+            ("from3/sub/dos", "dos"),
+            ("from3/dir-or-file", "a file"),
+            ("deep/a/b/c/leaf", "leaf"),
+            ("deep/a/x", "x"),
+        ] {
+            let p = side.join(path);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            write_file(&p, text);
+        }
+        settle(side);
+    });
+    let out = twin.both(&["-ai", "from1/", "from2/", "from3/", "to/"], "to");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(fs::read_to_string(twin.ri.join("to/one")).unwrap(), "1");
+    assert!(twin.ri.join("to/sub/dos").exists() && twin.ri.join("to/sub/uno").exists());
+    // DEST itself is not in a -R transfer: its mtime is each tool's own moment.
+    let out = twin.both_with(
+        &["-aiR", "deep/./a/b/c", "deep/a/x", "rel/"],
+        "rel",
+        UNTIMED,
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(twin.ri.join("rel/a/b/c/leaf").exists());
+    assert!(twin.ri.join("rel/deep/a/x").exists());
+    // Deleting in a directory spares what another operand brings into it.
+    let args = [
+        "-aiR",
+        "--delete",
+        "deep/./a/b",
+        "deep/./a/b/c/leaf",
+        "rel/",
+    ];
+    let out = twin.both_with(&args, "rel", UNTIMED);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("deleting a/b/c/leaf"));
+}

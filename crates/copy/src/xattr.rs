@@ -273,6 +273,16 @@ pub(crate) fn set_all(dst: Target<'_>, attrs: &[(CString, Vec<u8>)]) -> io::Resu
 
 /// Every extended attribute of an entry that this process can read, as (name, value) sorted by
 /// name. A filesystem without extended attributes has none.
+/// One attribute's value (`None`: the entry has none of that name, or takes no xattrs).
+pub(crate) fn get_one(target: Target<'_>, name: &CStr) -> io::Result<Option<Vec<u8>>> {
+    let mut value = Vec::new();
+    match get(&target.resolve(), name, &mut value) {
+        Ok(()) => Ok(Some(value)),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENODATA | libc::EOPNOTSUPP)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Sets one attribute.
 pub(crate) fn set_one(target: Target<'_>, name: &CStr, value: &[u8]) -> io::Result<()> {
     target.resolve().set(name, value).map_err(io::Error::from)

@@ -162,6 +162,10 @@ pub struct Args {
     /// Act as the super-user for owners, groups and devices (tried even when not root).
     #[arg(long = "super", action = ArgAction::SetTrue, help_heading = "What to keep")]
     pub super_: bool,
+    /// Keep owners, groups, devices and special modes in the xattr user.rsync.%stat (as rsync
+    /// does), for a backup made without root; read them back from there on the source.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub fake_super: bool,
 
     // What to skip.
     /// Skip by content, not by mtime and size (both sides are read, up to the first difference).
@@ -674,6 +678,7 @@ impl Args {
                 .extend(ringio_copy::sync::chmod::parse(text).map_err(|e| anyhow::anyhow!(e))?);
         }
         plan.super_user = self.super_;
+        plan.fake_super = self.fake_super;
         let kinds = [
             (&self.compare_dest, AltKind::Compare),
             (&self.copy_dest, AltKind::Copy),

@@ -100,9 +100,13 @@ pub(super) fn find(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> Option<Match
             rustix::fs::openat2(root.as_fd(), rel, flags, Mode::empty(), how).ok()
         };
         let Some(dir) = dir else { continue };
-        let Ok(stat) = sys::statx_at(dir.as_fd(), &e.dst_name, false) else {
+        let Ok(mut stat) = sys::statx_at(dir.as_fd(), &e.dst_name, false) else {
             continue;
         };
+        if run.plan.fake_super {
+            let target = crate::xattr::Target::at(dir.as_fd(), &e.dst_name, false);
+            super::fake::read(target, &mut stat);
+        }
         if stat.kind() != e.stat.kind() {
             continue;
         }
@@ -150,9 +154,21 @@ fn same(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry, dir: &OwnedFd, alt: &Stat)
                 }
             };
             let want = super::wanted::wanted(run, &e.stat, None);
-            quick && rules::attr_changes(&run.rules, &want, alt, run.window_ns).none()
+            quick
+                && rules::attr_changes(&run.rules, &want, alt, run.window_ns).none()
+                && same_xattrs(run, pair, e, dir)
         }
     }
+}
+
+/// Under -X or -A: the alternate file's extended attributes and ACLs are the source's.
+fn same_xattrs(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry, dir: &OwnedFd) -> bool {
+    if !(run.plan.xattrs || run.plan.acls) {
+        return true;
+    }
+    let src = crate::xattr::Target::at(pair.src(e), &e.name, false);
+    let alt = crate::xattr::Target::at(dir.as_fd(), &e.dst_name, false);
+    matches!(super::xattrs::differ(run, src, alt), Ok((false, false)))
 }
 
 /// `-c` against an alternate tree: the source file and `dir`'s entry of its name hold the

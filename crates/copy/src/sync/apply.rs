@@ -40,6 +40,10 @@ impl Pair<'_> {
 
 /// chown as the options ask: the owner only as root, a group the user cannot give is left.
 fn chown(run: &Run<'_>, want: &Stat, call: impl Fn(u32, u32) -> io::Result<()>) -> io::Result<()> {
+    if run.plan.fake_super {
+        // Kept in user.rsync.%stat instead.
+        return Ok(());
+    }
     let uid = if run.rules.owner { want.uid } else { u32::MAX };
     let gid = if run.rules.group { want.gid } else { u32::MAX };
     if uid == u32::MAX && gid == u32::MAX {
@@ -63,14 +67,28 @@ pub(super) fn fix_attrs(
     let name = e.dst_name.as_c_str();
     let path = || pair.dst_of(name);
     let existing = sys::statx_at(dir, name, false).ok();
-    let want = wanted(run, &e.stat, existing.as_ref());
+    let mut seen = existing;
+    if let Some(d) = seen.as_mut().filter(|_| run.plan.fake_super) {
+        super::fake::read(Target::at(dir, name, false), d);
+    }
+    let want = wanted(run, &e.stat, seen.as_ref());
     if changes.owner || changes.group {
         chown(run, &want, |u, g| sys::lchownat(dir, name, u, g))
             .map_err(|err| CopyError::io(Op::SetOwner, path(), err))?;
     }
     if changes.perms && e.stat.kind() != Kind::Symlink {
-        sys::fchmodat(dir, name, want.perm())
-            .map_err(|err| CopyError::io(Op::SetMode, path(), err))?;
+        let perm = if run.plan.fake_super {
+            super::fake::real_perm(&want)
+        } else {
+            want.perm()
+        };
+        sys::fchmodat(dir, name, perm).map_err(|err| CopyError::io(Op::SetMode, path(), err))?;
+    }
+    if run.plan.fake_super && (changes.owner || changes.group || changes.perms) {
+        if let Ok(real) = sys::statx_at(dir, name, false) {
+            super::fake::write(Target::at(dir, name, false), &want, &real)
+                .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
+        }
     }
     if changes.acl || changes.xattr {
         let src = Target::at(pair.src(e), &e.name, true);
@@ -111,10 +129,24 @@ fn file_attrs(
     chown(run, want, |u, g| sys::fchown(fd, u, g))
         .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
     if want.mode & libc::S_IFMT != 0 {
-        sys::fchmod(fd, want.perm()).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+        let perm = if plan.fake_super {
+            super::fake::real_perm(want)
+        } else {
+            want.perm()
+        };
+        sys::fchmod(fd, perm).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
     }
     if plan.xattrs || plan.acls {
         super::xattrs::bring(run, Target::Fd(src), Target::Fd(fd))
+            .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
+    }
+    if plan.fake_super {
+        let mut full = *src_stat;
+        full.mode = (src_stat.mode & libc::S_IFMT) | want.perm();
+        full.uid = want.uid;
+        full.gid = want.gid;
+        let real = sys::fstatx(fd).map_err(|e| CopyError::io(Op::Stat, path(), e))?;
+        super::fake::write(Target::Fd(fd), &full, &real)
             .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
     }
     if plan.times {
@@ -152,8 +184,18 @@ pub(super) fn dir_attrs(
     } else {
         None
     };
+    let perm = if plan.fake_super {
+        perm.map(|_| super::fake::real_perm(&want))
+    } else {
+        perm
+    };
     if let Some(perm) = perm.filter(|&p| p != now.perm()) {
         sys::fchmod(dst, perm).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
+    }
+    if plan.fake_super {
+        let real = sys::fstatx(dst).map_err(|e| CopyError::io(Op::Stat, path(), e))?;
+        super::fake::write(Target::Fd(dst), &want, &real)
+            .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
     }
     if plan.xattrs || plan.acls {
         super::xattrs::bring(run, Target::Fd(pair.head().fd.as_fd()), Target::Fd(dst))
@@ -677,6 +719,16 @@ pub(super) fn make(
                     CString::new(target).map_err(|_| CopyError::Refused("bad link".into()))?;
                 sys::symlinkat(&target, dir, &tmp)
                     .map_err(|err| CopyError::io(Op::CreateSymlink, path(), err))?;
+            } else if plan.fake_super {
+                // A device or FIFO is an empty file; what it is, user.rsync.%stat says.
+                let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+                let fd = sys::openat(dir, &tmp, flags | libc::O_CLOEXEC, 0o600)
+                    .map_err(|err| CopyError::io(Op::CreateSpecial, path(), err))?;
+                let want = wanted(run, &e.stat, None);
+                let real =
+                    sys::fstatx(fd.as_fd()).map_err(|err| CopyError::io(Op::Stat, path(), err))?;
+                super::fake::write(Target::Fd(fd.as_fd()), &want, &real)
+                    .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
             } else {
                 let mode = (e.stat.mode & libc::S_IFMT) | (e.stat.perm() & 0o777);
                 sys::mknodat(dir, &tmp, mode, e.stat.rdev)

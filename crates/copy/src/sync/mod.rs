@@ -16,6 +16,7 @@
 pub mod alt;
 mod apply;
 pub mod chmod;
+mod fake;
 pub mod item;
 mod output;
 mod pair;
@@ -163,6 +164,8 @@ pub struct SyncPlan {
     pub chmod: Vec<chmod::ChmodRule>,
     /// `--super`: owners, groups and devices are tried even without root.
     pub super_user: bool,
+    /// `--fake-super`: owners, groups, devices and special modes kept in `user.rsync.%stat`.
+    pub fake_super: bool,
     /// `--delay-updates`: changed files wait in `.~tmp~` until the end of the transfer.
     pub delay_updates: bool,
     /// `--compare-dest`, `--copy-dest`, `--link-dest`: the trees, in order (relative: to DEST).
@@ -227,6 +230,7 @@ impl SyncPlan {
             backup: None,
             chmod: Vec::new(),
             super_user: false,
+            fake_super: false,
             delay_updates: false,
             temp_dir: None,
             alt_dests: Vec::new(),

@@ -330,10 +330,20 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
     let whole_root = roots.iter().find(|r| r.only.is_none());
     let whole = whole_root.is_some();
     let dot = roots.iter().find_map(|r| r.dot);
-    let src_stat = whole_root
+    let mut src_stat = whole_root
         .map(|r| r.src_stat)
         .or(dot)
         .unwrap_or(first.src_stat);
+    // --chmod applies to the transfer's root as to every entry.
+    if !plan.chmod.is_empty() {
+        let perm = super::chmod::apply(&plan.chmod, src_stat.perm(), true, run.umask);
+        src_stat.mode = (src_stat.mode & libc::S_IFMT) | perm;
+    }
+    if plan.fake_super {
+        if let Some(layer) = layers.first() {
+            super::fake::read(crate::xattr::Target::Fd(layer.fd.as_fd()), &mut src_stat);
+        }
+    }
     let shown = whole || dot.is_some();
     let dst_before = dst.as_ref().and_then(|fd| sys::fstatx(fd.as_fd()).ok());
     let dst_scope = if whole {

@@ -26,9 +26,19 @@ use crate::sys::{self, Kind, Stat};
 /// Bytes of the buffer a worker reads directories into.
 const DIR_BUF: usize = 64 * 1024;
 
-/// The directories waiting to be walked, and how many workers are walking one.
+/// Entries of one directory handed to a worker of their own (a big directory spreads over
+/// the workers).
+const BATCH: usize = 256;
+
+/// Work for a worker: a directory to walk, or a batch of a listed directory's entries.
+pub(super) enum Work<'r> {
+    Dir(Box<Task<'r>>),
+    Entries(Arc<Pair<'r>>, Vec<SrcEntry>),
+}
+
+/// The work waiting to be done, and how many workers are doing some.
 pub(super) struct Pool<'r> {
-    queue: Mutex<Vec<Task<'r>>>,
+    queue: Mutex<Vec<Work<'r>>>,
     active: Mutex<usize>,
     wake: Condvar,
 }
@@ -70,18 +80,22 @@ impl<'r> Pool<'r> {
     }
 
     fn push_all(&self, tasks: Vec<Task<'r>>) {
-        if tasks.is_empty() {
+        self.push(tasks.into_iter().map(|t| Work::Dir(Box::new(t))).collect());
+    }
+
+    fn push(&self, work: Vec<Work<'r>>) {
+        if work.is_empty() {
             return;
         }
         self.queue
             .lock()
             .expect("queue")
-            .extend(tasks.into_iter().rev());
+            .extend(work.into_iter().rev());
         self.wake.notify_all();
     }
 
-    /// Takes the next task, waiting while others work; `None` when everything is done.
-    fn pop(&self) -> Option<Task<'r>> {
+    /// Takes the next piece of work, waiting while others work; `None` when all is done.
+    fn pop(&self) -> Option<Work<'r>> {
         let mut queue = self.queue.lock().expect("queue");
         loop {
             if let Some(task) = queue.pop() {
@@ -119,7 +133,8 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         omit_dir_times: plan.omit_dir_times,
         perms: plan.perms,
         executability: plan.executability,
-        owner: (plan.owner || plan.chown.0.is_some()) && (is_root || plan.super_user),
+        owner: (plan.owner || plan.chown.0.is_some())
+            && (is_root || plan.super_user || plan.fake_super),
         group: plan.group || plan.chown.1.is_some(),
     };
     let window_ns = match plan.quick {
@@ -230,10 +245,15 @@ fn walk_root<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) {
 
 fn worker<'r>(run: &'r Run<'r>, pool: &Pool<'r>) {
     let mut buf = vec![MaybeUninit::<u8>::uninit(); DIR_BUF];
-    while let Some(task) = pool.pop() {
+    while let Some(work) = pool.pop() {
         if !run.stop.load(Ordering::Relaxed) {
-            if let Some(pair) = open_task(run, task) {
-                list_dir(run, pool, Arc::new(pair), &mut buf);
+            match work {
+                Work::Dir(task) => {
+                    if let Some(pair) = open_task(run, *task) {
+                        list_dir(run, pool, Arc::new(pair), &mut buf);
+                    }
+                }
+                Work::Entries(pair, entries) => entries_of(run, pool, &pair, &entries, Vec::new()),
             }
         }
         pool.done_one();
@@ -384,6 +404,10 @@ fn list_dir<'r>(
             else {
                 continue;
             };
+            if plan.fake_super {
+                let target = crate::xattr::Target::at(layer.fd.as_fd(), &name, false);
+                super::fake::read(target, &mut stat);
+            }
             if !plan.chmod.is_empty() && stat.kind() != Kind::Symlink {
                 let is_dir = stat.kind() == Kind::Dir;
                 let perm = super::chmod::apply(&plan.chmod, stat.perm(), is_dir, run.umask);
@@ -468,12 +492,38 @@ fn list_dir<'r>(
         }
     }
 
+    // A big directory's entries spread over the workers (where no order is printed, and no
+    // hard-link group depends on one).
+    let mut entries = entries;
+    if plan.threads > 1 && !plan.hard_links && entries.len() > 2 * BATCH {
+        let mut batches = Vec::new();
+        while entries.len() > BATCH {
+            let rest = entries.split_off(BATCH);
+            batches.push(Work::Entries(
+                pair.clone(),
+                std::mem::replace(&mut entries, rest),
+            ));
+        }
+        pool.push(batches);
+    }
+    entries_of(run, pool, &pair, &entries, lines);
+}
+
+/// Decides and carries out entries of a listed directory, then prints their lines and queues
+/// their subdirectories.
+fn entries_of<'r>(
+    run: &'r Run<'r>,
+    pool: &Pool<'r>,
+    pair: &Arc<Pair<'r>>,
+    entries: &[SrcEntry],
+    mut lines: Vec<u8>,
+) {
     let mut subdirs = Vec::new();
-    for e in &entries {
+    for e in entries {
         if run.stop.load(Ordering::Relaxed) {
             break;
         }
-        entry(run, &pair, e, &mut lines, &mut subdirs);
+        entry(run, pair, e, &mut lines, &mut subdirs);
     }
     run.out.print(&lines);
     pool.push_all(subdirs);
@@ -524,6 +574,15 @@ fn entry<'r>(
     }
     run.stats.files.add(kind);
     let dst = match dst_stat(pair, &e.dst_name) {
+        Ok(Some(mut d)) if plan.fake_super => {
+            if let Some(dir) = &pair.dst {
+                super::fake::read(
+                    crate::xattr::Target::at(dir.as_fd(), &e.dst_name, false),
+                    &mut d,
+                );
+            }
+            Some(d)
+        }
         Ok(d) => d,
         Err(err) => {
             run.fail(CopyError::io(Op::Stat, dst_path(), err));

@@ -18,6 +18,10 @@ fn carried(run: &Run<'_>, target: Target<'_>) -> io::Result<Vec<(CString, Vec<u8
         if xattr::is_acl(name) {
             return plan.acls;
         }
+        // rsync's own (`--fake-super`'s user.rsync.%stat) are not the file's.
+        if name.starts_with(b"user.rsync.%") {
+            return false;
+        }
         plan.xattrs
             && (run.is_root || name.starts_with(b"user."))
             && !name.starts_with(b"system.")

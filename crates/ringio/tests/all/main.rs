@@ -32,5 +32,6 @@ mod mpi;
 mod mpi_missing;
 mod progress;
 mod sync;
+mod sync_adversary;
 mod torture;
 mod verify;

@@ -16,6 +16,15 @@ use ringio_copy::sync::alt::AltKind;
 use ringio_copy::sync::item::OutFormat;
 use ringio_copy::sync::{Backups, DeleteWhen, Output, QuickCheck, Source, Symlinks, SyncPlan};
 
+/// A line on stderr; a closed stderr loses it, never the run (no panic, the exit code stays
+/// rsync's).
+macro_rules! to_stderr {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// rsync's exit code for a usage error.
 pub const SYNTAX: i32 = 1;
 
@@ -345,6 +354,9 @@ pub struct Args {
     /// networking options for local transfers).
     #[arg(long, value_name = "RATE", help_heading = "Safety")]
     pub bwlimit: Option<String>,
+    /// The remote shell (a local transfer runs none: ignored, as by rsync).
+    #[arg(short = 'e', long, value_name = "COMMAND", help_heading = "Safety")]
+    pub rsh: Option<String>,
     /// The remote rsync's path (a local transfer runs no remote rsync: ignored, as by rsync).
     #[arg(long, value_name = "PROGRAM", help_heading = "Safety")]
     pub rsync_path: Option<String>,
@@ -406,6 +418,9 @@ impl Info {
                 bail!("Unknown --info item: \"{word}\"");
             }
             match name {
+                "progress" if level > 0 => {
+                    bail!("--info=progress{level}: ringio sync has no progress output yet (docs/CONFORMANCE.md)")
+                }
                 "backup" => info.backup = level,
                 "skip" => info.skip = level,
                 "all" => {
@@ -638,10 +653,8 @@ impl Args {
         } else {
             None
         };
-        plan.max_delete = match self.max_delete {
-            Some(n) if n < 0 => None,
-            other => other.map(|n| n as u64),
-        };
+        // rsync: a negative limit (old clients' way to write 0) allows no deletion either.
+        plan.max_delete = self.max_delete.map(|n| n.max(0) as u64);
         if plan.max_delete.is_some() && plan.delete.is_none() {
             // rsync: --max-delete alone deletes nothing.
         }
@@ -812,13 +825,16 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
     let (plan, out) = match args.plan(m, program) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("{program}: {e:#}");
-            eprintln!("{program} error: syntax or usage error (code {SYNTAX})");
+            to_stderr!("{program}: {e:#}");
+            to_stderr!("{program} error: syntax or usage error (code {SYNTAX})");
             return Ok(SYNTAX);
         }
     };
     let stop = Arc::new(AtomicBool::new(false));
     crate::signals::stop_on_signals(&stop)?;
+    // rsync ends on a hangup as on SIGINT and SIGTERM (exit 20, nothing partial left).
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&stop))
+        .context("cannot install a signal handler")?;
     let started = Instant::now();
     if out.verbose > 0 {
         out.say("sending incremental file list");
@@ -839,13 +855,14 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
     if outcome.code != 0 {
         let why = match outcome.code {
             3 => "errors selecting input/output files, dirs",
+            11 => "error in file IO",
             20 => "received SIGINT, SIGTERM, or SIGHUP",
             23 => "some files/attrs were not transferred (see previous errors)",
             24 => "some files vanished before they could be transferred",
             25 => "the --max-delete limit stopped deletions",
             _ => "error",
         };
-        eprintln!("{program} error: {why} (code {})", outcome.code);
+        to_stderr!("{program} error: {why} (code {})", outcome.code);
     }
     Ok(outcome.code)
 }

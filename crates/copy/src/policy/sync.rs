@@ -126,10 +126,12 @@ pub fn decide(r: &Rules, f: &Facts<'_>) -> Decision {
         (Kind::Dir, Kind::Symlink, Some(target)) if r.keep_dirlinks => target,
         _ => dst,
     };
-    if r.ignore_existing && kind != Kind::Dir {
+    // --ignore-existing leaves what exists, a file where the source has a directory too.
+    if r.ignore_existing && (kind != Kind::Dir || dst.kind() != Kind::Dir) {
         return Decision::Skip(Skip::Exists);
     }
-    if r.update && kind != Kind::Dir && dst.mtime > src.mtime && dst.kind() == kind {
+    // -u spares newer regular files only (rsync replaces a newer symlink all the same).
+    if r.update && kind == Kind::File && dst.mtime > src.mtime && dst.kind() == kind {
         return Decision::Skip(Skip::Newer);
     }
     if dst.kind() != kind {
@@ -403,9 +405,13 @@ mod tests {
             Decision::Skip(Skip::Exists)
         );
         assert_eq!(decide(&ignore, &facts(&src, None)), Decision::Create);
-        // A directory is still entered under --ignore-existing.
+        // A directory is still entered under --ignore-existing; a file in its way stays.
         let dir = stat(D, 0, (1, 0));
         assert_eq!(decide(&ignore, &facts(&dir, Some(&dir))), Decision::Keep);
+        assert_eq!(
+            decide(&ignore, &facts(&dir, Some(&newer))),
+            Decision::Skip(Skip::Exists)
+        );
         let sized = Rules {
             max_size: Some(9),
             min_size: Some(2),

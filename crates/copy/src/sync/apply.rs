@@ -11,11 +11,14 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use rustix::fs::{AtFlags, SeekFrom};
 
 use super::item::{Action, Item};
-use super::pair::{join, report, Delayed, Layer, Leader, Pair, Run, SrcEntry, STAGE};
+use super::pair::{
+    join, report, Delayed, Layer, Leader, Leading, Pair, Ready, Run, SrcEntry, STAGE,
+};
 use super::wanted::wanted;
 use super::Symlinks;
 use crate::error::{CopyError, Op};
@@ -416,7 +419,7 @@ pub(super) fn hard_link(
     e: &SrcEntry,
     dst: Option<&Stat>,
     decision: Decision,
-    lines: &mut Vec<u8>,
+    (lines, leading): (&mut Vec<u8>, &mut Option<Leading>),
 ) -> Option<bool> {
     let anchor = pair.anchor.clone()?;
     let key = (e.stat.dev, e.stat.ino);
@@ -426,14 +429,18 @@ pub(super) fn hard_link(
             Some(leader) => leader.clone(),
             None => {
                 let path = CString::new(join(&pair.dst_rel, e.dst_name.to_bytes())).ok()?;
+                let ready = Arc::new(Ready::default());
                 links.insert(
                     key,
                     Leader {
                         anchor,
                         path,
                         name: e.rel.clone(),
+                        ready: ready.clone(),
                     },
                 );
+                // Raised when the caller is done with this first name.
+                *leading = Some(Leading(ready));
                 return None;
             }
         }
@@ -441,6 +448,8 @@ pub(super) fn hard_link(
     if matches!(decision, Decision::Skip(_)) {
         return Some(false);
     }
+    // The first name may be in the making on another worker.
+    leader.ready.wait();
     let lead = sys::statx_at(leader.anchor.as_fd(), &leader.path, false);
     if let (Some(d), Ok(l)) = (dst, &lead) {
         if d.ino == l.ino && d.dev == l.dev {
@@ -684,6 +693,11 @@ pub(super) fn make(
             .fetch_add(e.stat.size, Ordering::Relaxed);
     }
     if plan.dry_run {
+        // What a real run deletes to make room (a directory in the way), it names.
+        let in_the_way = dst.filter(|d| d.kind() == Kind::Dir && kind != Kind::Dir);
+        if in_the_way.is_some() && (plan.force || plan.delete.is_some()) {
+            make_room(run, pair, e, in_the_way, lines)?;
+        }
         return Ok(Some(item));
     }
     let Some(dir) = &pair.dst else {
@@ -1045,6 +1059,18 @@ pub(super) fn remove_source(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) {
     if run.plan.dry_run {
         return;
     }
+    // The source and its copy are one file (SRC given as DEST): removing it would lose it.
+    let copy = pair
+        .dst
+        .as_ref()
+        .and_then(|d| sys::statx_at(d.as_fd(), &e.dst_name, false).ok());
+    if copy.is_some_and(|c| c.dev == e.stat.dev && c.ino == e.stat.ino) {
+        run.fail(CopyError::Refused(format!(
+            "ERROR: Skipping sender remove of destination file: {}",
+            String::from_utf8_lossy(&e.rel)
+        )));
+        return;
+    }
     match sys::statx_at(pair.src(e), &e.name, false) {
         Ok(now)
             if now.size == e.stat.size && now.mtime == e.stat.mtime && now.ino == e.stat.ino =>
@@ -1072,6 +1098,14 @@ pub(super) fn delete_extraneous(
     buf: &mut [MaybeUninit<u8>],
     lines: &mut Vec<u8>,
 ) -> bool {
+    // After a source could not be read, rsync deletes nothing more (once said).
+    if run.trouble.source_io.load(Ordering::Relaxed) {
+        if !run.trouble.deletion_stopped.swap(true, Ordering::Relaxed) {
+            run.out
+                .error("IO error encountered -- skipping file deletion");
+        }
+        return false;
+    }
     let mut names: Vec<CString> = Vec::new();
     if let Err(e) = sys::read_dir_entries(dir, buf, |name, _| names.push(name.to_owned())) {
         run.fail(CopyError::io(Op::ReadDir, pair.dst_path.clone(), e));

@@ -213,14 +213,15 @@ impl OutFormat {
                 Part::Text(t) => out.extend_from_slice(t.as_bytes()),
                 Part::Escape { code, left, width } => {
                     let value: Vec<u8> = match code {
-                        'n' => item.name.clone(),
-                        'f' => item.name.clone(),
+                        'n' | 'f' => escaped(&item.name),
                         'i' => item.itemized().into_bytes(),
                         'L' => match (&item.link, item.action) {
                             (Some(t), _) if item.kind == Kind::Symlink => {
-                                [b" -> ".as_slice(), t].concat()
+                                [b" -> ".as_slice(), &escaped(t)].concat()
                             }
-                            (Some(t), Action::HardLink) => [b" => ".as_slice(), t].concat(),
+                            (Some(t), Action::HardLink) => {
+                                [b" => ".as_slice(), &escaped(t)].concat()
+                            }
                             (Some(t), _) => [b" -> ".as_slice(), t].concat(),
                             (None, _) => Vec::new(),
                         },
@@ -256,6 +257,41 @@ impl OutFormat {
         }
         out
     }
+}
+
+/// A name as rsync prints it: a control character, and a byte that does not print in the
+/// locale (any non-ASCII byte but in a UTF-8 locale, where only invalid sequences), as
+/// `\#ooo`, so that one entry is one line.
+pub fn escaped(name: &[u8]) -> Vec<u8> {
+    let utf8 = crate::quote::utf8_locale();
+    let mut out = Vec::with_capacity(name.len());
+    let mut rest = name;
+    while !rest.is_empty() {
+        // A valid multibyte character prints as it is in a UTF-8 locale.
+        if utf8 && rest[0] >= 0x80 {
+            let valid = match std::str::from_utf8(rest) {
+                Ok(_) => rest.len(),
+                Err(e) => e.valid_up_to(),
+            };
+            if valid > 0 {
+                let take = std::str::from_utf8(&rest[..valid])
+                    .ok()
+                    .and_then(|t| t.chars().next())
+                    .map_or(1, char::len_utf8);
+                out.extend_from_slice(&rest[..take]);
+                rest = &rest[take..];
+                continue;
+            }
+        }
+        let b = rest[0];
+        if b < 0x20 || b == 0x7f || b >= 0x80 {
+            out.extend_from_slice(format!("\\#{b:03o}").as_bytes());
+        } else {
+            out.push(b);
+        }
+        rest = &rest[1..];
+    }
+    out
 }
 
 /// `rwxr-xr-x` for the permission bits, as rsync's `%B`.
@@ -322,6 +358,13 @@ mod tests {
         assert_eq!(&dev.itemized()[..2], ".D");
         let gone = Item::new(Action::Deleted, &file, b"x");
         assert_eq!(gone.itemized(), "*deleting  ");
+    }
+
+    #[test]
+    fn names_print_on_one_line() {
+        assert_eq!(escaped(b"a\nb"), b"a\\#012b");
+        assert_eq!(escaped(b"tab\there"), b"tab\\#011here");
+        assert_eq!(escaped(b"plain name"), b"plain name");
     }
 
     #[test]

@@ -245,7 +245,8 @@ impl SyncPlan {
 #[derive(Debug)]
 pub struct Outcome {
     /// rsync's exit code: 0, 23 (some entries failed), 24 (some vanished), 25 (`--max-delete`
-    /// stopped deletions), 3 (DEST or a source root could not be used), 20 (interrupted).
+    /// stopped deletions), 3 (DEST or a source root could not be used), 11 (the destination is
+    /// full), 20 (interrupted).
     pub code: i32,
     /// The counters `--stats` prints.
     pub stats: Stats,

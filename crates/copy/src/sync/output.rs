@@ -77,7 +77,7 @@ impl Output {
             // matched a `--*-dest` tree).
             if self.all && (item.kind != Kind::Dir || item.matched) {
                 buf.push(EARLY);
-                buf.extend_from_slice(&item.name);
+                buf.extend_from_slice(&super::item::escaped(&item.name));
                 buf.extend_from_slice(b" is uptodate\n");
             }
             return;
@@ -94,7 +94,7 @@ impl Output {
         }
         if item.action == Action::Deleted && !format.itemizes {
             buf.extend_from_slice(b"deleting ");
-            buf.extend_from_slice(&item.name);
+            buf.extend_from_slice(&super::item::escaped(&item.name));
         } else {
             buf.extend_from_slice(&format.render(item, src));
         }
@@ -160,6 +160,7 @@ impl Output {
     /// An error or warning line on stderr: `PROGRAM: MESSAGE`.
     pub fn error(&self, message: &str) {
         self.flush();
-        eprintln!("{}: {message}", self.program);
+        // A closed stderr loses the message, never the run.
+        let _ = writeln!(io::stderr(), "{}: {message}", self.program);
     }
 }

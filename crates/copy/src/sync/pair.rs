@@ -29,6 +29,13 @@ pub(super) struct Trouble {
     pub delete_limit: AtomicBool,
     /// A root could not be used (3).
     pub root: AtomicBool,
+    /// The destination's filesystem is full (11, rsync's "error in file IO").
+    pub file_io: AtomicBool,
+    /// A source directory or entry could not be read: from then on nothing is deleted, as
+    /// rsync's "IO error encountered -- skipping file deletion".
+    pub source_io: AtomicBool,
+    /// That was said.
+    pub deletion_stopped: AtomicBool,
 }
 
 /// Where the first name of a hard-linked source inode went.
@@ -40,6 +47,41 @@ pub(super) struct Leader {
     pub path: CString,
     /// Its path from the transfer root, for `%L`.
     pub name: Vec<u8>,
+    /// Set once the first name is made (or given up): later names, on other workers, wait
+    /// for it before they link to it.
+    pub ready: Arc<Ready>,
+}
+
+/// A flag a worker raises and others wait for.
+#[derive(Debug, Default)]
+pub(super) struct Ready {
+    done: Mutex<bool>,
+    raised: std::sync::Condvar,
+}
+
+impl Ready {
+    /// Waits until it is raised.
+    pub fn wait(&self) {
+        let mut done = self.done.lock().expect("ready");
+        while !*done {
+            done = self.raised.wait(done).expect("ready");
+        }
+    }
+
+    /// Raises it.
+    pub fn raise(&self) {
+        *self.done.lock().expect("ready") = true;
+        self.raised.notify_all();
+    }
+}
+
+/// Raises its flag when dropped: held while the first name of a hard-linked inode is made.
+pub(super) struct Leading(pub Arc<Ready>);
+
+impl Drop for Leading {
+    fn drop(&mut self) {
+        self.0.raise();
+    }
 }
 
 /// One run's shared state.
@@ -87,6 +129,8 @@ pub(super) const STAGE: &std::ffi::CStr = c".~tmp~";
 /// to name an entry gives it, and directories of the same name merge.
 pub(super) struct Layer {
     pub fd: OwnedFd,
+    /// The filesystem it is on (`-x` stays on it).
+    pub dev: u64,
     /// How the user names it, for messages.
     pub path: PathBuf,
     /// Only these names of it are in the transfer (a root's operands), each with the name it
@@ -187,6 +231,11 @@ pub(super) struct SrcEntry {
 impl Run<'_> {
     /// Reports a failure and marks the run as partial (23).
     pub fn fail(&self, e: CopyError) {
+        if let CopyError::Io { source, .. } = &e {
+            if matches!(source.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) {
+                self.trouble.file_io.store(true, Ordering::Relaxed);
+            }
+        }
         self.out.error(&e.to_string());
         self.trouble.failed.store(true, Ordering::Relaxed);
     }

@@ -305,8 +305,10 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
         } else {
             top.clone()
         };
+        let dev = sys::fstatx(fd.as_fd()).map_or(0, |st| st.dev);
         layers.push(Layer {
             fd,
+            dev,
             path: root.src_dir.clone(),
             only: root.only.clone(),
             implied: root.implied.clone(),

@@ -180,6 +180,7 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         run.trouble.failed.load(Ordering::Relaxed) || run.trouble.root.load(Ordering::Relaxed);
     let delete = plan.delete.filter(|_| !source_trouble);
     if source_trouble && plan.delete.is_some() && !roots.is_empty() {
+        run.trouble.deletion_stopped.store(true, Ordering::Relaxed);
         out.error("IO error encountered -- skipping file deletion");
     }
     let passes: &[Pass] = match delete {
@@ -209,6 +210,8 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         20
     } else if t.root.load(Ordering::Relaxed) && roots.is_empty() {
         3
+    } else if t.file_io.load(Ordering::Relaxed) {
+        11
     } else if t.failed.load(Ordering::Relaxed) || t.root.load(Ordering::Relaxed) {
         23
     } else if t.delete_limit.load(Ordering::Relaxed) {
@@ -246,6 +249,9 @@ fn walk_root<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) {
 fn worker<'r>(run: &'r Run<'r>, pool: &Pool<'r>) {
     let mut buf = vec![MaybeUninit::<u8>::uninit(); DIR_BUF];
     while let Some(work) = pool.pop() {
+        // Counted done however the work ends (a panic included), so that the others do not
+        // wait for it for ever.
+        let _done = Done(pool);
         if !run.stop.load(Ordering::Relaxed) {
             match work {
                 Work::Dir(task) => {
@@ -256,7 +262,15 @@ fn worker<'r>(run: &'r Run<'r>, pool: &Pool<'r>) {
                 Work::Entries(pair, entries) => entries_of(run, pool, &pair, &entries, Vec::new()),
             }
         }
-        pool.done_one();
+    }
+}
+
+/// Marks a piece of work done when dropped.
+struct Done<'a, 'r>(&'a Pool<'r>);
+
+impl Drop for Done<'_, '_> {
+    fn drop(&mut self) {
+        self.0.done_one();
     }
 }
 
@@ -292,8 +306,10 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
         };
         // Under -R a directory on the way to an operand holds only the next component.
         let toward = above.implied.as_ref().filter(|rest| !rest.is_empty());
+        let dev = sys::fstatx(fd.as_fd()).map_or(0, |st| st.dev);
         layers.push(Layer {
             fd,
+            dev,
             path,
             only: toward.map(|rest| vec![(rest[0].clone(), rest[0].clone())]),
             implied: toward.map(|rest| Arc::from(&rest[1..])),
@@ -376,6 +392,7 @@ fn list_dir<'r>(
                 if let Err(e) = read {
                     // Nothing here is deleted: the listing is not known to be complete.
                     run.fail(CopyError::io(Op::ReadDir, layer.path.clone(), e));
+                    run.trouble.source_io.store(true, Ordering::Relaxed);
                     complete = false;
                     continue;
                 }
@@ -391,11 +408,22 @@ fn list_dir<'r>(
             let stat = match sys::statx_at(layer.fd.as_fd(), &name, follow) {
                 Ok(s) => s,
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
-                    run.vanished(&src_path());
+                    let dangling = follow
+                        && sys::statx_at(layer.fd.as_fd(), &name, false)
+                            .is_ok_and(|s| s.kind() == Kind::Symlink);
+                    if dangling {
+                        run.fail(CopyError::Refused(format!(
+                            "symlink has no referent: {}",
+                            crate::quote::quote_path(&src_path())
+                        )));
+                    } else {
+                        run.vanished(&src_path());
+                    }
                     continue;
                 }
                 Err(e) => {
                     complete = false;
+                    run.trouble.source_io.store(true, Ordering::Relaxed);
                     run.fail(CopyError::io(Op::Stat, src_path(), e));
                     continue;
                 }
@@ -555,7 +583,7 @@ fn entry<'r>(
     let dst_path = || pair.dst_path.join(apply::os(&e.dst_name));
     if pair.pass == Pass::Delete {
         // Only directories present on both sides are entered.
-        if kind == Kind::Dir && (plan.recursive || pair.implied()) {
+        if kind == Kind::Dir && (plan.recursive || pair.implied()) && descends(run, pair, e) {
             if let Ok(Some(d)) = dst_stat(pair, &e.dst_name) {
                 if d.kind() == Kind::Dir {
                     subdirs.push(Task {
@@ -625,8 +653,11 @@ fn entry<'r>(
         decision = rules::decide(&run.rules, &facts);
     }
     // Hard links: a later name of a group is linked to the first.
+    // Held while this entry is made when it is the first name of its inode.
+    let mut _leading = None;
     if plan.hard_links && kind != Kind::Dir && e.stat.nlink > 1 {
-        if let Some(done) = apply::hard_link(run, pair, e, dst.as_ref(), decision, lines) {
+        let how = (&mut *lines, &mut _leading);
+        if let Some(done) = apply::hard_link(run, pair, e, dst.as_ref(), decision, how) {
             if done && plan.remove_source_files {
                 apply::remove_source(run, pair, e);
             }
@@ -664,7 +695,7 @@ fn entry<'r>(
             }
             if kind == Kind::Dir {
                 // A directory's attributes are set when its walk ends; it is entered now.
-                if plan.recursive || pair.implied() {
+                if (plan.recursive || pair.implied()) && descends(run, pair, e) {
                     subdirs.push(Task {
                         parent: pair.clone(),
                         name: e.dst_name.clone(),
@@ -723,7 +754,7 @@ fn entry<'r>(
                         }
                     }
                     if kind == Kind::Dir {
-                        if plan.recursive || pair.implied() {
+                        if (plan.recursive || pair.implied()) && descends(run, pair, e) {
                             subdirs.push(Task {
                                 parent: pair.clone(),
                                 name: e.dst_name.clone(),
@@ -836,6 +867,12 @@ impl Pair<'_> {
         }
         e.rel.clone()
     }
+}
+
+/// Whether the walk enters the directory `e`: not, under `-x`, one on another filesystem (a
+/// mount point is made, empty, and nothing below it is deleted).
+fn descends(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> bool {
+    !run.plan.one_file_system || e.stat.dev == pair.layers[e.layer].dev
 }
 
 /// The sources a subdirectory entry is walked in: the one that gave it, and those that merge.

@@ -1,7 +1,5 @@
-//! `ringio sync` under attack: each test pins a defect found by trying to break the sync
+//! `ringio sync` under attack: each test pins a defect once found by trying to break the sync
 //! engine (data loss, wrong results, wrong output), with what rsync does in the same case.
-//! They fail today and are ignored until their defect is fixed; run them with
-//! `cargo test -p ringio --test all sync_adversary:: -- --ignored`.
 
 use std::fs;
 use std::os::unix::fs::{symlink, MetadataExt};
@@ -19,7 +17,6 @@ fn sync(cwd: &Path, args: &[&str]) -> Output {
 /// one source holds is never deleted for another. ringio walks each operand with deletion of
 /// its own, and the second deletes what the first just made (with --delete-after, everything).
 #[test]
-#[ignore = "defect: --delete with several SRC/ operands deletes each other's files"]
 fn several_contents_sources_with_delete_keep_each_others_files() {
     for when in ["--delete", "--delete-after", "--delete-before"] {
         let dir = Scratch::new();
@@ -44,7 +41,6 @@ fn several_contents_sources_with_delete_keep_each_others_files() {
 /// `SRC` (a directory, no slash) beside `SRC2/` with --delete: DEST/SRC is part of the
 /// transfer and stays, as rsync keeps it.
 #[test]
-#[ignore = "defect: a SRC/ operand with --delete deletes what another operand just made"]
 fn a_directory_operand_beside_a_contents_operand_survives_delete() {
     let dir = Scratch::new();
     fs::create_dir_all(dir.join("s1/sub")).unwrap();
@@ -62,7 +58,6 @@ fn a_directory_operand_beside_a_contents_operand_survives_delete() {
 /// symlink): rsync refuses ("Skipping sender remove of destination file", exit 23); ringio
 /// removes the only copy.
 #[test]
-#[ignore = "defect: --remove-source-files with SRC and DEST the same file deletes it"]
 fn remove_source_files_onto_itself_keeps_the_file() {
     for args in [
         &["-a", "--remove-source-files", "s/f", "s/f"][..],
@@ -86,7 +81,6 @@ fn remove_source_files_onto_itself_keeps_the_file() {
 /// --ignore-existing leaves whatever exists: a file where the source has a directory too
 /// (rsync skips the directory, and fails its contents with "Not a directory", exit 23).
 #[test]
-#[ignore = "defect: --ignore-existing replaces an existing file with the source's directory"]
 fn ignore_existing_keeps_a_file_where_the_source_has_a_directory() {
     let dir = Scratch::new();
     fs::create_dir_all(dir.join("s/x")).unwrap();
@@ -105,7 +99,6 @@ fn ignore_existing_keeps_a_file_where_the_source_has_a_directory() {
 /// A negative --max-delete allows no deletion in rsync 3.5 (exit 25); ringio reads it as
 /// "no limit" and deletes everything extraneous.
 #[test]
-#[ignore = "defect: --max-delete=-1 deletes without limit (rsync deletes nothing)"]
 fn a_negative_max_delete_deletes_nothing() {
     let dir = Scratch::new();
     fs::create_dir(dir.join("s")).unwrap();
@@ -122,7 +115,6 @@ fn a_negative_max_delete_deletes_nothing() {
 /// -x: a mount point below SRC is made, empty, and nothing below it at DEST is deleted. The
 /// sync engine never reads the option: it crosses the mount and deletes below it.
 #[test]
-#[ignore = "defect: -x is ignored by sync (crosses mounts; --delete deletes below them)"]
 fn one_file_system_stops_at_a_mount_point() {
     let dir = Scratch::new();
     fs::create_dir_all(dir.join("s/mnt")).unwrap();
@@ -144,7 +136,6 @@ fn one_file_system_stops_at_a_mount_point() {
 /// destination before that is written, so it ends up a separate copy (first sync) or linked
 /// to the old file, with the old data (resync). With --threads 1 every pair is linked.
 #[test]
-#[ignore = "defect: -H with several threads links to the leader's old file or not at all"]
 fn hard_links_made_by_several_workers_stay_linked() {
     let dir = Scratch::new();
     let pairs = 16;
@@ -193,7 +184,6 @@ fn hard_links_made_by_several_workers_stay_linked() {
 /// check on the -R path and walks into what it makes, nesting until it runs out of
 /// descriptors.
 #[test]
-#[ignore = "defect: -R with DEST inside SRC recurses into DEST without end"]
 fn relative_with_dest_inside_source_does_not_recurse() {
     let dir = Scratch::new();
     fs::create_dir_all(dir.join("s/a")).unwrap();
@@ -218,7 +208,6 @@ fn relative_with_dest_inside_source_does_not_recurse() {
 /// -n names what a real run deletes to make room for an entry (a directory in the way, under
 /// --force or --delete); ringio's dry run leaves these lines out.
 #[test]
-#[ignore = "defect: -n omits the deletions made to clear a directory in the way"]
 fn a_dry_run_names_the_deletions_that_make_room() {
     let dir = Scratch::new();
     fs::create_dir(dir.join("s")).unwrap();
@@ -237,7 +226,6 @@ fn a_dry_run_names_the_deletions_that_make_room() {
 /// Names are printed as rsync prints them: a newline, and bytes that are not printable in
 /// the locale, as `\#ooo` (here in the C locale), so one entry is one line.
 #[test]
-#[ignore = "defect: names are printed raw (a newline in a name splits its line)"]
 fn names_are_escaped_as_rsync_escapes_them() {
     let dir = Scratch::new();
     fs::create_dir(dir.join("s")).unwrap();
@@ -251,7 +239,6 @@ fn names_are_escaped_as_rsync_escapes_them() {
 /// -L with a dangling symlink: rsync says "symlink has no referent" and exits 23; ringio
 /// calls it a vanished file and exits 24 (which scripts commonly treat as harmless).
 #[test]
-#[ignore = "defect: a dangling symlink under -L is reported as vanished (24, not 23)"]
 fn a_dangling_symlink_under_copy_links_exits_23() {
     let dir = Scratch::new();
     fs::create_dir(dir.join("s")).unwrap();
@@ -266,7 +253,6 @@ fn a_dangling_symlink_under_copy_links_exits_23() {
 /// eprintln! panics: in the main thread the run dies with 101 (a Rust panic, not an rsync
 /// code); in a worker the pool never learns the worker is done, and the run hangs for ever.
 #[test]
-#[ignore = "defect: a closed stderr panics (exit 101) or hangs the run"]
 fn a_closed_stderr_does_not_hang_the_run() {
     let dir = Scratch::new();
     for i in 0..50 {
@@ -305,7 +291,6 @@ fn a_closed_stderr_does_not_hang_the_run() {
 /// SIGHUP ends a run as SIGINT and SIGTERM do: exit 20, no temporary left (rsync's message
 /// even names it). ringio dies of it (129), leaving its temporaries.
 #[test]
-#[ignore = "defect: SIGHUP is not handled (killed, 129, temporaries left)"]
 fn sighup_ends_the_run_with_20() {
     let dir = Scratch::new();
     for i in 0..40 {
@@ -334,7 +319,6 @@ fn sighup_ends_the_run_with_20() {
 /// and exit 11 (error in file I/O); ringio goes on and exits 23. Either way no partial file
 /// stands under a final name.
 #[test]
-#[ignore = "defect: ENOSPC exits 23 where rsync exits 11"]
 fn a_full_destination_exits_11_as_rsync() {
     let dir = Scratch::new();
     fs::create_dir_all(dir.join("s")).unwrap();

@@ -47,6 +47,31 @@ fn chown(run: &Run<'_>, want: &Stat, call: impl Fn(u32, u32) -> io::Result<()>) 
         // Kept in user.rsync.%stat instead.
         return Ok(());
     }
+    chown_to(run, want, call)
+}
+
+/// chown for a file this run created (so owned by [`Run::creator`], unless its directory is
+/// setgid): nothing to do when it already has the owner and group wanted.
+fn chown_new(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    want: &Stat,
+    call: impl Fn(u32, u32) -> io::Result<()>,
+) -> io::Result<()> {
+    let settled = !pair.dst_setgid
+        && (!run.rules.owner || want.uid == run.creator.0)
+        && (!run.rules.group || want.gid == run.creator.1);
+    if settled {
+        return Ok(());
+    }
+    chown(run, want, call)
+}
+
+fn chown_to(
+    run: &Run<'_>,
+    want: &Stat,
+    call: impl Fn(u32, u32) -> io::Result<()>,
+) -> io::Result<()> {
     let uid = if run.rules.owner { want.uid } else { u32::MAX };
     let gid = if run.rules.group { want.gid } else { u32::MAX };
     if uid == u32::MAX && gid == u32::MAX {
@@ -110,8 +135,17 @@ pub(super) fn fix_attrs(
 /// a new file takes the source's permission bits through the kernel, which applies the umask
 /// or the directory's default ACL, as rsync leaves it; with -p, or over an existing file whose
 /// mode is kept, it is made private and given its mode once written.
-fn creation(run: &Run<'_>, src: &Stat, existing: Option<&Stat>) -> (u32, bool) {
-    if run.plan.perms || existing.is_some() {
+///
+/// Under -p a file whose owner and group stay those it is created with, and whose mode has no
+/// special bit and nothing the umask takes away, is created with its mode at once: nobody
+/// could read it under it then that may not read it after (saves a chmod per file).
+fn creation(run: &Run<'_>, src: &Stat, existing: Option<&Stat>, want: &Stat) -> (u32, bool) {
+    let perm = want.perm();
+    let plain = perm & 0o7000 == 0 && perm & run.umask == 0;
+    let own = (want.uid, want.gid) == run.creator;
+    if existing.is_none() && run.plan.perms && plain && own && !run.plan.fake_super {
+        (perm, false)
+    } else if run.plan.perms || existing.is_some() {
         (0o600, true)
     } else {
         (src.perm() & 0o777, false)
@@ -122,15 +156,18 @@ fn creation(run: &Run<'_>, src: &Stat, existing: Option<&Stat>) -> (u32, bool) {
 /// ACLs and extended attributes, and times of a new file, through its descriptor.
 fn file_attrs(
     run: &Run<'_>,
-    src: BorrowedFd<'_>,
-    fd: BorrowedFd<'_>,
+    (src, fd): (BorrowedFd<'_>, BorrowedFd<'_>),
     want: &Stat,
     src_stat: &Stat,
     path: &dyn Fn() -> PathBuf,
+    made_in: Option<&Pair<'_>>,
 ) -> Result<(), CopyError> {
     let plan = run.plan;
-    chown(run, want, |u, g| sys::fchown(fd, u, g))
-        .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
+    let owned = match made_in {
+        Some(pair) => chown_new(run, pair, want, |u, g| sys::fchown(fd, u, g)),
+        None => chown(run, want, |u, g| sys::fchown(fd, u, g)),
+    };
+    owned.map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
     if want.mode & libc::S_IFMT != 0 {
         let perm = if plan.fake_super {
             super::fake::real_perm(want)
@@ -815,7 +852,7 @@ pub(super) fn write_file(
             copy_data(plan.sparse, src.as_fd(), fd.as_fd(), e.stat.size, &path)?;
             rustix::fs::ftruncate(&fd, e.stat.size)
                 .map_err(|err| CopyError::io(Op::Write, path(), err))?;
-            file_attrs(run, src.as_fd(), fd.as_fd(), &want, &e.stat, &path)?;
+            file_attrs(run, (src.as_fd(), fd.as_fd()), &want, &e.stat, &path, None)?;
             return sys::close(fd)
                 .map(|()| true)
                 .map_err(|err| CopyError::io(Op::Close, path(), err));
@@ -832,7 +869,7 @@ pub(super) fn write_file(
         );
     }
     let mut tmp = temp::name(&e.dst_name);
-    let (mode, chmod) = creation(run, &e.stat, existing);
+    let (mode, chmod) = creation(run, &e.stat, existing, &want);
     let want = &keep_mode(&want, chmod);
     // -T: the temporary is written there when a rename can bring it over.
     let here_dev = || sys::fstatx(dir).map(|s| s.dev).ok();
@@ -844,7 +881,14 @@ pub(super) fn write_file(
         .map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
         copy_data(plan.sparse, data, fd.as_fd(), e.stat.size, &path)?;
-        file_attrs(run, src.as_fd(), fd.as_fd(), want, &e.stat, &path)?;
+        file_attrs(
+            run,
+            (src.as_fd(), fd.as_fd()),
+            want,
+            &e.stat,
+            &path,
+            Some(pair),
+        )?;
         make_room(run, pair, e, dst, lines)?;
         rustix::fs::renameat(tmp_dir, &tmp, dir, &e.dst_name)
             .map_err(|err| CopyError::io(Op::Rename, path(), err))
@@ -877,7 +921,7 @@ fn delay(
     (src, data, want): (BorrowedFd<'_>, BorrowedFd<'_>, &Stat),
     lines: &mut Vec<u8>,
 ) -> Result<bool, CopyError> {
-    let (mode, chmod) = creation(run, &e.stat, existing);
+    let (mode, chmod) = creation(run, &e.stat, existing, want);
     let want = &keep_mode(want, chmod);
     let Some(dir) = &pair.dst else {
         return Ok(true);
@@ -899,7 +943,7 @@ fn delay(
         .map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
         copy_data(run.plan.sparse, data, fd.as_fd(), e.stat.size, &path)?;
-        file_attrs(run, src, fd.as_fd(), want, &e.stat, &path)?;
+        file_attrs(run, (src, fd.as_fd()), want, &e.stat, &path, Some(pair))?;
         make_room(run, pair, e, dst, lines)
     })();
     let closed = sys::close(fd);
@@ -976,7 +1020,9 @@ fn copy_data(
         }
     };
     if !sparse {
-        copy(0, u64::MAX)?;
+        // The size the listing saw: a file that changes meanwhile has a new mtime, which the
+        // next run sees.
+        copy(0, size)?;
         return Ok(());
     }
     let mut at = 0u64;

@@ -110,6 +110,8 @@ pub(super) struct Run<'p> {
     pub dest_id: std::sync::OnceLock<(u64, u64)>,
     /// The `--*-dest` trees' roots, open.
     pub alt_roots: Vec<OwnedFd>,
+    /// Who owns what this run creates: (euid, egid).
+    pub creator: (u32, u32),
 }
 
 /// A file written into its directory's `.~tmp~`, to be renamed into place at the end.
@@ -163,6 +165,8 @@ pub(super) struct Pair<'r> {
     pub src_stat: Stat,
     /// The destination directory as it was before the run touched it (`None`: made now).
     pub dst_before: Option<Stat>,
+    /// The destination directory is setgid: what is created in it takes its group.
+    pub dst_setgid: bool,
     /// Part of the transfer: some source lists it whole, so its attributes are kept and its
     /// extraneous entries deleted (not so for the directory that holds a source named
     /// without a trailing slash, or one on the way to a -R operand).

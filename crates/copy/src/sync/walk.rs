@@ -168,6 +168,10 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         }),
         dest_id: std::sync::OnceLock::new(),
         alt_roots: Vec::new(),
+        creator: (
+            rustix::process::geteuid().as_raw(),
+            rustix::process::getegid().as_raw(),
+        ),
     };
     let roots = roots::resolve(&run);
     run.alt_roots = super::alt::open_roots(&run);
@@ -341,8 +345,13 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
         },
         _ => None,
     };
+    let dst_setgid = dst
+        .as_ref()
+        .and_then(|fd| sys::fstatx(fd.as_fd()).ok())
+        .is_some_and(|st| st.mode & libc::S_ISGID != 0);
     Some(Pair {
         run,
+        dst_setgid,
         anchor: parent.anchor.clone(),
         dst_rel: join(&parent.dst_rel, name.to_bytes()),
         _parent: Some(parent.clone()),
@@ -601,7 +610,13 @@ fn entry<'r>(
         return;
     }
     run.stats.files.add(kind);
-    let dst = match dst_stat(pair, &e.dst_name) {
+    // A directory this run made holds nothing it did not put there (each name once).
+    let fresh = pair.dst_before.is_none() && pair._parent.is_some();
+    let dst = match if fresh {
+        Ok(None)
+    } else {
+        dst_stat(pair, &e.dst_name)
+    } {
         Ok(Some(mut d)) if plan.fake_super => {
             if let Some(dir) = &pair.dst {
                 super::fake::read(

@@ -261,6 +261,10 @@ pub struct Args {
     /// Auto-ignore files the way CVS does.
     #[arg(short = 'C', long, action = ArgAction::SetTrue, help_heading = "Filters")]
     pub cvs_exclude: bool,
+    /// Sync exactly the paths listed in FILE ("-": stdin), relative to the one SRC; implies -R
+    /// and -d, and -a no longer implies -r. A listed "dir/" brings the directory's own entries.
+    #[arg(long, value_name = "FILE", help_heading = "Filters")]
+    pub files_from: Option<PathBuf>,
     /// Keep each source's path below DEST (from a `/./` in it, if any): `-R a/b/c DEST` makes
     /// DEST/a/b/c, its leading directories included.
     #[arg(short = 'R', long, action = ArgAction::SetTrue, help_heading = "Filters")]
@@ -567,21 +571,30 @@ impl Args {
             );
         }
         let (dest, sources) = self.paths.split_last().expect("two paths");
-        let sources = sources
-            .iter()
-            .map(|p| {
-                let b = p.as_bytes();
-                Source {
-                    path: PathBuf::from(p),
-                    contents: b.ends_with(b"/") || b == b"." || b.ends_with(b"/."),
-                }
-            })
-            .collect();
+        let sources = match &self.files_from {
+            Some(list) => self.listed(list, sources)?,
+            None => sources
+                .iter()
+                .map(|p| {
+                    let b = p.as_bytes();
+                    Source {
+                        path: PathBuf::from(p),
+                        contents: b.ends_with(b"/") || b == b"." || b.ends_with(b"/."),
+                    }
+                })
+                .collect(),
+        };
         let mut plan = SyncPlan::new(sources, PathBuf::from(dest));
         plan.dest_is_dir = dest.as_bytes().ends_with(b"/");
         let a = "archive";
-        plan.recursive = last_wins(m, &[a, "recursive"], &["no_recursive"]);
-        plan.dirs = self.dirs;
+        // With --files-from, -a does not imply -r (rsync's rule), and -d is implied.
+        let recursing: &[&str] = if self.files_from.is_some() {
+            &["recursive"]
+        } else {
+            &[a, "recursive"]
+        };
+        plan.recursive = last_wins(m, recursing, &["no_recursive"]);
+        plan.dirs = self.dirs || self.files_from.is_some();
         let links = last_wins(m, &[a, "links"], &["no_links"]);
         plan.symlinks = if self.copy_links {
             Symlinks::Follow
@@ -709,7 +722,8 @@ impl Args {
             plan.alt_kind = *kind;
         }
         plan.prune_empty_dirs = self.prune_empty_dirs;
-        plan.relative = last_wins(m, &["relative"], &["no_relative"]);
+        plan.relative = last_wins(m, &["relative"], &["no_relative"])
+            || (self.files_from.is_some() && !self.no_relative);
         plan.no_implied_dirs = self.no_implied_dirs;
         plan.temp_dir = self.temp_dir.clone();
         plan.delay_updates = self.delay_updates && !self.inplace;
@@ -748,6 +762,79 @@ impl Args {
             None => cores.max(2),
         };
         Ok((plan, out))
+    }
+
+    /// `--files-from`: the listed paths, each below the one SRC (`SRC/./PATH`, so that -R keeps
+    /// PATH). A listed `dir/` (when not recursing) brings the directory's entries too.
+    fn listed(&self, list: &std::path::Path, sources: &[OsString]) -> Result<Vec<Source>> {
+        let [src] = sources else {
+            bail!("--files-from takes exactly one source directory (SRC), then DEST");
+        };
+        let text = if list.as_os_str() == "-" {
+            let mut text = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut text)
+                .context("cannot read the --files-from list from stdin")?;
+            text
+        } else {
+            std::fs::read(list)
+                .with_context(|| format!("cannot read the --files-from list {}", list.display()))?
+        };
+        let sep = if self.from0 { b'\0' } else { b'\n' };
+        let base = src.as_bytes();
+        let mut out = Vec::new();
+        for line in text.split(|&b| b == sep) {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let path: &[u8] = {
+                let mut p = line;
+                while let Some(rest) = p.strip_prefix(b"/") {
+                    p = rest;
+                }
+                p
+            };
+            if path.is_empty() {
+                continue;
+            }
+            // No ".." may climb out of SRC.
+            let mut depth = 0i64;
+            for part in path.split(|&b| b == b'/') {
+                match part {
+                    b".." => depth -= 1,
+                    b"" | b"." => {}
+                    _ => depth += 1,
+                }
+                if depth < 0 {
+                    bail!(
+                        "--files-from: {:?} leads out of the source directory",
+                        String::from_utf8_lossy(path)
+                    );
+                }
+            }
+            let mut full = base.to_vec();
+            full.extend_from_slice(b"/./");
+            full.extend_from_slice(path);
+            out.push(Source {
+                path: PathBuf::from(OsStr::from_bytes(&full)),
+                contents: false,
+            });
+            // "dir/": its own entries come too (a recursive run brings them anyway).
+            let recursive_flag = self.recursive && !self.no_recursive;
+            if path.ends_with(b"/") && !recursive_flag {
+                let dir = PathBuf::from(OsStr::from_bytes(&full));
+                if let Ok(entries) = std::fs::read_dir(&dir) {
+                    let mut names: Vec<_> = entries.flatten().map(|e| e.file_name()).collect();
+                    names.sort();
+                    for name in names {
+                        let mut entry = full.clone();
+                        entry.extend_from_slice(name.as_bytes());
+                        out.push(Source {
+                            path: PathBuf::from(OsStr::from_bytes(&entry)),
+                            contents: false,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The filter rules, in command-line order.

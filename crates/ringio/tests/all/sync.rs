@@ -784,3 +784,30 @@ fn several_sources_and_relative_paths_merge_as_rsync() {
     let out = twin.both_with(&args, "rel", UNTIMED);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("deleting a/b/c/leaf"));
 }
+
+#[test]
+fn files_from_syncs_the_listed_paths_as_rsync() {
+    let twin = Twin::new(|side| {
+        for (path, text) in [
+            ("src/bin/a", "a"),
+            ("src/lib/x/b", "b"),
+            ("src/top", "t"),
+            ("src/no", "n"),
+        ] {
+            let p = side.join(path);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            write_file(&p, text);
+        }
+        write_file(side.join("list"), "bin/\n/top\nlib/x/b\n\n");
+        settle(&side.join("src"));
+    });
+    let out = twin.both_with(&["-ai", "--files-from=list", "src", "dst/"], "dst", UNTIMED);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(twin.ri.join("dst/lib/x/b").exists());
+    assert!(!twin.ri.join("dst/no").exists());
+    // A path that climbs out of SRC is refused.
+    write_file(twin.ri.join("bad"), "../etc/passwd\n");
+    let out = sync(&twin.ri, &["-a", "--files-from=bad", "src", "dst2/"]);
+    assert_exit(&out, 1);
+    assert!(!twin.ri.join("dst2").exists());
+}

@@ -18,6 +18,7 @@
 
 mod backup;
 mod builder;
+mod content;
 pub mod count;
 mod ctx;
 mod engine;
@@ -36,7 +37,6 @@ pub mod quote;
 pub mod ranks;
 mod refusal;
 mod replaced;
-mod resume;
 mod run;
 pub mod sync;
 mod sys;

@@ -15,9 +15,16 @@
 //! leaves nothing behind at all, is refused by others (NFS, FUSE) and still needs a visible name
 //! between the link and the rename. A name and a lock work wherever files and flock(2) do; where
 //! flock is refused, `--resume` keeps the temporary rather than guess.
+//!
+//! Where nothing stands at the final name there is nothing to rename over, so O_TMPFILE does
+//! serve: [`Unnamed`] is a file with no name until it is complete, then linked at its final name
+//! in one call (linkat fails rather than replace anything). A run killed before the link leaves
+//! nothing, and the three calls of a named temporary's lock and check are saved. `ringio sync`
+//! makes its new files so, and falls back to a named temporary where O_TMPFILE is refused.
 
 use std::ffi::{CStr, CString};
 use std::io;
+use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -193,15 +200,123 @@ pub(crate) fn remove_if_stale(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<bo
     }
 }
 
+/// Removes the stale temporaries in `dir` (see [`remove_stale`]): what an interrupted `cp
+/// --atomic` or `ringio sync` left there.
+pub(crate) fn remove_stale_in(dir: BorrowedFd<'_>, buf: &mut [MaybeUninit<u8>]) -> io::Result<()> {
+    let mut ours = Vec::new();
+    sys::read_dir_entries(dir, buf, |name: &CStr, _| {
+        if is_ours(name.to_bytes()) {
+            ours.push(name.to_owned());
+        }
+    })?;
+    for name in ours {
+        remove_stale(dir, &name)?;
+    }
+    Ok(())
+}
+
+/// Removes the temporary `name` if it is a stale one of ringio's: a file only when no live run
+/// holds its lock ([`remove_if_stale`]), a symlink or special file (which cannot be locked, and
+/// holds no data) always.
+pub(crate) fn remove_stale(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<bool> {
+    if !is_ours(name.to_bytes()) {
+        return Ok(false);
+    }
+    match sys::statx_at(dir, name, false) {
+        Ok(s) if matches!(s.kind(), Kind::Symlink | Kind::Special) => {
+            match sys::unlinkat(dir, name) {
+                Ok(()) => Ok(true),
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+                Err(e) => Err(e),
+            }
+        }
+        Ok(_) => remove_if_stale(dir, name),
+        Err(_) => Ok(false),
+    }
+}
+
 /// A second descriptor of a locked temporary, so the lock outlives closing the first (whose
 /// close reports write-back errors) until the rename is done.
 pub(crate) fn keep_lock(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
     fd.try_clone_to_owned().ok()
 }
 
+/// A new file without a name (O_TMPFILE) in a directory, until [`Unnamed::link`] names it.
+#[derive(Debug)]
+pub(crate) struct Unnamed {
+    /// The open file; dropped unlinked, it vanishes with its data.
+    pub fd: OwnedFd,
+}
+
+impl Unnamed {
+    /// Creates one in `dir` with `mode` (the umask and a default ACL apply, as to any new file).
+    /// `None` where the filesystem has no O_TMPFILE (the caller takes a named temporary).
+    pub(crate) fn create(dir: BorrowedFd<'_>, mode: u32) -> io::Result<Option<Unnamed>> {
+        match sys::openat(dir, c".", libc::O_TMPFILE | libc::O_WRONLY, mode) {
+            Ok(fd) => Ok(Some(Unnamed { fd })),
+            // EOPNOTSUPP: the filesystem has none; EISDIR: the kernel does not know the flag.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::EISDIR)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Gives the complete file its name in `dir`. EEXIST when something has taken the name
+    /// meanwhile: nothing is replaced.
+    pub(crate) fn link(&self, dir: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
+        use rustix::fs::AtFlags;
+        // Linking a descriptor takes CAP_DAC_READ_SEARCH on kernels before 6.10 (and there a
+        // non-root run gets ENOENT): the /proc path of the descriptor, followed, does not.
+        match rustix::fs::linkat(&self.fd, c"", dir, name, AtFlags::EMPTY_PATH) {
+            Ok(()) => return Ok(()),
+            Err(rustix::io::Errno::NOENT | rustix::io::Errno::PERM) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let proc = format!(
+            "/proc/self/fd/{}",
+            std::os::fd::AsRawFd::as_raw_fd(&self.fd)
+        );
+        rustix::fs::linkat(
+            rustix::fs::CWD,
+            proc.as_str(),
+            dir,
+            name,
+            AtFlags::SYMLINK_FOLLOW,
+        )
+        .map_err(io::Error::from)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unnamed_file_appears_whole_and_never_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = sys::open_dir(
+            rustix::fs::CWD,
+            &CString::new(dir.path().to_str().unwrap()).unwrap(),
+            true,
+        )
+        .unwrap();
+        let Some(new) = Unnamed::create(at.as_fd(), 0o640).unwrap() else {
+            eprintln!("skipped: this filesystem has no O_TMPFILE");
+            return;
+        };
+        sys::pwrite_all(new.fd.as_fd(), b"whole", 0).unwrap();
+        // Nothing is visible before the link.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        new.link(at.as_fd(), c"f").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"whole");
+        // A name taken meanwhile is never replaced.
+        let other = Unnamed::create(at.as_fd(), 0o640).unwrap().unwrap();
+        let err = other.link(at.as_fd(), c"f").unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EEXIST));
+        assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"whole");
+        // One dropped unlinked leaves nothing.
+        drop(other);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
 
     #[test]
     fn names_carry_a_check() {

@@ -15,7 +15,6 @@ use crate::opened::{stop_for_tests, OpenedPair};
 use crate::plan::Reflink;
 use crate::refusal::Refusal;
 use crate::replaced::{self, Replaced};
-use crate::resume;
 use crate::sys::{self, Kind, Stat};
 use crate::temp;
 
@@ -215,7 +214,7 @@ fn complete_already(
     let path = || dir.dst_path(Some(dst));
     let dst_fd = sys::openat(dir.dst_fd(), dst, libc::O_RDONLY, 0)
         .map_err(|e| CopyError::io(Op::Open, path(), e))?;
-    let same = resume::same_content(src, dst_fd.as_fd(), stat.size)
+    let same = crate::content::same_content(src, dst_fd.as_fd(), stat.size)
         .map_err(|e| CopyError::io(Op::Read, path(), e))?;
     if same && dir.ctx.plan.preserve.any() {
         finalize::file(

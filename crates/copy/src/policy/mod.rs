@@ -17,8 +17,8 @@ mod tests;
 use std::ffi::CString;
 
 use crate::plan::{Backup, BackupMode, Clobber, CopyPlan, Dereference, LinkMode, Overwrite};
-use crate::resume::{self, QuickCheck};
 use crate::sys::{Kind, Stat};
+use sync::QuickCheck;
 
 pub use crate::refusal::Refusal;
 use same_file::SameFile;
@@ -331,17 +331,24 @@ pub(crate) fn decide(p: &Policy, src: &SourceFacts<'_>, dst: Option<&DestFacts<'
             // group is kept like any other.
             let replaced_anyway = p.remove_destination || p.backup.is_some();
             if let Some(t) = target.filter(|_| as_data && !replaced_anyway) {
-                let checksum = how == crate::plan::Resume::Checksum;
-                match resume::quick_check(checksum, p.preserve_timestamps, &src.stat, &t) {
-                    QuickCheck::Complete => return Decision::Skip(Skip::Complete),
-                    QuickCheck::CompareContent => {
+                // A sync in one direction: a complete file has the source's size and, where
+                // times are kept (set last), its ns mtime; without them only content can tell.
+                let quick = match how {
+                    crate::plan::Resume::Quick if p.preserve_timestamps => {
+                        QuickCheck::SizeAndTime { window_ns: 0 }
+                    }
+                    _ => QuickCheck::Checksum,
+                };
+                match sync::quick_check(quick, &src.stat, &t, None) {
+                    sync::Decision::Keep => return Decision::Skip(Skip::Complete),
+                    sync::Decision::CompareContent => {
                         return Decision::WriteOver(WriteOver {
                             target: Some(t),
                             through_link: is_link,
                             compare_first: true,
                         })
                     }
-                    QuickCheck::Recopy => {}
+                    _ => {}
                 }
             }
         }

@@ -154,27 +154,38 @@ pub fn decide(r: &Rules, f: &Facts<'_>) -> Decision {
                 Decision::Replace
             }
         }
-        Kind::File => {
-            if src.size != dst.size && r.quick != QuickCheck::Never {
-                return Decision::Rewrite;
-            }
-            match r.quick {
-                QuickCheck::Never => Decision::Rewrite,
-                QuickCheck::SizeOnly => Decision::Keep,
-                QuickCheck::SizeAndTime { window_ns } => {
-                    if same_time(src.mtime, dst.mtime, window_ns) {
-                        Decision::Keep
-                    } else {
-                        Decision::Rewrite
-                    }
-                }
-                QuickCheck::Checksum => match f.same_content {
-                    None => Decision::CompareContent,
-                    Some(true) => Decision::Keep,
-                    Some(false) => Decision::Rewrite,
-                },
+        Kind::File => quick_check(r.quick, src, dst, f.same_content),
+    }
+}
+
+/// Whether the regular file `dst` already holds `src`: [`Decision::Keep`], [`Decision::Rewrite`],
+/// or [`Decision::CompareContent`] until `same_content` is known. The one quick check of sync
+/// and of `cp --resume` (which is a sync in one direction: `SizeAndTime` where times are kept,
+/// `Checksum` where they are not).
+pub fn quick_check(
+    quick: QuickCheck,
+    src: &Stat,
+    dst: &Stat,
+    same_content: Option<bool>,
+) -> Decision {
+    if dst.kind() != Kind::File || (src.size != dst.size && quick != QuickCheck::Never) {
+        return Decision::Rewrite;
+    }
+    match quick {
+        QuickCheck::Never => Decision::Rewrite,
+        QuickCheck::SizeOnly => Decision::Keep,
+        QuickCheck::SizeAndTime { window_ns } => {
+            if same_time(src.mtime, dst.mtime, window_ns) {
+                Decision::Keep
+            } else {
+                Decision::Rewrite
             }
         }
+        QuickCheck::Checksum => match same_content {
+            None => Decision::CompareContent,
+            Some(true) => Decision::Keep,
+            Some(false) => Decision::Rewrite,
+        },
     }
 }
 

@@ -179,7 +179,7 @@ fn same_content_at(pair: &Pair<'_>, e: &SrcEntry, dir: BorrowedFd<'_>) -> bool {
     let b = sys::openat(dir, &e.dst_name, flags, 0);
     match (a, b) {
         (Ok(a), Ok(b)) => {
-            crate::resume::same_content(a.as_fd(), b.as_fd(), e.stat.size).unwrap_or(false)
+            crate::content::same_content(a.as_fd(), b.as_fd(), e.stat.size).unwrap_or(false)
         }
         _ => false,
     }

@@ -367,7 +367,7 @@ pub(super) fn same_content(_run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> boo
     );
     match (a, b) {
         (Ok(a), Ok(b)) => {
-            crate::resume::same_content(a.as_fd(), b.as_fd(), e.stat.size).unwrap_or(false)
+            crate::content::same_content(a.as_fd(), b.as_fd(), e.stat.size).unwrap_or(false)
         }
         _ => false,
     }
@@ -868,9 +868,37 @@ pub(super) fn write_file(
             lines,
         );
     }
-    let mut tmp = temp::name(&e.dst_name);
     let (mode, chmod) = creation(run, &e.stat, existing, &want);
     let want = &keep_mode(&want, chmod);
+    // Nothing to replace: the file is made without a name and named once complete.
+    if dst.is_none() && run.temp_dir.is_none() && !run.no_tmpfile.load(Ordering::Relaxed) {
+        match temp::Unnamed::create(dir, mode) {
+            Ok(Some(new)) => {
+                copy_data(plan.sparse, data, new.fd.as_fd(), e.stat.size, &path)?;
+                file_attrs(
+                    run,
+                    (src.as_fd(), new.fd.as_fd()),
+                    want,
+                    &e.stat,
+                    &path,
+                    Some(pair),
+                )?;
+                match new.link(dir, &e.dst_name) {
+                    Ok(()) => {
+                        return sys::close(new.fd)
+                            .map(|()| true)
+                            .map_err(|err| CopyError::io(Op::Close, path(), err));
+                    }
+                    // Made meanwhile: the named temporary's way replaces it.
+                    Err(err) if err.raw_os_error() == Some(libc::EEXIST) => {}
+                    Err(err) => return Err(CopyError::io(Op::Create, path(), err)),
+                }
+            }
+            Ok(None) => run.no_tmpfile.store(true, Ordering::Relaxed),
+            Err(err) => return Err(CopyError::io(Op::Create, path(), err)),
+        }
+    }
+    let mut tmp = temp::name(&e.dst_name);
     // -T: the temporary is written there when a rename can bring it over.
     let here_dev = || sys::fstatx(dir).map(|s| s.dev).ok();
     let tmp_dir = match &run.temp_dir {
@@ -1165,7 +1193,7 @@ pub(super) fn delete_extraneous(
         }
         if temp::is_ours(name.to_bytes()) {
             if !run.plan.dry_run {
-                remove_stale_temp(dir, name);
+                let _ = temp::remove_stale(dir, name);
             }
             continue;
         }
@@ -1181,33 +1209,6 @@ pub(super) fn delete_extraneous(
         }
     }
     deleted
-}
-
-/// Removes the temporaries an interrupted run left in `dir` (see [`remove_stale_temp`]).
-pub(super) fn remove_stale_temps(dir: BorrowedFd<'_>, buf: &mut [MaybeUninit<u8>]) {
-    let mut ours = Vec::new();
-    let _ = sys::read_dir_entries(dir, buf, |name, _| {
-        if temp::is_ours(name.to_bytes()) {
-            ours.push(name.to_owned());
-        }
-    });
-    for name in ours {
-        remove_stale_temp(dir, &name);
-    }
-}
-
-/// Removes a temporary an interrupted run left: a file only when no live run holds it (its
-/// lock), a symlink or special file (which cannot be locked, and holds no data) always.
-pub(super) fn remove_stale_temp(dir: BorrowedFd<'_>, name: &CStr) {
-    match sys::statx_at(dir, name, false) {
-        Ok(s) if matches!(s.kind(), Kind::Symlink | Kind::Special) => {
-            let _ = sys::unlinkat(dir, name);
-        }
-        Ok(_) => {
-            let _ = temp::remove_if_stale(dir, name);
-        }
-        Err(_) => {}
-    }
 }
 
 /// How [`remove_tree`] treats what it deletes.

@@ -112,6 +112,8 @@ pub(super) struct Run<'p> {
     pub alt_roots: Vec<OwnedFd>,
     /// Who owns what this run creates: (euid, egid).
     pub creator: (u32, u32),
+    /// The destination refused O_TMPFILE once: new files take named temporaries.
+    pub no_tmpfile: AtomicBool,
 }
 
 /// A file written into its directory's `.~tmp~`, to be renamed into place at the end.

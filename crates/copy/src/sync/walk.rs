@@ -172,6 +172,7 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
             rustix::process::geteuid().as_raw(),
             rustix::process::getegid().as_raw(),
         ),
+        no_tmpfile: AtomicBool::new(false),
     };
     let roots = roots::resolve(&run);
     run.alt_roots = super::alt::open_roots(&run);
@@ -523,9 +524,9 @@ fn list_dir<'r>(
                 }
             }
         }
-    } else if pair.whole && !plan.dry_run {
+    } else if pair.whole && !plan.dry_run && !pair.made_now() {
         if let Some(dst) = &pair.dst {
-            apply::remove_stale_temps(dst.as_fd(), buf);
+            let _ = crate::temp::remove_stale_in(dst.as_fd(), buf);
         }
     }
 
@@ -610,9 +611,7 @@ fn entry<'r>(
         return;
     }
     run.stats.files.add(kind);
-    // A directory this run made holds nothing it did not put there (each name once).
-    let fresh = pair.dst_before.is_none() && pair._parent.is_some();
-    let dst = match if fresh {
+    let dst = match if pair.made_now() {
         Ok(None)
     } else {
         dst_stat(pair, &e.dst_name)
@@ -871,6 +870,12 @@ fn skip_note(plan: &SyncPlan, stat: &Stat) -> Option<&'static str> {
 }
 
 impl Pair<'_> {
+    /// The destination directory is one this run made: it holds nothing the run did not put
+    /// there (each name once), so neither a stale temporary nor an entry to stat.
+    fn made_now(&self) -> bool {
+        self.dst_before.is_none() && self._parent.is_some()
+    }
+
     /// An entry's name as rsync's sender names it in its notes: the path the user gave, then
     /// the path below it.
     fn src_path_shown(&self, e: &SrcEntry) -> Vec<u8> {

@@ -373,7 +373,7 @@ pub struct Args {
     /// Put all updated files into place at the end of the transfer, together.
     #[arg(long, action = ArgAction::SetTrue, help_heading = "Safety")]
     pub delay_updates: bool,
-    /// Worker threads [default: the cores; 1 when entries are listed, for rsync's order].
+    /// Worker threads [default: 4 a core, at least 8 and at most 64].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256), help_heading = "Safety")]
     pub threads: Option<u32>,
 }
@@ -756,10 +756,11 @@ impl Args {
             out.log = Some(Mutex::new(file));
         }
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        // Cold, a walk waits on the disk for each directory and inode it reads: more workers
+        // than cores keep more of those reads in flight (BENCHMARKS.md, issue 27).
         plan.threads = match self.threads {
             Some(n) => n as usize,
-            None if out.lists_entries() => 1,
-            None => cores.max(2),
+            None => (cores * 4).clamp(8, 64),
         };
         Ok((plan, out))
     }

@@ -18,6 +18,7 @@ mod apply;
 pub mod chmod;
 mod fake;
 pub mod item;
+mod order;
 mod output;
 mod pair;
 mod roots;

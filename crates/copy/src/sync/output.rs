@@ -12,6 +12,10 @@ use crate::sys::{Kind, Stat};
 /// [`Output::print`]); a byte no line holds.
 const EARLY: u8 = 0;
 
+/// Marks a line of a directory's block that goes to `--log-file`, not stdout (so the log keeps
+/// the walk's order too); a byte no line begins with (names are escaped).
+const LOG: u8 = 1;
+
 /// The run's printer.
 pub struct Output {
     /// The name errors begin with (`rsync`, `ringio sync`).
@@ -33,6 +37,27 @@ pub struct Output {
     /// `--log-file`, with `%i %n%L` lines.
     pub log: Option<Mutex<File>>,
     stdout: Mutex<io::BufWriter<io::Stdout>>,
+}
+
+/// What begins each `--log-file` line, as rsync writes it: `YYYY/MM/DD HH:MM:SS [PID] `, in
+/// local time.
+fn log_prefix() -> String {
+    // SAFETY: time(NULL) only reads the clock.
+    let now = unsafe { libc::time(std::ptr::null_mut()) };
+    // SAFETY: an all-zero tm is a valid value for localtime_r to overwrite.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live locals; localtime_r is the thread-safe form.
+    unsafe { libc::localtime_r(&now, &mut tm) };
+    format!(
+        "{:04}/{:02}/{:02} {:02}:{:02}:{:02} [{}] ",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        std::process::id()
+    )
 }
 
 impl std::fmt::Debug for Output {
@@ -101,18 +126,15 @@ impl Output {
         buf.push(b'\n');
     }
 
-    /// The `--log-file` line for `item`.
-    pub fn log_line(&self, item: &Item, src: Option<&Stat>) {
-        let Some(log) = &self.log else { return };
-        if !item.significant() {
+    /// The `--log-file` line for `item`, appended to the directory's block `buf`.
+    pub fn log_line(&self, item: &Item, src: Option<&Stat>, buf: &mut Vec<u8>) {
+        if self.log.is_none() || !item.significant() {
             return;
         }
         let format = OutFormat::parse("%i %n%L").expect("a valid format");
-        let mut line = format.render(item, src);
-        line.push(b'\n');
-        if let Ok(mut file) = log.lock() {
-            let _ = file.write_all(&line);
-        }
+        buf.push(LOG);
+        buf.extend_from_slice(&format.render(item, src));
+        buf.push(b'\n');
     }
 
     /// Prints a block of lines at once, so that a directory's lines stay together. Lines
@@ -123,12 +145,24 @@ impl Output {
             return;
         }
         let ordered;
-        let lines = if lines.contains(&EARLY) {
-            let (mut early, mut late) = (Vec::new(), Vec::new());
+        let lines = if lines.contains(&EARLY) || self.log.is_some() {
+            let (mut early, mut late, mut log) = (Vec::new(), Vec::new(), Vec::new());
             for line in lines.split_inclusive(|&b| b == b'\n') {
-                match line.strip_prefix(&[EARLY]) {
-                    Some(rest) => early.extend_from_slice(rest),
-                    None => late.extend_from_slice(line),
+                match line.split_first() {
+                    Some((&EARLY, rest)) => early.extend_from_slice(rest),
+                    Some((&LOG, rest)) => log.extend_from_slice(rest),
+                    _ => late.extend_from_slice(line),
+                }
+            }
+            if let (Some(file), false) = (&self.log, log.is_empty()) {
+                let prefix = log_prefix();
+                let mut stamped = Vec::with_capacity(log.len() + 32 * prefix.len());
+                for line in log.split_inclusive(|&b| b == b'\n') {
+                    stamped.extend_from_slice(prefix.as_bytes());
+                    stamped.extend_from_slice(line);
+                }
+                if let Ok(mut file) = file.lock() {
+                    let _ = file.write_all(&stamped);
                 }
             }
             early.extend_from_slice(&late);

@@ -185,6 +185,8 @@ pub(super) struct Pair<'r> {
     /// The directory's own line (`cd+++++++++ sub/`), printed at the head of its block, after
     /// its deletions, as rsync prints it.
     pub item: Option<Item>,
+    /// Where its lines wait for their turn (when lines are printed in rsync's order).
+    pub block: Option<Arc<super::order::Block>>,
 }
 
 impl Pair<'_> {
@@ -271,6 +273,6 @@ pub(super) fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
 pub(super) fn report(run: &Run<'_>, item: &Item, src: &Stat, lines: &mut Vec<u8>) {
     run.out.render(item, Some(src), lines);
     if !run.plan.dry_run {
-        run.out.log_line(item, Some(src));
+        run.out.log_line(item, Some(src), lines);
     }
 }

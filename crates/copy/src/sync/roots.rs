@@ -401,5 +401,6 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
         dst_scope,
         pass,
         item: root_item,
+        block: None,
     })
 }

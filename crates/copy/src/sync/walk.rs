@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use super::apply;
 use super::item::{Action, Item};
+use super::order::{Block, Printer};
 use super::pair::{join, report, Layer, Pair, Pass, Run, SrcEntry, Trouble};
 use super::roots::{self, Root};
 use super::{DeleteWhen, Outcome, Output, Stats, Symlinks, SyncPlan};
@@ -41,6 +42,8 @@ pub(super) struct Pool<'r> {
     queue: Mutex<Vec<Work<'r>>>,
     active: Mutex<usize>,
     wake: Condvar,
+    /// Keeps rsync's order of the lines, where lines are printed.
+    printer: Option<Printer>,
 }
 
 /// A subdirectory to walk.
@@ -55,6 +58,8 @@ pub(super) struct Task<'r> {
     dst_follow: bool,
     /// Its line.
     item: Option<Item>,
+    /// Where its lines wait for their turn (when lines are printed).
+    block: Option<Arc<Block>>,
 }
 
 impl Drop for Pair<'_> {
@@ -71,11 +76,27 @@ impl Drop for Pair<'_> {
 }
 
 impl<'r> Pool<'r> {
-    fn new() -> Self {
+    fn new(printer: Option<Printer>) -> Self {
         Pool {
             queue: Mutex::new(Vec::new()),
             active: Mutex::new(0),
             wake: Condvar::new(),
+            printer,
+        }
+    }
+
+    /// A directory's lines are done (with the blocks of its subdirectories, in order): printed
+    /// now, or when their turn comes.
+    fn print(
+        &self,
+        out: &Output,
+        block: Option<&Block>,
+        lines: Vec<u8>,
+        children: Vec<Arc<Block>>,
+    ) {
+        match (&self.printer, block) {
+            (Some(printer), Some(block)) => printer.finish(out, block, lines, children),
+            _ => out.print(&lines),
         }
     }
 
@@ -235,10 +256,15 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
 
 /// Walks the roots (merged into one pair) in one pass, on the run's workers.
 fn walk_root<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) {
-    let Some(pair) = roots::open_pair(run, roots, pass) else {
+    let Some(mut pair) = roots::open_pair(run, roots, pass) else {
         return;
     };
-    let pool = Pool::new();
+    let printer = run.out.lists_entries().then(|| {
+        let (printer, root) = Printer::new();
+        pair.block = Some(root);
+        printer
+    });
+    let pool = Pool::new(printer);
     let threads = run.plan.threads.max(1);
     let mut buf = vec![MaybeUninit::<u8>::uninit(); DIR_BUF];
     // The root is listed on this thread before the others start, so its lines come first.
@@ -249,6 +275,9 @@ fn walk_root<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) {
         }
         worker(run, &pool);
     });
+    if let Some(printer) = &pool.printer {
+        printer.rest(run.out);
+    }
 }
 
 fn worker<'r>(run: &'r Run<'r>, pool: &Pool<'r>) {
@@ -260,8 +289,10 @@ fn worker<'r>(run: &'r Run<'r>, pool: &Pool<'r>) {
         if !run.stop.load(Ordering::Relaxed) {
             match work {
                 Work::Dir(task) => {
-                    if let Some(pair) = open_task(run, *task) {
-                        list_dir(run, pool, Arc::new(pair), &mut buf);
+                    let block = task.block.clone();
+                    match open_task(run, *task) {
+                        Some(pair) => list_dir(run, pool, Arc::new(pair), &mut buf),
+                        None => pool.print(run.out, block.as_deref(), Vec::new(), Vec::new()),
                     }
                 }
                 Work::Entries(pair, entries) => entries_of(run, pool, &pair, &entries, Vec::new()),
@@ -368,13 +399,20 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
         dst_scope,
         pass: parent.pass,
         item: task.item,
+        block: task.block,
     })
 }
 
 /// rsync's order within a directory (its incremental recursion's): the other entries by
 /// name, then the subdirectories by name.
+/// rsync compares a directory's name as `name/`, so `14.0.6/` comes before `14/`.
 fn sort_key(e: &SrcEntry) -> (bool, Vec<u8>) {
-    (e.stat.kind() == Kind::Dir, e.name.to_bytes().to_vec())
+    let dir = e.stat.kind() == Kind::Dir;
+    let mut name = e.name.to_bytes().to_vec();
+    if dir {
+        name.push(b'/');
+    }
+    (dir, name)
 }
 
 /// Lists a directory pair and handles each of its entries.
@@ -533,7 +571,7 @@ fn list_dir<'r>(
     // A big directory's entries spread over the workers (where no order is printed, and no
     // hard-link group depends on one).
     let mut entries = entries;
-    if plan.threads > 1 && !plan.hard_links && entries.len() > 2 * BATCH {
+    if plan.threads > 1 && !plan.hard_links && pair.block.is_none() && entries.len() > 2 * BATCH {
         let mut batches = Vec::new();
         while entries.len() > BATCH {
             let rest = entries.split_off(BATCH);
@@ -563,7 +601,15 @@ fn entries_of<'r>(
         }
         entry(run, pair, e, &mut lines, &mut subdirs);
     }
-    run.out.print(&lines);
+    let mut children = Vec::new();
+    if pair.block.is_some() {
+        for task in &mut subdirs {
+            let block = Arc::new(Block::default());
+            task.block = Some(block.clone());
+            children.push(block);
+        }
+    }
+    pool.print(run.out, pair.block.as_deref(), lines, children);
     pool.push_all(subdirs);
 }
 
@@ -603,6 +649,7 @@ fn entry<'r>(
                         dst_before: Some(d),
                         dst_follow: false,
                         item: None,
+                        block: None,
                         layers: dir_layers(e),
                     });
                 }
@@ -717,6 +764,7 @@ fn entry<'r>(
                         dst_before: attr_target,
                         dst_follow: dir_target.is_some(),
                         item: Some(item),
+                        block: None,
                         layers: dir_layers(e),
                     });
                 } else {
@@ -776,6 +824,7 @@ fn entry<'r>(
                                 dst_before: None,
                                 dst_follow: false,
                                 item: Some(item),
+                                block: None,
                                 layers: dir_layers(e),
                             });
                         } else {

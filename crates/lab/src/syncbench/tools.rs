@@ -10,7 +10,7 @@ use crate::copybench::{command_tool, find_program, Tool};
 use crate::error::LabError;
 
 /// The tool names `bench sync --tools` knows, for help texts.
-pub const SYNC_TOOLS: &str = "ringio-sync, ringio-resume, rsync, rclone, cmd:NAME=PROGRAM [ARG...]";
+pub const SYNC_TOOLS: &str = "ringio-sync, ringio-resume, rsync, rclone, cmd:NAME=PROGRAM [ARG...], run as PROGRAM ARG... SRC/ DST/";
 
 /// The default tools, in table order.
 pub const DEFAULT_SYNC_TOOLS: [&str; 4] = ["ringio-sync", "ringio-resume", "rsync", "rclone"];
@@ -74,7 +74,16 @@ pub fn resolve_sync_tool(spec: &str, ringio: &Path) -> Result<Tool, LabError> {
             "apt-get install rclone",
             VerifyOptions::content_only(),
         ),
-        _ if spec.starts_with("cmd:") => command_tool(spec)?,
+        // A syncer is given the trees' contents (`SRC/ DST/`), as rsync and ringio sync are.
+        _ if spec.starts_with("cmd:") => {
+            let mut tool = command_tool(spec)?;
+            for arg in &mut tool.args {
+                if arg == "{src}" || arg == "{dst}" {
+                    arg.push('/');
+                }
+            }
+            tool
+        }
         _ => {
             return Err(LabError::Invalid(format!(
                 "unknown sync tool '{spec}' (known: {SYNC_TOOLS})"

@@ -811,3 +811,48 @@ fn files_from_syncs_the_listed_paths_as_rsync() {
     assert_exit(&out, 1);
     assert!(!twin.ri.join("dst2").exists());
 }
+
+/// A tree of many directories, whose names rsync sorts as `name/` (`14.0.6/` before `14/`,
+/// `a-b/` before `a/`), synced by parallel workers: stdout and `--log-file` list every entry in
+/// rsync's order all the same.
+#[test]
+fn many_directories_on_many_workers_print_in_rsyncs_order() {
+    let twin = Twin::new(|side| {
+        for top in ["14", "14.0.6", "a", "a-b", "a.b", "z"] {
+            for mid in ["1", "1.1", "2"] {
+                let dir = side.join("src").join(top).join(mid);
+                fs::create_dir_all(dir.join("leaf")).unwrap();
+                for f in ["f", "f.1", "g"] {
+                    write_file(dir.join(f), top);
+                    write_file(dir.join("leaf").join(f), mid);
+                }
+            }
+        }
+        settle(&side.join("src"));
+    });
+    let out = twin.both(&["-ai", "src/", "dst/"], "dst");
+    assert_success(&out);
+    // "created directory dst", then ./ and every entry.
+    assert_eq!(stdout_lines(&out).len(), 2 + 6 * (1 + 3 * (1 + 3 + 1 + 3)));
+    // The log holds the same entries in the same order (its lines: rsync's `YYYY/MM/DD
+    // HH:MM:SS [PID] `, then `%i %n%L`).
+    let log = twin.ri.join("sync.log");
+    let log_arg = format!("--log-file={}", log.display());
+    let out = sync(&twin.ri, &["-a", &log_arg, "src/", "dst2/"]);
+    assert_success(&out);
+    let logged: Vec<String> = fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let (date, rest) = line.split_once(' ').expect("a date");
+            let (time, rest) = rest.split_once(' ').expect("a time");
+            let (pid, entry) = rest.split_once(' ').expect("a pid");
+            assert!(date.len() == 10 && date.as_bytes()[4] == b'/', "{line}");
+            assert!(time.len() == 8 && time.as_bytes()[2] == b':', "{line}");
+            assert!(pid.starts_with('[') && pid.ends_with(']'), "{line}");
+            entry.to_owned()
+        })
+        .collect();
+    let first = twin.both(&["-ai", "src/", "dst3/"], "dst3");
+    assert_eq!(logged, stdout_lines(&first)[1..]);
+}

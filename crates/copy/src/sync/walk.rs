@@ -405,6 +405,38 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
 
 /// rsync's order within a directory (its incremental recursion's): the other entries by
 /// name, then the subdirectories by name.
+/// The statx of every listed name in `dir`, in order. A big directory's names are stat'ed by
+/// `threads` threads at once: the rest of the walk waits for its listing (a flat directory is
+/// all the work there is), and a cold cache answers many reads at once faster than one at a
+/// time.
+fn stat_all(
+    dir: std::os::fd::BorrowedFd<'_>,
+    names: &[(CString, CString)],
+    follow: bool,
+    threads: usize,
+) -> Vec<std::io::Result<Stat>> {
+    let stat = |names: &[(CString, CString)]| -> Vec<std::io::Result<Stat>> {
+        names
+            .iter()
+            .map(|(name, _)| sys::statx_at(dir, name, follow))
+            .collect()
+    };
+    if threads < 2 || names.len() <= 2 * BATCH {
+        return stat(names);
+    }
+    let chunk = names.len().div_ceil(threads).max(BATCH);
+    std::thread::scope(|s| {
+        let mut parts = names.chunks(chunk);
+        let first = parts.next().unwrap_or_default();
+        let others: Vec<_> = parts.map(|part| s.spawn(move || stat(part))).collect();
+        let mut all = stat(first);
+        for other in others {
+            all.extend(other.join().expect("a stat thread does not panic"));
+        }
+        all
+    })
+}
+
 /// rsync compares a directory's name as `name/`, so `14.0.6/` comes before `14/`.
 fn sort_key(e: &SrcEntry) -> (bool, Vec<u8>) {
     let dir = e.stat.kind() == Kind::Dir;
@@ -447,13 +479,16 @@ fn list_dir<'r>(
                 names
             }
         };
-        for (name, dst_name) in names {
+        let stats = stat_all(layer.fd.as_fd(), &names, follow, plan.threads);
+        entries.reserve(names.len());
+        named.reserve(names.len());
+        for ((name, dst_name), stat) in names.into_iter().zip(stats) {
             let earlier = named.get(dst_name.to_bytes()).copied();
             if earlier.is_some_and(|at| entries[at].stat.kind() != Kind::Dir) {
                 continue;
             }
             let src_path = || layer.path.join(apply::os(&name));
-            let stat = match sys::statx_at(layer.fd.as_fd(), &name, follow) {
+            let stat = match stat {
                 Ok(s) => s,
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                     let dangling = follow
@@ -572,13 +607,16 @@ fn list_dir<'r>(
     // hard-link group depends on one).
     let mut entries = entries;
     if plan.threads > 1 && !plan.hard_links && pair.block.is_none() && entries.len() > 2 * BATCH {
+        // Each entry moved once (splitting off the rest again and again would copy it anew).
+        let mut rest = std::mem::take(&mut entries).into_iter();
+        entries = rest.by_ref().take(BATCH).collect();
         let mut batches = Vec::new();
-        while entries.len() > BATCH {
-            let rest = entries.split_off(BATCH);
-            batches.push(Work::Entries(
-                pair.clone(),
-                std::mem::replace(&mut entries, rest),
-            ));
+        loop {
+            let batch: Vec<SrcEntry> = rest.by_ref().take(BATCH).collect();
+            if batch.is_empty() {
+                break;
+            }
+            batches.push(Work::Entries(pair.clone(), batch));
         }
         pool.push(batches);
     }

@@ -185,6 +185,9 @@ pub(super) struct Pair<'r> {
     /// The directory's own line (`cd+++++++++ sub/`), printed at the head of its block, after
     /// its deletions, as rsync prints it.
     pub item: Option<Item>,
+    /// The destination directory is one this run made: it holds nothing the run did not put
+    /// there (each name once), so neither a stale temporary nor an entry to stat.
+    pub made_now: bool,
     /// Where its lines wait for their turn (when lines are printed in rsync's order).
     pub block: Option<Arc<super::order::Block>>,
 }

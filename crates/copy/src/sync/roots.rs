@@ -401,6 +401,7 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
         dst_scope,
         pass,
         item: root_item,
+        made_now: first.fresh_dest && !plan.dry_run,
         block: None,
     })
 }

@@ -398,6 +398,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
         dst_before: task.dst_before,
         dst_scope,
         pass: parent.pass,
+        made_now: task.dst_before.is_none(),
         item: task.item,
         block: task.block,
     })
@@ -597,7 +598,7 @@ fn list_dir<'r>(
                 }
             }
         }
-    } else if pair.whole && !plan.dry_run && !pair.made_now() {
+    } else if pair.whole && !plan.dry_run && !pair.made_now {
         if let Some(dst) = &pair.dst {
             let _ = crate::temp::remove_stale_in(dst.as_fd(), buf);
         }
@@ -696,7 +697,7 @@ fn entry<'r>(
         return;
     }
     run.stats.files.add(kind);
-    let dst = match if pair.made_now() {
+    let dst = match if pair.made_now {
         Ok(None)
     } else {
         dst_stat(pair, &e.dst_name)
@@ -957,12 +958,6 @@ fn skip_note(plan: &SyncPlan, stat: &Stat) -> Option<&'static str> {
 }
 
 impl Pair<'_> {
-    /// The destination directory is one this run made: it holds nothing the run did not put
-    /// there (each name once), so neither a stale temporary nor an entry to stat.
-    fn made_now(&self) -> bool {
-        self.dst_before.is_none() && self._parent.is_some()
-    }
-
     /// An entry's name as rsync's sender names it in its notes: the path the user gave, then
     /// the path below it.
     fn src_path_shown(&self, e: &SrcEntry) -> Vec<u8> {

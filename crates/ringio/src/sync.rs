@@ -14,7 +14,9 @@ use clap::{ArgAction, ArgMatches};
 use ringio_copy::filter::{FilterRules, ListKind};
 use ringio_copy::sync::alt::AltKind;
 use ringio_copy::sync::item::OutFormat;
-use ringio_copy::sync::{Backups, DeleteWhen, Output, QuickCheck, Source, Symlinks, SyncPlan};
+use ringio_copy::sync::{
+    Backups, DeleteWhen, Output, Progress, QuickCheck, Source, Symlinks, SyncPlan,
+};
 
 /// A line on stderr; a closed stderr loses it, never the run (no panic, the exit code stays
 /// rsync's).
@@ -324,6 +326,17 @@ pub struct Args {
     /// Print the transfer's statistics at the end.
     #[arg(long, action = ArgAction::SetTrue, help_heading = "Output")]
     pub stats: bool,
+    /// Show each transferred file's size, rate and time after its name (--info=progress1;
+    /// --info=progress2 shows one line for the whole transfer instead).
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Output")]
+    pub progress: bool,
+    /// --partial --progress.
+    #[arg(short = 'P', action = ArgAction::SetTrue, help_heading = "Output")]
+    pub partial_progress: bool,
+    /// List the source's entries as `ls -l` does (rsync's format) instead of transferring
+    /// them; implied by a single operand. Without -r, a directory's entries, not below.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Output")]
+    pub list_only: bool,
     /// Numbers in a human-readable form (digit groups, as rsync's default).
     #[arg(short = 'h', long, action = ArgAction::Count, help_heading = "Output")]
     pub human_readable: u8,
@@ -386,6 +399,8 @@ struct Info {
     backup: u8,
     /// `skip`: why an entry is skipped ("X is newer", "X is uptodate" at level 2).
     skip: u8,
+    /// `progress`, when given: 1 per file, 2 for the whole transfer, 0 none.
+    progress: Option<u8>,
 }
 
 /// rsync's `--info` flag names.
@@ -403,7 +418,7 @@ impl Info {
                 println!(
                     "Use OPT or OPT1 for level 1 output, OPT2 for level 2, etc.; OPT0 silences."
                 );
-                println!("Flags ringio acts on: backup, skip (X is newer / X is uptodate).");
+                println!("Flags ringio acts on: backup, skip (X is newer / X is uptodate), progress (1: per file, 2: the whole transfer).");
                 println!("Accepted: {}", INFO_FLAGS.join(", "));
                 std::process::exit(0);
             }
@@ -422,9 +437,7 @@ impl Info {
                 bail!("Unknown --info item: \"{word}\"");
             }
             match name {
-                "progress" if level > 0 => {
-                    bail!("--info=progress{level}: ringio sync has no progress output yet (docs/CONFORMANCE.md)")
-                }
+                "progress" => info.progress = Some(level.min(2)),
                 "backup" => info.backup = level,
                 "skip" => info.skip = level,
                 "all" => {
@@ -561,7 +574,9 @@ fn last_wins(m: &ArgMatches, on: &[&str], off: &[&str]) -> bool {
 impl Args {
     /// The plan and the printer this command line asks for.
     pub fn plan(&self, m: &ArgMatches, program: &str) -> Result<(SyncPlan, Output)> {
-        if self.paths.len() < 2 {
+        // One operand: it is listed (rsync's implied --list-only).
+        let list_only = self.list_only || self.paths.len() == 1;
+        if self.paths.is_empty() {
             bail!("a source and a destination are needed (see --help)");
         }
         if let Some(p) = self.paths.iter().find(|p| remote(p)) {
@@ -570,7 +585,14 @@ impl Args {
                 p.to_string_lossy()
             );
         }
-        let (dest, sources) = self.paths.split_last().expect("two paths");
+        // Listing writes nothing: DEST (ignored, as rsync ignores it) is a path that cannot
+        // exist, so every source entry is new and listed once.
+        let unreachable = OsString::from("/proc/self/fd/-1/ringio-list-only");
+        let (dest, sources) = match self.paths.split_last() {
+            Some((_, [])) | None => (&unreachable, &self.paths[..]),
+            Some((_, sources)) if list_only => (&unreachable, sources),
+            Some((dest, sources)) => (dest, sources),
+        };
         let sources = match &self.files_from {
             Some(list) => self.listed(list, sources)?,
             None => sources
@@ -594,11 +616,12 @@ impl Args {
             &[a, "recursive"]
         };
         plan.recursive = last_wins(m, recursing, &["no_recursive"]);
-        plan.dirs = self.dirs || self.files_from.is_some();
+        plan.dirs = self.dirs || self.files_from.is_some() || list_only;
         let links = last_wins(m, &[a, "links"], &["no_links"]);
+        // A listing shows every symlink (its target only under -l).
         plan.symlinks = if self.copy_links {
             Symlinks::Follow
-        } else if links {
+        } else if links || list_only {
             Symlinks::Keep
         } else {
             Symlinks::Skip
@@ -621,8 +644,8 @@ impl Args {
             );
         }
         let d = last_wins(m, &[a, "devices_specials"], &["no_devices_specials"]);
-        plan.devices = d || self.devices;
-        plan.specials = d || self.specials;
+        plan.devices = d || self.devices || list_only;
+        plan.specials = d || self.specials || list_only;
         plan.times = last_wins(m, &[a, "times"], &["no_times"]);
         plan.omit_dir_times = self.omit_dir_times;
         plan.atimes = self.atimes;
@@ -697,7 +720,7 @@ impl Args {
                 suffix,
             });
         }
-        plan.dry_run = self.dry_run;
+        plan.dry_run = self.dry_run || list_only;
         plan.mkpath = self.mkpath;
         for text in &self.chmod {
             plan.chmod
@@ -744,6 +767,19 @@ impl Args {
             .map(|f| OutFormat::parse(&f))
             .transpose()
             .map_err(|e| anyhow::anyhow!(e))?;
+        out.list_only = list_only;
+        out.list_targets = links || self.copy_links;
+        out.progress = match info.progress {
+            Some(2) => Progress::Total,
+            Some(1..) => Progress::PerFile,
+            Some(0) => Progress::None,
+            None if self.progress || self.partial_progress => Progress::PerFile,
+            None => Progress::None,
+        };
+        // --progress names each file (rsync raises --info=name to 1 for it).
+        if out.format.is_none() && out.progress == Progress::PerFile && !self.quiet {
+            out.format = Some(OutFormat::parse("%n%L").map_err(|e| anyhow::anyhow!(e))?);
+        }
         out.all = self.itemize_changes > 1 || self.verbose > 1;
         out.backups = info.backup > 0 || self.verbose > 1;
         out.skips = info.skip.max(u8::from(out.verbose > 1));
@@ -924,7 +960,7 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
     signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&stop))
         .context("cannot install a signal handler")?;
     let started = Instant::now();
-    if out.verbose > 0 {
+    if out.verbose > 0 || (out.progress == Progress::PerFile && !out.list_only) {
         out.say("sending incremental file list");
     }
     let outcome = ringio_copy::sync::sync(&plan, &out, &stop);
@@ -935,7 +971,10 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
         }
     }
     if (out.verbose > 0 || args.stats) && !args.quiet {
-        for line in outcome.stats.totals(seconds, plan.dry_run) {
+        for line in outcome
+            .stats
+            .totals(seconds, plan.dry_run && !out.list_only)
+        {
             out.say(&line);
         }
     }

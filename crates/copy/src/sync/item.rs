@@ -49,6 +49,8 @@ pub struct Item {
     /// It matched an entry of a `--*-dest` tree (rsync's "matched"): listed only when all
     /// are, unless an attribute differs.
     pub matched: bool,
+    /// How long making it took (a transferred file's `--progress` line gives its rate).
+    pub took: Option<std::time::Duration>,
 }
 
 impl Item {
@@ -73,6 +75,7 @@ impl Item {
             link: None,
             len: src.size,
             matched: false,
+            took: None,
         }
     }
 
@@ -295,6 +298,33 @@ pub fn escaped(name: &[u8]) -> Vec<u8> {
 }
 
 /// `rwxr-xr-x` for the permission bits, as rsync's `%B`.
+/// `ls -l`'s mode: the type's letter, then the permission bits with setuid, setgid and the
+/// sticky bit (`drwxr-sr-x`, `-rwsr-xr-t`), as `--list-only` shows them.
+pub fn mode_string(mode: u32) -> String {
+    let kind = match mode & libc::S_IFMT {
+        libc::S_IFDIR => 'd',
+        libc::S_IFLNK => 'l',
+        libc::S_IFCHR => 'c',
+        libc::S_IFBLK => 'b',
+        libc::S_IFIFO => 'p',
+        libc::S_IFSOCK => 's',
+        _ => '-',
+    };
+    let mut s: Vec<char> = std::iter::once(kind)
+        .chain(permission_string(mode).chars())
+        .collect();
+    for (bit, at, set, unset) in [
+        (libc::S_ISUID, 3, 's', 'S'),
+        (libc::S_ISGID, 6, 's', 'S'),
+        (libc::S_ISVTX, 9, 't', 'T'),
+    ] {
+        if mode & bit != 0 {
+            s[at] = if s[at] == 'x' { set } else { unset };
+        }
+    }
+    s.into_iter().collect()
+}
+
 fn permission_string(mode: u32) -> String {
     let mut s = String::new();
     for (i, c) in "rwxrwxrwx".chars().enumerate() {

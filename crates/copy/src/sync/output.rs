@@ -36,28 +36,99 @@ pub struct Output {
     pub skips: u8,
     /// `--log-file`, with `%i %n%L` lines.
     pub log: Option<Mutex<File>>,
+    /// `--progress`, `--info=progress2`.
+    pub progress: Progress,
+    /// `--list-only`: every source entry listed as `ls -l` would (rsync's format), nothing
+    /// else done.
+    pub list_only: bool,
+    /// `--list-only -l`: a symlink's line shows its target.
+    pub list_targets: bool,
     stdout: Mutex<io::BufWriter<io::Stdout>>,
 }
 
-/// What begins each `--log-file` line, as rsync writes it: `YYYY/MM/DD HH:MM:SS [PID] `, in
-/// local time.
-fn log_prefix() -> String {
-    // SAFETY: time(NULL) only reads the clock.
-    let now = unsafe { libc::time(std::ptr::null_mut()) };
+/// `YYYY/MM/DD HH:MM:SS` in local time, as rsync writes times.
+fn local_time(secs: i64) -> String {
+    let at = secs as libc::time_t;
     // SAFETY: an all-zero tm is a valid value for localtime_r to overwrite.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     // SAFETY: both pointers are to live locals; localtime_r is the thread-safe form.
-    unsafe { libc::localtime_r(&now, &mut tm) };
+    unsafe { libc::localtime_r(&at, &mut tm) };
     format!(
-        "{:04}/{:02}/{:02} {:02}:{:02}:{:02} [{}] ",
+        "{:04}/{:02}/{:02} {:02}:{:02}:{:02}",
         tm.tm_year + 1900,
         tm.tm_mon + 1,
         tm.tm_mday,
         tm.tm_hour,
         tm.tm_min,
-        tm.tm_sec,
-        std::process::id()
+        tm.tm_sec
     )
+}
+
+/// What begins each `--log-file` line, as rsync writes it: `YYYY/MM/DD HH:MM:SS [PID] `.
+fn log_prefix() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    format!("{} [{}] ", local_time(now), std::process::id())
+}
+
+/// What `--progress` and `--info=progress2` show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Progress {
+    /// Nothing.
+    #[default]
+    None,
+    /// `--progress` (`--info=progress1`): a line after each transferred file's name.
+    PerFile,
+    /// `--info=progress2`: one line for the whole transfer, rewritten as it goes.
+    Total,
+}
+
+/// rsync's progress line: `      1,234,567 100%   12.34MB/s    0:00:01` and what follows
+/// (`eol`): the bytes, the percentage, the rate and a time (elapsed at the end, else left).
+pub fn progress_line(bytes: u64, percent: u64, rate_bytes: f64, seconds: u64, eol: &str) -> String {
+    let kib = rate_bytes / 1024.0;
+    let (rate, units) = if kib > 1024.0 * 1024.0 {
+        (kib / 1024.0 / 1024.0, "GB/s")
+    } else if kib > 1024.0 {
+        (kib / 1024.0, "MB/s")
+    } else {
+        (kib, "kB/s")
+    };
+    format!(
+        "{:>15} {:>3}% {:>7.2}{units} {:>4}:{:02}:{:02}{eol}",
+        super::stats::group(bytes),
+        percent.min(100),
+        rate,
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60
+    )
+}
+
+/// rsync's `--list-only` line: `drwxr-xr-x          4,096 2026/11/25 16:50:06 name`.
+fn list_line(item: &Item, src: &Stat, targets: bool, buf: &mut Vec<u8>) {
+    let name = item.name.strip_suffix(b"/").unwrap_or(&item.name);
+    let name = if name.is_empty() {
+        b".".as_slice()
+    } else {
+        name
+    };
+    buf.extend_from_slice(
+        format!(
+            "{} {:>14} {} ",
+            super::item::mode_string(src.mode),
+            super::stats::group(src.size),
+            local_time(src.mtime.0)
+        )
+        .as_bytes(),
+    );
+    buf.extend_from_slice(&super::item::escaped(name));
+    if let (Some(target), Kind::Symlink, true) = (&item.link, item.kind, targets) {
+        buf.extend_from_slice(b" -> ");
+        buf.extend_from_slice(&super::item::escaped(target));
+    }
+    buf.push(b'\n');
 }
 
 impl std::fmt::Debug for Output {
@@ -81,17 +152,26 @@ impl Output {
             backups: false,
             skips: 0,
             log: None,
+            progress: Progress::None,
+            list_only: false,
+            list_targets: false,
             stdout: Mutex::new(io::BufWriter::new(io::stdout())),
         }
     }
 
     /// True when entries are printed one per line (so the walk keeps rsync's order).
     pub fn lists_entries(&self) -> bool {
-        self.format.is_some() || self.log.is_some()
+        self.format.is_some() || self.log.is_some() || self.list_only
     }
 
     /// The lines for `item` (none, or one), appended to `buf`; `src` is the source's stat.
     pub fn render(&self, item: &Item, src: Option<&Stat>, buf: &mut Vec<u8>) {
+        if self.list_only {
+            if let (Some(src), false) = (src, item.action == Action::Deleted) {
+                list_line(item, src, self.list_targets, buf);
+            }
+            return;
+        }
         let Some(format) = &self.format else { return };
         let shown = if item.action == Action::Deleted {
             format.itemizes || self.verbose > 0
@@ -176,6 +256,16 @@ impl Output {
             if self.format.is_some() {
                 let _ = out.flush();
             }
+        }
+    }
+
+    /// Rewrites `--info=progress2`'s line (`\r` first; `text` ends in spaces, or in a newline
+    /// the last time).
+    pub fn progress_update(&self, text: &str) {
+        if let Ok(mut out) = self.stdout.lock() {
+            let _ = out.write_all(b"\r");
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
         }
     }
 

@@ -11,12 +11,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::item::Item;
+use super::item::{Action, Item};
+use super::output::Progress;
 use super::{Output, Stats, SyncPlan};
 use crate::error::CopyError;
 use crate::filter::Scope;
 use crate::policy::sync::Rules;
-use crate::sys::Stat;
+use crate::sys::{Kind, Stat};
 
 /// What went wrong, for the exit code.
 #[derive(Debug, Default)]
@@ -275,6 +276,22 @@ pub(super) fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
 /// Adds `item`'s line to the directory's block and the log.
 pub(super) fn report(run: &Run<'_>, item: &Item, src: &Stat, lines: &mut Vec<u8>) {
     run.out.render(item, Some(src), lines);
+    // `--progress`: a transferred file's line is followed by its size, rate and time.
+    let transferred = item.action == Action::Transfer && item.kind == Kind::File;
+    if run.out.progress == Progress::PerFile && transferred && !run.plan.dry_run {
+        let took = item.took.unwrap_or_default();
+        let stats = &run.stats;
+        let listed = stats.listed.load(Ordering::Relaxed);
+        let checked = stats.checked.load(Ordering::Relaxed) + 1;
+        let eol = format!(
+            " (xfr#{}, ir-chk={}/{listed})\n",
+            stats.transferred.load(Ordering::Relaxed),
+            listed.saturating_sub(checked)
+        );
+        let rate = item.len as f64 / took.as_secs_f64().max(1e-9);
+        let line = super::output::progress_line(item.len, 100, rate, took.as_secs(), &eol);
+        lines.extend_from_slice(line.as_bytes());
+    }
     if !run.plan.dry_run {
         run.out.log_line(item, Some(src), lines);
     }

@@ -148,7 +148,7 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
             return Vec::new();
         }
     }
-    if !dest_is_dir && run.out.format.is_some() {
+    if !dest_is_dir && run.out.format.is_some() && !run.out.list_only {
         let shown = dest.as_os_str().as_bytes();
         let end = shown.iter().rposition(|&b| b != b'/').map_or(1, |i| i + 1);
         let shown = String::from_utf8_lossy(&shown[..end]);

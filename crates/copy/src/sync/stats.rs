@@ -72,10 +72,16 @@ pub struct Stats {
     pub total_size: AtomicU64,
     /// The sum of the sizes of those written.
     pub transferred_size: AtomicU64,
+    /// Entries listed so far (what `--info=progress2`'s `ir-chk=` counts against).
+    pub listed: AtomicU64,
+    /// Entries decided and carried out so far.
+    pub checked: AtomicU64,
+    /// The sizes of the regular files and symlinks among them (written or found up to date).
+    pub checked_size: AtomicU64,
 }
 
 /// 1,234,567 (rsync's thousands separators).
-fn group(n: u64) -> String {
+pub(super) fn group(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

@@ -18,7 +18,7 @@ use super::item::{Action, Item};
 use super::order::{Block, Printer};
 use super::pair::{join, report, Layer, Pair, Pass, Run, SrcEntry, Trouble};
 use super::roots::{self, Root};
-use super::{DeleteWhen, Outcome, Output, Stats, Symlinks, SyncPlan};
+use super::{DeleteWhen, Outcome, Output, Progress, Stats, Symlinks, SyncPlan};
 use crate::error::{CopyError, Op};
 use crate::filter::Side;
 use crate::policy::sync::{self as rules, Decision, Facts, QuickCheck, Rules};
@@ -215,14 +215,21 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         Some(DeleteWhen::Before) => &[Pass::Delete, Pass::Transfer { delete: false }],
         Some(DeleteWhen::After) => &[Pass::Transfer { delete: false }, Pass::Delete],
     };
-    for &pass in passes {
-        if !roots.is_empty() && !stop.load(Ordering::Relaxed) {
-            walk_root(&run, &roots, pass);
+    let finished = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        if out.progress == Progress::Total {
+            s.spawn(|| total_progress(&run, started, &finished));
         }
-        if pass != Pass::Delete {
-            apply::finish_delayed(&run);
+        for &pass in passes {
+            if !roots.is_empty() && !stop.load(Ordering::Relaxed) {
+                walk_root(&run, &roots, pass);
+            }
+            if pass != Pass::Delete {
+                apply::finish_delayed(&run);
+            }
         }
-    }
+        finished.store(true, Ordering::Relaxed);
+    });
     out.flush();
     let skipped = run.deletions_skipped.load(Ordering::Relaxed);
     if skipped > 0 {
@@ -247,11 +254,50 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
     } else {
         0
     };
-    let _ = started;
     Outcome {
         code,
         stats: run.stats,
     }
+}
+
+/// `--info=progress2`: the whole transfer's line, rewritten about once a second until
+/// `finished`, then written once more with its end of line: the bytes written, how much of
+/// what was listed so far is done, the rate, the time left (at the end: taken), and rsync's
+/// `(xfr#N, ir-chk=LEFT/LISTED)`.
+fn total_progress(run: &Run<'_>, started: Instant, finished: &AtomicBool) {
+    let line = |last: bool| {
+        let stats = &run.stats;
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let (bytes, total) = (load(&stats.transferred_size), load(&stats.total_size));
+        let done = load(&stats.checked_size);
+        let percent = (done * 100).checked_div(total).unwrap_or(100);
+        let elapsed = started.elapsed().as_secs_f64();
+        let shown = if last || percent == 0 {
+            elapsed
+        } else {
+            elapsed * (100 - percent) as f64 / percent as f64
+        };
+        let (listed, checked) = (load(&stats.listed), load(&stats.checked));
+        let eol = format!(
+            " (xfr#{}, ir-chk={}/{listed}){}",
+            load(&stats.transferred),
+            listed.saturating_sub(checked),
+            if last { "\n" } else { "  " }
+        );
+        let rate = bytes as f64 / elapsed.max(1e-9);
+        let text = super::output::progress_line(bytes, percent, rate, shown as u64, &eol);
+        run.out.progress_update(&text);
+    };
+    let tick = std::time::Duration::from_millis(50);
+    let mut next = Instant::now() + std::time::Duration::from_secs(1);
+    while !finished.load(Ordering::Relaxed) {
+        std::thread::sleep(tick);
+        if Instant::now() >= next {
+            line(false);
+            next += std::time::Duration::from_secs(1);
+        }
+    }
+    line(true);
 }
 
 /// Walks the roots (merged into one pair) in one pass, on the run's workers.
@@ -574,6 +620,9 @@ fn list_dir<'r>(
             None => transferred.push(e),
         }
     }
+    run.stats
+        .listed
+        .fetch_add(transferred.len() as u64, Ordering::Relaxed);
     let entries = if plan.hard_links {
         hard_link_order(&pair, transferred)
     } else {
@@ -639,6 +688,13 @@ fn entries_of<'r>(
             break;
         }
         entry(run, pair, e, &mut lines, &mut subdirs);
+        run.stats.checked.fetch_add(1, Ordering::Relaxed);
+        // Counted as the total size counts them (`--info=progress2`'s percentage).
+        if matches!(e.stat.kind(), Kind::File | Kind::Symlink) {
+            run.stats
+                .checked_size
+                .fetch_add(e.stat.size, Ordering::Relaxed);
+        }
     }
     let mut children = Vec::new();
     if pair.block.is_some() {
@@ -839,9 +895,11 @@ fn entry<'r>(
                 }
                 return;
             }
+            let started = Instant::now();
             let result = apply::make(run, pair, e, dst.as_ref(), decision, lines);
             match result {
                 Ok(Some(mut item)) => {
+                    item.took = Some(started.elapsed());
                     if let Some(m) = &alt {
                         // A directory is made all the same, listed as matching; a file that
                         // differs from the tree's is listed as changed from it.

@@ -856,3 +856,82 @@ fn many_directories_on_many_workers_print_in_rsyncs_order() {
     let first = twin.both(&["-ai", "src/", "dst3/"], "dst3");
     assert_eq!(logged, stdout_lines(&first)[1..]);
 }
+
+/// `--list-only` (and a single operand, which implies it) lists the source as rsync does,
+/// with and without -r and -l, and writes nothing.
+#[test]
+fn list_only_lists_the_source_as_rsync() {
+    let dir = tempfile::tempdir().unwrap();
+    small_tree(dir.path());
+    fs::create_dir(dir.path().join("src/14.0.6")).unwrap();
+    settle(&dir.path().join("src"));
+    for args in [
+        &["--list-only", "src/"][..],
+        &["src/"],
+        &["src"],
+        &["-r", "--list-only", "src/"],
+        &["-a", "--list-only", "src/", "nowhere/"],
+        &["-a", "src/link"],
+    ] {
+        let ours = sync(dir.path(), args);
+        assert_success(&ours);
+        assert!(!dir.path().join("nowhere").exists(), "a listing wrote DEST");
+        if !rsync_available() {
+            assert!(!ours.stdout.is_empty());
+            continue;
+        }
+        let theirs = rsync(dir.path(), args);
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stdout),
+            String::from_utf8_lossy(&theirs.stdout),
+            "`sync {}`",
+            args.join(" ")
+        );
+    }
+}
+
+/// `--progress` and `-P` follow each transferred file's name with its size, 100%, a rate and a
+/// time; `--info=progress2` ends with one line for the whole transfer.
+#[test]
+fn progress_per_file_and_for_the_whole_transfer() {
+    let dir = tempfile::tempdir().unwrap();
+    small_tree(dir.path());
+    for flag in ["--progress", "-P"] {
+        let dst = format!("dst{flag}/");
+        let out = sync(dir.path(), &["-a", flag, "src/", &dst]);
+        assert_success(&out);
+        let lines = stdout_lines(&out);
+        let after = |name: &str| {
+            let at = lines.iter().position(|l| l == name).expect(name);
+            lines[at + 1].clone()
+        };
+        for (name, size) in [("a.txt", "6"), ("sub/deep/c", "2")] {
+            let line = after(name);
+            let words: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(&words[..2], &[size, "100%"], "{line}");
+            assert!(
+                words[2].ends_with("B/s") && words[4].starts_with("(xfr#"),
+                "{line}"
+            );
+        }
+        assert_trees_equal(
+            &dir.path().join("src"),
+            &dir.path().join(&dst),
+            Check {
+                atime: false,
+                hard_links: false,
+                ..Check::ARCHIVE
+            },
+        );
+    }
+    let out = sync(dir.path(), &["-a", "--info=progress2", "src/", "whole/"]);
+    assert_success(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.rsplit('\r').next().unwrap();
+    assert!(last.ends_with(")\n") && last.contains(" 100% "), "{text:?}");
+    // Files: a.txt (hard), a.b, a/q, sub/b.txt, sub/deep/c.
+    assert!(
+        last.contains("(xfr#6,") || last.contains("(xfr#5,"),
+        "{text:?}"
+    );
+}

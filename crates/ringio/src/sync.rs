@@ -386,7 +386,7 @@ pub struct Args {
     /// Put all updated files into place at the end of the transfer, together.
     #[arg(long, action = ArgAction::SetTrue, help_heading = "Safety")]
     pub delay_updates: bool,
-    /// Worker threads [default: 4 a core, at least 8 and at most 64].
+    /// Worker threads [default: 8 a core, at least 16 and at most 64].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256), help_heading = "Safety")]
     pub threads: Option<u32>,
 }
@@ -796,7 +796,7 @@ impl Args {
         // than cores keep more of those reads in flight (BENCHMARKS.md, issue 27).
         plan.threads = match self.threads {
             Some(n) => n as usize,
-            None => (cores * 4).clamp(8, 64),
+            None => (cores * 8).clamp(16, 64),
         };
         Ok((plan, out))
     }

@@ -21,6 +21,7 @@ mod builder;
 mod content;
 pub mod count;
 mod ctx;
+pub mod digest;
 mod engine;
 mod error;
 pub mod filter;

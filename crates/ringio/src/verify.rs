@@ -14,13 +14,29 @@ use ringio_copy::verify::{verify, Difference, VerifyOptions, VerifyReport};
 targets and device numbers. By default also: mode, owner and group, mtime to the nanosecond, \
 extended attributes and ACLs, hard-link grouping, and holes (a sparse source must not become a \
 dense copy). Access times are never compared: reading a tree moves them.\n\nExit status: 0 when \
-the trees are the same, 1 when they differ, 2 when the comparison cannot run."
+the trees are the same, 1 when they differ, 2 when the comparison cannot run.\n\nWith \
+--manifest FILE DIR: every file FILE lists (the lines of sha256sum, b3sum, xxhsum, sha1sum or \
+md5sum, plain or --tag, names relative to DIR) is hashed again and compared; a listed file that \
+is missing or differs, and a regular file below DIR that FILE does not list, is named. The \
+algorithm is --hash's, else the one the lines or FILE's name (SHA256SUMS, x.b3, x.xxh128, ...) \
+or the hashes' length name. --uncached reads each file from the device (O_DIRECT, or its pages \
+written back and dropped first), not from the page cache. Exit status 2 for a manifest that \
+cannot be read, with the line and what is wrong with it."
 )]
 pub struct Args {
-    /// The original tree (or file).
+    /// The original tree (or file); with --manifest, the tree the manifest describes.
     pub src: PathBuf,
-    /// The copy.
-    pub dst: PathBuf,
+    /// The copy (not with --manifest).
+    pub dst: Option<PathBuf>,
+    /// Check SRC against this checksum manifest instead of another tree.
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    /// The manifest's algorithm (when its lines and name do not say).
+    #[arg(long, value_name = "ALGO", requires = "manifest", value_parser = algo_parser())]
+    pub hash: Option<ringio_copy::digest::Algo>,
+    /// With --manifest: read the files from the device, not the page cache.
+    #[arg(long, requires = "manifest")]
+    pub uncached: bool,
     /// Compare only names, types, sizes, content and symlink targets.
     #[arg(long)]
     pub content_only: bool,
@@ -58,10 +74,30 @@ impl Args {
     }
 }
 
+/// `--hash`'s values, from the algorithm list.
+fn algo_parser() -> clap::builder::PossibleValuesParser {
+    let names: Vec<&'static str> = ringio_copy::digest::Algo::ALL
+        .iter()
+        .map(|a| a.into())
+        .collect();
+    clap::builder::PossibleValuesParser::new(names)
+}
+
 pub fn run(args: &Args) -> anyhow::Result<i32> {
     let start = Instant::now();
     let quiet = args.quiet;
-    let report = match compare(&args.src, &args.dst, &args.options(), quiet) {
+    if let Some(manifest) = &args.manifest {
+        if args.dst.is_some() {
+            eprintln!("ringio verify: with --manifest, give only the tree it describes");
+            return Ok(2);
+        }
+        return Ok(check_manifest(args, manifest, start));
+    }
+    let Some(dst) = &args.dst else {
+        eprintln!("ringio verify: give the original and the copy (or --manifest FILE DIR)");
+        return Ok(2);
+    };
+    let report = match compare(&args.src, dst, &args.options(), quiet) {
         Ok(report) => report,
         Err(e) => {
             eprintln!("ringio: {e}");
@@ -70,6 +106,54 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
     };
     summarize(&report, start.elapsed().as_secs_f64());
     Ok(if report.is_same() { 0 } else { 1 })
+}
+
+/// `--manifest`: hashes what the manifest lists below `args.src`, prints each finding, and
+/// returns the exit status.
+fn check_manifest(args: &Args, manifest: &std::path::Path, start: Instant) -> i32 {
+    use ringio_copy::verify::ReadFrom;
+    let threads = args.threads.map_or_else(
+        || std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
+        |t| t as usize,
+    );
+    let report = match ringio_copy::verify::check_manifest(
+        &args.src,
+        manifest,
+        args.hash,
+        args.uncached,
+        threads,
+    ) {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("ringio verify: {e}");
+            return 2;
+        }
+    };
+    if !args.quiet {
+        let mut out = std::io::stdout().lock();
+        for finding in &report.findings {
+            let _ = writeln!(out, "{finding}");
+        }
+    }
+    let read = match report.read_from {
+        ReadFrom::Cache => "read through the page cache",
+        ReadFrom::Direct => "read from the device (O_DIRECT)",
+        ReadFrom::Dropped => "read from the device (cached pages dropped first)",
+        ReadFrom::Mixed => "read from the device (O_DIRECT, or cached pages dropped first)",
+    };
+    let verdict = if report.findings.is_empty() {
+        "no differences".to_string()
+    } else {
+        format!("{} difference(s)", report.findings.len())
+    };
+    eprintln!(
+        "ringio verify: {} files, {} bytes hashed ({}, {read}) in {:.3} s: {verdict}",
+        report.listed,
+        report.bytes,
+        report.algo,
+        start.elapsed().as_secs_f64()
+    );
+    i32::from(!report.findings.is_empty())
 }
 
 /// Runs the comparer, printing each difference (unless `quiet`).

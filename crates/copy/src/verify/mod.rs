@@ -21,11 +21,15 @@ use crate::sys::{self, Kind, Stat};
 
 mod content;
 mod difference;
+mod manifest;
 mod promise;
 mod report;
 mod walk;
 
 pub use difference::{Difference, DifferenceKind};
+pub use manifest::{
+    check_manifest, read_manifest, Finding, ManifestError, ManifestReport, ReadFrom,
+};
 pub use report::{Follow, MadeAs, VerifyError, VerifyOptions, VerifyReport, KEPT_DIFFERENCES};
 
 use content::{compare_content, Compared, ContentJob, BLOCK};

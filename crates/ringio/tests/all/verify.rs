@@ -571,3 +571,207 @@ fn a_file_that_changes_size_while_compared_is_named() {
         }
     }
 }
+
+/// Runs `tool` (a checksum program) on `names` in `dir`, its output into `manifest`; false
+/// when the tool is not installed.
+fn sums(tool: &[&str], dir: &Path, names: &[&str], manifest: &Path) -> bool {
+    let Ok(out) = std::process::Command::new(tool[0])
+        .args(&tool[1..])
+        .args(names)
+        .current_dir(dir)
+        .output()
+    else {
+        eprintln!("{} not installed: its manifest is not tried", tool[0]);
+        return false;
+    };
+    assert!(
+        out.status.success(),
+        "{tool:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fs::write(manifest, out.stdout).unwrap();
+    true
+}
+
+/// The manifests sha256sum, sha1sum, md5sum, b3sum and xxhsum write (plain and tagged) are read,
+/// with names that need escaping; a changed, a missing and an unlisted file are each named.
+#[test]
+fn manifests_of_the_checksum_tools_are_read() {
+    let s = Scratch::new();
+    let tree = s.join("tree");
+    write_file(tree.join("a"), b"hello\n");
+    write_file(tree.join("sub/z"), vec![7u8; 300_000]);
+    write_file(tree.join("back\\slash"), b"x");
+    write_file(tree.join("new\nline"), b"y");
+    let all = ["a", "sub/z", "back\\slash", "new\nline"];
+    let plain = ["a", "sub/z"];
+    for (tool, names, manifest) in [
+        (&["sha256sum"][..], &all[..], "SHA256SUMS"),
+        (&["sha256sum", "--tag"], &all, "tagged"),
+        (&["sha1sum"], &all, "list"),
+        (&["md5sum"], &all, "MD5SUMS"),
+        (&["b3sum"], &all, "B3SUMS"),
+        (&["xxhsum"], &plain, "XXH64SUMS"),
+        (&["xxhsum", "-H2"], &plain, "x.xxh128"),
+        (&["xxhsum", "-H3"], &plain, "x.xxh3"),
+    ] {
+        let m = s.join(manifest);
+        if !sums(tool, &tree, names, &m) {
+            continue;
+        }
+        let out = Cp::bare()
+            .arg("verify")
+            .arg("--manifest")
+            .arg(&m)
+            .arg(&tree)
+            .run();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let unlisted = all.len() - names.len();
+        assert_exit(&out, i32::from(unlisted > 0));
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("extra: ")).count(),
+            unlisted,
+            "{tool:?}: {text}"
+        );
+        assert!(
+            !text.contains("differs") && !text.contains("missing"),
+            "{tool:?}: {text}"
+        );
+    }
+    // One byte changed, one file gone, one added: each named, exit 1.
+    let m = s.join("SHA256SUMS");
+    fs::OpenOptions::new()
+        .write(true)
+        .open(tree.join("sub/z"))
+        .unwrap()
+        .write_at(b"!", 150_000)
+        .unwrap();
+    fs::remove_file(tree.join("a")).unwrap();
+    write_file(tree.join("sub/new"), b"new");
+    let out = Cp::bare()
+        .arg("verify")
+        .arg("--manifest")
+        .arg(&m)
+        .arg(&tree)
+        .run();
+    assert_exit(&out, 1);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in ["differs: 'sub/z'", "missing: 'a'", "extra: 'sub/new'"] {
+        assert!(text.contains(want), "{want} in {text}");
+    }
+}
+
+/// A manifest that is not one (empty, foreign, truncated mid-line) is exit 2 with its line,
+/// never "no differences".
+#[test]
+fn a_foreign_or_broken_manifest_is_exit_2_with_its_line() {
+    let s = Scratch::new();
+    write_file(s.join("tree/a"), b"a");
+    for (text, says) in [
+        (&b""[..], "lists no file"),
+        (b"# a comment\n", ":1: "),
+        (b"<html>\n", ":1: "),
+        (
+            b"5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03  a\n5891b5",
+            ":2: ",
+        ),
+    ] {
+        let m = s.join("m.sha256");
+        fs::write(&m, text).unwrap();
+        let out = Cp::bare()
+            .arg("verify")
+            .arg("--manifest")
+            .arg(&m)
+            .arg(s.join("tree"))
+            .run();
+        assert_exit(&out, 2);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(says) && !err.contains("no differences"),
+            "{err}"
+        );
+    }
+    // A hash length two algorithms share, from a name that says neither: --hash decides.
+    fs::write(
+        s.join("m"),
+        b"5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03  a\n",
+    )
+    .unwrap();
+    let out = Cp::bare()
+        .arg("verify")
+        .arg("--manifest")
+        .arg(s.join("m"))
+        .arg(s.join("tree"))
+        .run();
+    assert_exit(&out, 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--hash"));
+    let out = Cp::bare()
+        .args(["verify", "--hash", "whirlpool", "--manifest"])
+        .arg(s.join("m"))
+        .arg(s.join("tree"))
+        .run();
+    assert_exit(&out, 2);
+}
+
+/// A byte flipped on the device under a file whose good copy is still cached: the cached check
+/// says it read the cache and finds nothing; the uncached one reads the device and names it.
+#[test]
+fn an_uncached_check_reads_what_the_disk_holds() {
+    let s = Scratch::new();
+    let fs_ = match LoopFs::new(s.path(), "ext4") {
+        Ok(fs_) => fs_,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let tree = fs_.path().join("tree");
+    let mut data: Vec<u8> = (0..100u32 << 20).map(|i| (i % 251) as u8).collect();
+    let marker = b"ringio-marker-in-the-middle-of-the-file-0123456789";
+    let middle = data.len() / 2;
+    data[middle..middle + marker.len()].copy_from_slice(marker);
+    write_file(tree.join("big"), &data);
+    assert!(sums(&["sha256sum"], &tree, &["big"], &s.join("SHA256SUMS")));
+    // Written to the device; the page cache keeps the good copy.
+    assert!(std::process::Command::new("sync")
+        .status()
+        .unwrap()
+        .success());
+    // Found in the image in 4 MiB steps that overlap by the marker's length.
+    let image = fs::File::open(fs_.image()).unwrap();
+    let mut buf = vec![0u8; 4 << 20];
+    let mut at = None;
+    let mut offset = 0u64;
+    while at.is_none() {
+        let n = image.read_at(&mut buf, offset).unwrap();
+        assert!(n > marker.len(), "the marker is not on the device");
+        at = buf[..n]
+            .windows(marker.len())
+            .position(|w| w == marker)
+            .map(|i| offset + i as u64);
+        offset += (n - marker.len()) as u64;
+    }
+    let at = at.unwrap();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(fs_.image())
+        .unwrap()
+        .write_at(b"X", at)
+        .unwrap();
+    let check = |extra: &[&str]| {
+        Cp::bare()
+            .arg("verify")
+            .args(extra)
+            .arg("--manifest")
+            .arg(s.join("SHA256SUMS"))
+            .arg(&tree)
+            .run()
+    };
+    let cached = check(&[]);
+    assert_exit(&cached, 0);
+    assert!(String::from_utf8_lossy(&cached.stderr).contains("read through the page cache"));
+    let uncached = check(&["--uncached"]);
+    assert_exit(&uncached, 1);
+    assert!(String::from_utf8_lossy(&uncached.stdout).contains("differs: 'big'"));
+    assert!(String::from_utf8_lossy(&uncached.stderr).contains("from the device"));
+}

@@ -13,7 +13,7 @@ pub struct LoopFs {
 }
 
 impl LoopFs {
-    /// Makes a `fs` image ("xfs" with reflink, or "btrfs") under `scratch` and mounts it.
+    /// Makes a `fs` image ("xfs" with reflink, "btrfs" or "ext4") under `scratch` and mounts it.
     /// Errors say why it cannot be done here (not root, no mkfs, no loop devices).
     pub fn new(scratch: &Path, fs: &str) -> Result<LoopFs, String> {
         if !is_root() {
@@ -31,6 +31,7 @@ impl LoopFs {
         match fs {
             "xfs" => cmd.args(["-q", "-m", "reflink=1"]),
             "btrfs" => cmd.args(["-q"]),
+            "ext4" => cmd.args(["-q", "-F"]),
             _ => return Err(format!("no recipe for {fs}")),
         };
         let out = cmd
@@ -60,6 +61,11 @@ impl LoopFs {
 
     pub fn path(&self) -> &Path {
         &self.mount
+    }
+
+    /// The image file the filesystem lives in (what its loop device reads).
+    pub fn image(&self) -> &Path {
+        &self.image
     }
 }
 

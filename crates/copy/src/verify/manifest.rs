@@ -1,0 +1,500 @@
+//! `ringio verify --manifest FILE DIR`: re-hashes the files a checksum manifest lists (as
+//! `sha256sum`, `b3sum`, `xxhsum`, `md5sum` write them, or ringio itself) below DIR, and finds
+//! every file that is missing, different, or in DIR but not in the manifest.
+//!
+//! `uncached` reads reach the device: each file is read with O_DIRECT where the filesystem
+//! allows it, and otherwise its pages are written back and dropped first (sync_file_range, then
+//! POSIX_FADV_DONTNEED: no root needed), so a byte that went bad on the disk is seen even while
+//! the page cache still holds the good copy.
+
+use std::collections::HashSet;
+use std::ffi::{CString, OsStr};
+use std::io::{self, BufRead};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::digest::{parse_sum_line, Algo, SumLine};
+use crate::sys::{self, Kind};
+
+/// Why a manifest cannot be checked at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// It cannot be read.
+    #[error("cannot read the manifest {}: {source}", crate::quote::quote_path(.path))]
+    Read {
+        /// The manifest.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// A line is not a checksum line.
+    #[error("{}:{line}: {why}", .path.display())]
+    Line {
+        /// The manifest.
+        path: PathBuf,
+        /// Its number, from 1.
+        line: usize,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// It lists nothing: never taken for "no differences".
+    #[error("{} lists no file: not a manifest", crate::quote::quote_path(.path))]
+    Empty {
+        /// The manifest.
+        path: PathBuf,
+    },
+}
+
+/// What one listed file came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finding {
+    /// Listed, not there.
+    Missing(PathBuf),
+    /// Its bytes hash to something else.
+    Differs {
+        /// The file, below DIR.
+        path: PathBuf,
+        /// The manifest's hash.
+        expected: String,
+        /// What was read.
+        found: String,
+    },
+    /// There, not listed.
+    Extra(PathBuf),
+    /// It could not be read (or is not a regular file).
+    Unreadable {
+        /// The file, below DIR.
+        path: PathBuf,
+        /// Why.
+        why: String,
+    },
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let q = crate::quote::quote_path;
+        match self {
+            Finding::Missing(p) => write!(f, "missing: {}", q(p)),
+            Finding::Differs {
+                path,
+                expected,
+                found,
+            } => write!(
+                f,
+                "differs: {}: the manifest says {expected}, read {found}",
+                q(path)
+            ),
+            Finding::Extra(p) => write!(f, "extra: {} (not in the manifest)", q(p)),
+            Finding::Unreadable { path, why } => write!(f, "cannot check {}: {why}", q(path)),
+        }
+    }
+}
+
+/// How the files' bytes were read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadFrom {
+    /// Through the page cache (what it holds, if anything).
+    Cache,
+    /// O_DIRECT, from the device.
+    Direct,
+    /// Pages written back and dropped, then read: from the device.
+    Dropped,
+    /// Some one way, some the other.
+    Mixed,
+}
+
+/// The outcome of a check.
+#[derive(Debug)]
+pub struct ManifestReport {
+    /// The algorithm used.
+    pub algo: Algo,
+    /// Files listed.
+    pub listed: u64,
+    /// Bytes hashed.
+    pub bytes: u64,
+    /// Every finding, in the manifest's order (extras last, by name).
+    pub findings: Vec<Finding>,
+    /// How the bytes were read.
+    pub read_from: ReadFrom,
+}
+
+/// Reads `manifest`: its lines, and the algorithm (`algo` when given; else the lines' tag, or
+/// the only one of the hashes' length; a length two algorithms share needs `algo`).
+pub fn read_manifest(
+    manifest: &Path,
+    algo: Option<Algo>,
+) -> Result<(Algo, Vec<SumLine>), ManifestError> {
+    let read_err = |source| ManifestError::Read {
+        path: manifest.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(manifest).map_err(read_err)?;
+    let mut lines = Vec::new();
+    let mut chosen = algo;
+    for (i, line) in io::BufReader::new(file).split(b'\n').enumerate() {
+        let line = line.map_err(read_err)?;
+        let line = line.strip_suffix(b"\r").unwrap_or(&line);
+        let at = |why: String| ManifestError::Line {
+            path: manifest.to_path_buf(),
+            line: i + 1,
+            why,
+        };
+        if line.is_empty() {
+            continue;
+        }
+        let sum = parse_sum_line(line).map_err(at)?;
+        let this = match (algo, sum.algo, chosen) {
+            (Some(given), _, _) => given,
+            (None, Some(tagged), Some(c)) if tagged != c => {
+                return Err(at(format!(
+                    "a {} line among {} lines",
+                    tagged.tag(),
+                    c.tag()
+                )));
+            }
+            (None, Some(tagged), _) => tagged,
+            (None, None, Some(c)) => c,
+            (None, None, None) => named_by(manifest)
+                .filter(|a| a.hex_len() == sum.hex.len())
+                .map_or_else(|| by_length(sum.hex.len()), Ok)
+                .map_err(at)?,
+        };
+        if sum.hex.len() != this.hex_len() {
+            return Err(at(format!(
+                "a {}-digit hash, where {this} has {}",
+                sum.hex.len(),
+                this.hex_len()
+            )));
+        }
+        chosen = Some(this);
+        lines.push(sum);
+    }
+    match chosen {
+        Some(algo) if !lines.is_empty() => Ok((algo, lines)),
+        _ => Err(ManifestError::Empty {
+            path: manifest.to_path_buf(),
+        }),
+    }
+}
+
+/// The algorithm a manifest's file name names, as the tools' users name them: `SHA256SUMS`,
+/// `x.sha256`, `B3SUMS`, `x.b3`, `MD5SUMS`, `x.xxh128`, ...
+fn named_by(manifest: &Path) -> Option<Algo> {
+    let name = manifest.file_name()?.to_string_lossy().to_ascii_lowercase();
+    let stem = name.strip_suffix("sums").unwrap_or(&name);
+    let word = stem.rsplit('.').next().unwrap_or(stem);
+    let word = word.strip_suffix("sum").unwrap_or(word);
+    match word {
+        "b3" | "blake3" => Some(Algo::Blake3),
+        "xxh" | "xxhash" => Some(Algo::Xxh64),
+        other => other.parse().ok(),
+    }
+}
+
+/// The algorithm a plain line's hash length names, where only one has it.
+fn by_length(len: usize) -> Result<Algo, String> {
+    let fits: Vec<Algo> = Algo::ALL
+        .iter()
+        .copied()
+        .filter(|a| a.hex_len() == len)
+        .collect();
+    match fits[..] {
+        [one] => Ok(one),
+        // xxhsum writes XXH64 plain and XXH3 tagged: a plain 16-digit hash is XXH64.
+        [Algo::Xxh3, Algo::Xxh64] => Ok(Algo::Xxh64),
+        _ => Err(format!(
+            "a {len}-digit hash is {}: say which with --hash",
+            fits.iter()
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )),
+    }
+}
+
+/// One listed file, hashed (its hash, its length, how it was read), or what stopped that.
+type Hashed = Result<(String, u64, ReadFrom), Finding>;
+
+/// Checks `dir` against `manifest` with `threads` readers. Findings come back in order.
+pub fn check_manifest(
+    dir: &Path,
+    manifest: &Path,
+    algo: Option<Algo>,
+    uncached: bool,
+    threads: usize,
+) -> Result<ManifestReport, ManifestError> {
+    let (algo, lines) = read_manifest(manifest, algo)?;
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<Hashed>>> = lines.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, lines.len()) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(line) = lines.get(i) else { break };
+                let rel = PathBuf::from(OsStr::from_bytes(&line.name));
+                let got = hash_file(&dir.join(&rel), algo, uncached).map_err(|e| {
+                    if e.kind() == io::ErrorKind::NotFound {
+                        Finding::Missing(rel.clone())
+                    } else {
+                        Finding::Unreadable {
+                            path: rel.clone(),
+                            why: crate::quote::reason(&e).to_string(),
+                        }
+                    }
+                });
+                *results[i].lock().expect("result") = Some(got);
+            });
+        }
+    });
+    let mut report = ManifestReport {
+        algo,
+        listed: lines.len() as u64,
+        bytes: 0,
+        findings: Vec::new(),
+        read_from: if uncached {
+            ReadFrom::Direct
+        } else {
+            ReadFrom::Cache
+        },
+    };
+    let mut ways = HashSet::new();
+    for (line, result) in lines.iter().zip(results) {
+        match result
+            .into_inner()
+            .expect("result")
+            .expect("every line hashed")
+        {
+            Ok((hex, bytes, way)) => {
+                report.bytes += bytes;
+                ways.insert(way as u8);
+                report.read_from = way;
+                if hex != line.hex {
+                    report.findings.push(Finding::Differs {
+                        path: PathBuf::from(OsStr::from_bytes(&line.name)),
+                        expected: line.hex.clone(),
+                        found: hex,
+                    });
+                }
+            }
+            Err(finding) => report.findings.push(finding),
+        }
+    }
+    if ways.len() > 1 {
+        report.read_from = ReadFrom::Mixed;
+    }
+    let listed: HashSet<Vec<u8>> = lines.iter().map(|l| normal(&l.name)).collect();
+    let skip = std::fs::canonicalize(manifest).ok();
+    let mut extras = Vec::new();
+    walk_files(dir, Path::new(""), &mut |rel| {
+        let whole = dir.join(rel);
+        if !listed.contains(&normal(rel.as_os_str().as_bytes()))
+            && skip.as_deref() != std::fs::canonicalize(&whole).ok().as_deref()
+        {
+            extras.push(rel.to_path_buf());
+        }
+    });
+    extras.sort();
+    report
+        .findings
+        .extend(extras.into_iter().map(Finding::Extra));
+    Ok(report)
+}
+
+/// A listed name as a path below DIR: without `./` and repeated slashes.
+fn normal(name: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(name.len());
+    for part in name.split(|&b| b == b'/') {
+        if part.is_empty() || part == b"." {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(b'/');
+        }
+        out.extend_from_slice(part);
+    }
+    out
+}
+
+/// Calls `found` with the path (below `root`) of every regular file in `root/rel`, symlinks
+/// not followed.
+fn walk_files(root: &Path, rel: &Path, found: &mut dyn FnMut(&Path)) {
+    let Ok(entries) = std::fs::read_dir(root.join(rel)) else {
+        return;
+    };
+    let mut names: Vec<_> = entries.flatten().collect();
+    names.sort_by_key(|e| e.file_name());
+    for e in names {
+        let path = rel.join(e.file_name());
+        match e.file_type() {
+            Ok(t) if t.is_dir() => walk_files(root, &path, found),
+            Ok(t) if t.is_file() => found(&path),
+            _ => {}
+        }
+    }
+}
+
+/// The hash of the file at `path`, its length, and how it was read.
+fn hash_file(path: &Path, algo: Algo, uncached: bool) -> io::Result<(String, u64, ReadFrom)> {
+    let name = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let plain = libc::O_RDONLY | libc::O_CLOEXEC;
+    let (fd, way) = if uncached {
+        match sys::openat(rustix::fs::CWD, &name, plain | libc::O_DIRECT, 0) {
+            Ok(fd) => (fd, ReadFrom::Direct),
+            // The filesystem has no O_DIRECT (tmpfs, some FUSE): drop the pages instead.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                let fd = sys::openat(rustix::fs::CWD, &name, plain, 0)?;
+                drop_pages(fd.as_fd())?;
+                (fd, ReadFrom::Dropped)
+            }
+            Err(e) => return Err(e),
+        }
+    } else {
+        (
+            sys::openat(rustix::fs::CWD, &name, plain, 0)?,
+            ReadFrom::Cache,
+        )
+    };
+    if sys::fstatx(fd.as_fd())?.kind() != Kind::File {
+        return Err(io::Error::other("not a regular file"));
+    }
+    match read_all(&fd, algo, way) {
+        // Some filesystems accept O_DIRECT at open and refuse it at read.
+        Err(e) if way == ReadFrom::Direct && e.raw_os_error() == Some(libc::EINVAL) => {
+            let fd = sys::openat(rustix::fs::CWD, &name, plain, 0)?;
+            drop_pages(fd.as_fd())?;
+            read_all(&fd, algo, ReadFrom::Dropped)
+        }
+        other => other,
+    }
+}
+
+/// Writes back and drops the file's cached pages, so that the next read comes from the device.
+fn drop_pages(fd: BorrowedFd<'_>) -> io::Result<()> {
+    use rustix::fs::{fadvise, Advice};
+    // SAFETY: sync_file_range only reads its integer arguments.
+    let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
+        | libc::SYNC_FILE_RANGE_WRITE
+        | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+    // SAFETY: the descriptor is open for the duration of the call; no memory is passed.
+    let rc = unsafe { libc::sync_file_range(std::os::fd::AsRawFd::as_raw_fd(&fd), 0, 0, flags) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    fadvise(fd, 0, None, Advice::DontNeed).map_err(io::Error::from)
+}
+
+/// Block size of the reads (a multiple of any device's logical block, for O_DIRECT).
+const BLOCK: usize = 1 << 20;
+
+fn read_all(fd: &OwnedFd, algo: Algo, way: ReadFrom) -> io::Result<(String, u64, ReadFrom)> {
+    let mut buf = ringio_base::buf::AlignedBuf::try_new(BLOCK)?;
+    let mut hasher = algo.hasher();
+    let mut at = 0u64;
+    loop {
+        let n = sys::pread_full(fd.as_fd(), &mut buf[..], at)?;
+        hasher.update(&buf[..n]);
+        at += n as u64;
+        if n < BLOCK {
+            return Ok((hasher.finish_hex(), at, way));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::digest::sum_line;
+
+    fn hex(algo: Algo, data: &[u8]) -> String {
+        let mut h = algo.hasher();
+        h.update(data);
+        h.finish_hex()
+    }
+
+    #[test]
+    fn finds_missing_different_and_extra_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("tree");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("same"), b"same").unwrap();
+        std::fs::write(root.join("sub/changed"), b"new").unwrap();
+        std::fs::write(root.join("extra"), b"x").unwrap();
+        let mut text = Vec::new();
+        text.extend(sum_line(&hex(Algo::Sha256, b"same"), b"./same"));
+        text.extend(sum_line(&hex(Algo::Sha256, b"old"), b"sub/changed"));
+        text.extend(sum_line(&hex(Algo::Sha256, b"gone"), b"gone"));
+        // The manifest lies inside the tree: it is not an extra file.
+        let manifest = root.join("SHA256SUMS");
+        std::fs::write(&manifest, &text).unwrap();
+        for uncached in [false, true] {
+            let r = check_manifest(&root, &manifest, None, uncached, 2).unwrap();
+            assert_eq!(r.algo, Algo::Sha256);
+            assert_eq!(r.listed, 3);
+            assert_eq!(
+                r.findings,
+                vec![
+                    Finding::Differs {
+                        path: "sub/changed".into(),
+                        expected: hex(Algo::Sha256, b"old"),
+                        found: hex(Algo::Sha256, b"new"),
+                    },
+                    Finding::Missing("gone".into()),
+                    Finding::Extra("extra".into()),
+                ]
+            );
+            assert_eq!(r.read_from == ReadFrom::Cache, !uncached);
+        }
+    }
+
+    #[test]
+    fn a_manifests_name_says_its_algorithm() {
+        for (name, algo) in [
+            ("SHA256SUMS", Some(Algo::Sha256)),
+            ("offload.sha256", Some(Algo::Sha256)),
+            ("x.sha256sum", Some(Algo::Sha256)),
+            ("B3SUMS", Some(Algo::Blake3)),
+            ("card.b3", Some(Algo::Blake3)),
+            ("MD5SUMS", Some(Algo::Md5)),
+            ("a.xxh128", Some(Algo::Xxh128)),
+            ("manifest.txt", None),
+            ("m", None),
+        ] {
+            assert_eq!(named_by(Path::new(name)), algo, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_bad_or_empty_manifest_is_an_error_with_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path().join("m");
+        std::fs::write(&m, b"\n\n").unwrap();
+        assert!(matches!(
+            read_manifest(&m, None),
+            Err(ManifestError::Empty { .. })
+        ));
+        std::fs::write(&m, b"0123456789abcdef  a\nnot a line\n").unwrap();
+        let err = read_manifest(&m, None).unwrap_err().to_string();
+        assert!(
+            err.ends_with(":2: not a hash of any known length: not"),
+            "{err}"
+        );
+        // A 64-digit hash is sha256 or blake3: only --hash can tell.
+        std::fs::write(&m, sum_line(&hex(Algo::Blake3, b""), b"a")).unwrap();
+        let err = read_manifest(&m, None).unwrap_err().to_string();
+        assert!(err.contains("--hash"), "{err}");
+        assert_eq!(
+            read_manifest(&m, Some(Algo::Blake3)).unwrap().0,
+            Algo::Blake3
+        );
+        // One length throughout.
+        let mut two = sum_line(&hex(Algo::Sha1, b""), b"a");
+        two.extend(sum_line(&hex(Algo::Md5, b""), b"b"));
+        std::fs::write(&m, two).unwrap();
+        let err = read_manifest(&m, None).unwrap_err().to_string();
+        assert!(err.contains(":2: a 32-digit hash"), "{err}");
+    }
+}

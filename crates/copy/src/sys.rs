@@ -288,6 +288,19 @@ pub fn pread_nowait(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Resu
     }
 }
 
+/// Writes back and drops `fd`'s cached pages (sync_file_range, then POSIX_FADV_DONTNEED; no
+/// root needed), so that the next read of the file comes from the device.
+pub fn drop_cached_pages(fd: BorrowedFd<'_>) -> io::Result<()> {
+    let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
+        | libc::SYNC_FILE_RANGE_WRITE
+        | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+    // SAFETY: the descriptor is open for the duration of the call; no memory is passed.
+    if unsafe { libc::sync_file_range(fd.as_raw_fd(), 0, 0, flags) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    rustix::fs::fadvise(fd, 0, None, rustix::fs::Advice::DontNeed).map_err(io::Error::from)
+}
+
 /// True when every page of the first `len` bytes of `fd` is in the page cache, by cachestat(2)
 /// (Linux 6.5+); `None` where the kernel lacks it. One system call, whatever the size.
 pub fn fully_cached(fd: BorrowedFd<'_>, len: u64) -> Option<bool> {

@@ -361,6 +361,6 @@ pub(crate) fn verify_copy(plan: &CopyPlan) -> Result<i32> {
             }
         }
     }
-    crate::verify::summarize(&total, started.elapsed().as_secs_f64());
+    crate::verify::summarize(&total, started.elapsed().as_secs_f64(), false);
     Ok(if total.is_same() { 0 } else { 1 })
 }

@@ -20,7 +20,8 @@ md5sum, plain or --tag, names relative to DIR) is hashed again and compared; a l
 is missing or differs, and a regular file below DIR that FILE does not list, is named. The \
 algorithm is --hash's, else the one the lines or FILE's name (SHA256SUMS, x.b3, x.xxh128, ...) \
 or the hashes' length name. --uncached reads each file from the device (O_DIRECT, or its pages \
-written back and dropped first), not from the page cache. Exit status 2 for a manifest that \
+written back and dropped first), not from the page cache; without --manifest, it reads the \
+copy's files so. Exit status 2 for a manifest that \
 cannot be read, with the line and what is wrong with it."
 )]
 pub struct Args {
@@ -34,8 +35,9 @@ pub struct Args {
     /// The manifest's algorithm (when its lines and name do not say).
     #[arg(long, value_name = "ALGO", requires = "manifest", value_parser = algo_parser())]
     pub hash: Option<ringio_copy::digest::Algo>,
-    /// With --manifest: read the files from the device, not the page cache.
-    #[arg(long, requires = "manifest")]
+    /// Read the copy's files (with --manifest: the listed files) from the device, not the
+    /// page cache.
+    #[arg(long)]
     pub uncached: bool,
     /// Compare only names, types, sizes, content and symlink targets.
     #[arg(long)]
@@ -70,6 +72,7 @@ impl Args {
         if let Some(t) = self.threads {
             opts.threads = t as usize;
         }
+        opts.uncached = self.uncached;
         opts
     }
 }
@@ -104,7 +107,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
             return Ok(2);
         }
     };
-    summarize(&report, start.elapsed().as_secs_f64());
+    summarize(&report, start.elapsed().as_secs_f64(), args.uncached);
     Ok(if report.is_same() { 0 } else { 1 })
 }
 
@@ -174,14 +177,19 @@ pub fn compare(
 }
 
 /// The closing line on stderr: what was compared and what was found.
-pub fn summarize(report: &VerifyReport, seconds: f64) {
+pub fn summarize(report: &VerifyReport, seconds: f64, uncached: bool) {
     let verdict = if report.is_same() {
         "no differences".to_string()
     } else {
         format!("{} difference(s)", report.total_differences)
     };
+    let read = if uncached {
+        " (the copy read from the device)"
+    } else {
+        ""
+    };
     eprintln!(
-        "ringio verify: {} entries, {} bytes compared in {seconds:.3} s: {verdict}",
+        "ringio verify: {} entries, {} bytes compared{read} in {seconds:.3} s: {verdict}",
         report.entries, report.bytes
     );
 }

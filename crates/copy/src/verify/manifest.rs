@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 use std::ffi::{CString, OsStr};
 use std::io::{self, BufRead};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -347,7 +347,7 @@ fn hash_file(path: &Path, algo: Algo, uncached: bool) -> io::Result<(String, u64
             // The filesystem has no O_DIRECT (tmpfs, some FUSE): drop the pages instead.
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
                 let fd = sys::openat(rustix::fs::CWD, &name, plain, 0)?;
-                drop_pages(fd.as_fd())?;
+                sys::drop_cached_pages(fd.as_fd())?;
                 (fd, ReadFrom::Dropped)
             }
             Err(e) => return Err(e),
@@ -365,26 +365,11 @@ fn hash_file(path: &Path, algo: Algo, uncached: bool) -> io::Result<(String, u64
         // Some filesystems accept O_DIRECT at open and refuse it at read.
         Err(e) if way == ReadFrom::Direct && e.raw_os_error() == Some(libc::EINVAL) => {
             let fd = sys::openat(rustix::fs::CWD, &name, plain, 0)?;
-            drop_pages(fd.as_fd())?;
+            sys::drop_cached_pages(fd.as_fd())?;
             read_all(&fd, algo, ReadFrom::Dropped)
         }
         other => other,
     }
-}
-
-/// Writes back and drops the file's cached pages, so that the next read comes from the device.
-fn drop_pages(fd: BorrowedFd<'_>) -> io::Result<()> {
-    use rustix::fs::{fadvise, Advice};
-    // SAFETY: sync_file_range only reads its integer arguments.
-    let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
-        | libc::SYNC_FILE_RANGE_WRITE
-        | libc::SYNC_FILE_RANGE_WAIT_AFTER;
-    // SAFETY: the descriptor is open for the duration of the call; no memory is passed.
-    let rc = unsafe { libc::sync_file_range(std::os::fd::AsRawFd::as_raw_fd(&fd), 0, 0, flags) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    fadvise(fd, 0, None, Advice::DontNeed).map_err(io::Error::from)
 }
 
 /// Block size of the reads (a multiple of any device's logical block, for O_DIRECT).

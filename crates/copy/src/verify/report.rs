@@ -38,6 +38,9 @@ pub struct VerifyOptions {
     pub made_as: MadeAs,
     /// Threads reading file contents.
     pub threads: usize,
+    /// The destination's files are read from the device, not the page cache (their cached
+    /// pages written back and dropped before they are read).
+    pub uncached: bool,
 }
 
 /// Which source symlinks a comparison follows: the copy holds what they point to.
@@ -76,6 +79,7 @@ impl VerifyOptions {
             follow: Follow::Never,
             made_as: MadeAs::Copies,
             threads: default_threads(),
+            uncached: false,
         }
     }
 
@@ -92,6 +96,7 @@ impl VerifyOptions {
             follow: Follow::Never,
             made_as: MadeAs::Copies,
             threads: default_threads(),
+            uncached: false,
         }
     }
 }

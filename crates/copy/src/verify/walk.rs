@@ -296,6 +296,11 @@ impl Walk<'_> {
             Ok(fd) => fd,
             Err(e) => return self.unreadable(&path, "destination", "open", e),
         };
+        if self.opts.uncached {
+            if let Err(e) = sys::drop_cached_pages(dst.as_fd()) {
+                return self.unreadable(&path, "destination", "drop the cached pages of", e);
+            }
+        }
         if self.opts.xattrs {
             self.xattrs(&path, Target::Fd(src.as_fd()), Target::Fd(dst.as_fd()));
         }

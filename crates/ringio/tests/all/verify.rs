@@ -731,6 +731,7 @@ fn an_uncached_check_reads_what_the_disk_holds() {
     let middle = data.len() / 2;
     data[middle..middle + marker.len()].copy_from_slice(marker);
     write_file(tree.join("big"), &data);
+    write_file(s.join("good/big"), &data);
     assert!(sums(&["sha256sum"], &tree, &["big"], &s.join("SHA256SUMS")));
     // Written to the device; the page cache keeps the good copy.
     assert!(std::process::Command::new("sync")
@@ -774,4 +775,21 @@ fn an_uncached_check_reads_what_the_disk_holds() {
     assert_exit(&uncached, 1);
     assert!(String::from_utf8_lossy(&uncached.stdout).contains("differs: 'big'"));
     assert!(String::from_utf8_lossy(&uncached.stderr).contains("from the device"));
+    // Two trees: the copy's bytes, read from the device, differ from the good ones.
+    let trees = |extra: &[&str]| {
+        let out = Cp::bare()
+            .arg("verify")
+            .args(extra)
+            .arg(s.join("good"))
+            .arg(&tree)
+            .arg("--content-only")
+            .run();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, text) = trees(&["--uncached"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("'big'"), "{text}");
 }

@@ -67,6 +67,13 @@ impl Algo {
         Algo::ALL.iter().copied().find(|a| a.tag() == tag)
     }
 
+    /// The hex digest of `bytes`, all at once.
+    pub fn hex_of(self, bytes: &[u8]) -> String {
+        let mut h = self.hasher();
+        h.update(bytes);
+        h.finish_hex()
+    }
+
     /// A hasher for it.
     pub fn hasher(self) -> Hasher {
         match self {
@@ -275,12 +282,6 @@ pub fn parse_sum_line(line: &[u8]) -> Result<SumLine, String> {
 mod tests {
     use super::*;
 
-    fn hex(algo: Algo, data: &[u8]) -> String {
-        let mut h = algo.hasher();
-        h.update(data);
-        h.finish_hex()
-    }
-
     /// Known answers, as the tools print them for "hello\n".
     #[test]
     fn digests_match_the_tools() {
@@ -300,7 +301,7 @@ mod tests {
                 "8e4c7c1b99dbfd50e7a95185fead5ee1448fa904a2fdd778eaf5f2dbfd629a99",
             ),
         ] {
-            assert_eq!(hex(algo, data), want, "{algo}");
+            assert_eq!(algo.hex_of(data), want, "{algo}");
             assert_eq!(want.len(), algo.hex_len());
         }
     }

@@ -290,15 +290,17 @@ impl Unnamed {
 mod tests {
     use super::*;
 
+    /// A scratch directory and its descriptor.
+    fn scratch() -> (tempfile::TempDir, OwnedFd) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = CString::new(dir.path().to_str().unwrap()).unwrap();
+        let at = sys::open_dir(rustix::fs::CWD, &path, true).unwrap();
+        (dir, at)
+    }
+
     #[test]
     fn an_unnamed_file_appears_whole_and_never_replaces() {
-        let dir = tempfile::tempdir().unwrap();
-        let at = sys::open_dir(
-            rustix::fs::CWD,
-            &CString::new(dir.path().to_str().unwrap()).unwrap(),
-            true,
-        )
-        .unwrap();
+        let (dir, at) = scratch();
         let Some(new) = Unnamed::create(at.as_fd(), 0o640).unwrap() else {
             eprintln!("skipped: this filesystem has no O_TMPFILE");
             return;
@@ -346,13 +348,7 @@ mod tests {
 
     #[test]
     fn a_locked_temporary_survives_and_a_stale_one_goes() {
-        let dir = tempfile::tempdir().unwrap();
-        let at = sys::open_dir(
-            rustix::fs::CWD,
-            &CString::new(dir.path().to_str().unwrap()).unwrap(),
-            true,
-        )
-        .unwrap();
+        let (_dir, at) = scratch();
         let mut live = name(c"f");
         let held = create(at.as_fd(), &mut live, 0o600).unwrap();
         assert!(!remove_if_stale(at.as_fd(), &live).unwrap());

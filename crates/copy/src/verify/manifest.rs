@@ -395,9 +395,7 @@ mod tests {
     use crate::digest::sum_line;
 
     fn hex(algo: Algo, data: &[u8]) -> String {
-        let mut h = algo.hasher();
-        h.update(data);
-        h.finish_hex()
+        algo.hex_of(data)
     }
 
     #[test]

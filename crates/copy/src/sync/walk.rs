@@ -218,7 +218,9 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
     let finished = AtomicBool::new(false);
     std::thread::scope(|s| {
         if out.progress == Progress::Total {
-            s.spawn(|| total_progress(&run, started, &finished));
+            // Without a thread for it (a thread limit), the run goes on without the line.
+            let _ = std::thread::Builder::new()
+                .spawn_scoped(s, || total_progress(&run, started, &finished));
         }
         for &pass in passes {
             if !roots.is_empty() && !stop.load(Ordering::Relaxed) {
@@ -317,7 +319,13 @@ fn walk_root<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) {
     list_dir(run, &pool, Arc::new(pair), &mut buf);
     std::thread::scope(|s| {
         for _ in 1..threads {
-            s.spawn(|| worker(run, &pool));
+            // Under a thread limit the run goes on with the workers it could have.
+            if std::thread::Builder::new()
+                .spawn_scoped(s, || worker(run, &pool))
+                .is_err()
+            {
+                break;
+            }
         }
         worker(run, &pool);
     });
@@ -475,10 +483,20 @@ fn stat_all(
     std::thread::scope(|s| {
         let mut parts = names.chunks(chunk);
         let first = parts.next().unwrap_or_default();
-        let others: Vec<_> = parts.map(|part| s.spawn(move || stat(part))).collect();
+        // A part whose thread cannot be had (a thread limit) is stat'ed here instead.
+        let others: Vec<_> = parts
+            .map(|part| {
+                std::thread::Builder::new()
+                    .spawn_scoped(s, move || stat(part))
+                    .map_err(|_| part)
+            })
+            .collect();
         let mut all = stat(first);
         for other in others {
-            all.extend(other.join().expect("a stat thread does not panic"));
+            match other {
+                Ok(thread) => all.extend(thread.join().expect("a stat thread does not panic")),
+                Err(part) => all.extend(stat(part)),
+            }
         }
         all
     })

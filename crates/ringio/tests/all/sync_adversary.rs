@@ -338,3 +338,29 @@ fn a_full_destination_exits_11_as_rsync() {
     }
     assert_exit(&out, 11);
 }
+
+/// Under a thread limit (RLIMIT_NPROC) the run goes on with the threads it could have: the
+/// workers, a big directory's stat threads and the progress line are each optional.
+#[test]
+fn a_thread_limit_leaves_fewer_workers_not_a_failure() {
+    if !is_root() {
+        eprintln!("skipped: running as another user with a thread limit needs root");
+        return;
+    }
+    let s = Scratch::new();
+    let src = s.join("src");
+    for i in 0..1200 {
+        write_file(src.join(format!("flat/f{i}")), format!("{i}"));
+    }
+    write_file(src.join("sub/deep/x"), b"x");
+    chown_tree(s.path(), NOBODY.0, NOBODY.1);
+    let out = Cp::bare()
+        .args(["sync", "-a", "--info=progress2"])
+        .arg(format!("{}/", src.display()))
+        .arg(s.join("dst"))
+        .run_as(NOBODY.0, NOBODY.1)
+        .nproc_limit(3)
+        .run();
+    assert_success(&out);
+    assert_trees_equal(&src, &s.join("dst"), Check::CONTENT);
+}

@@ -130,7 +130,17 @@ impl Cp {
     }
 
     /// Runs the child with RLIMIT_NOFILE (soft and hard) set to `limit`.
-    pub fn nofile_limit(mut self, limit: u64) -> Cp {
+    pub fn nofile_limit(self, limit: u64) -> Cp {
+        self.rlimit(libc::RLIMIT_NOFILE, limit)
+    }
+
+    /// Runs the child with RLIMIT_NPROC (soft and hard) set to `limit`: its user's processes
+    /// and threads (root's are not limited, so with `run_as`).
+    pub fn nproc_limit(self, limit: u64) -> Cp {
+        self.rlimit(libc::RLIMIT_NPROC, limit)
+    }
+
+    fn rlimit(mut self, resource: libc::__rlimit_resource_t, limit: u64) -> Cp {
         // SAFETY: as in `run_as`: only setrlimit, on a stack value, in the child before exec.
         unsafe {
             self.cmd.pre_exec(move || {
@@ -138,7 +148,7 @@ impl Cp {
                     rlim_cur: limit as _,
                     rlim_max: limit as _,
                 };
-                if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 {
+                if libc::setrlimit(resource, &rl) != 0 {
                     return Err(io::Error::last_os_error());
                 }
                 Ok(())

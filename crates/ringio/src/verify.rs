@@ -77,13 +77,15 @@ impl Args {
     }
 }
 
-/// `--hash`'s values, from the algorithm list.
-fn algo_parser() -> clap::builder::PossibleValuesParser {
+/// `--hash`'s values, from the algorithm list (a wrong one: clap's error naming the choices).
+fn algo_parser() -> impl clap::builder::TypedValueParser<Value = ringio_copy::digest::Algo> {
+    use clap::builder::TypedValueParser as _;
     let names: Vec<&'static str> = ringio_copy::digest::Algo::ALL
         .iter()
         .map(|a| a.into())
         .collect();
     clap::builder::PossibleValuesParser::new(names)
+        .map(|name| name.parse().expect("a listed algorithm parses"))
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {

@@ -62,7 +62,7 @@ pub enum Finding {
         /// What was read.
         found: String,
     },
-    /// There, not listed.
+    /// There (a file, a symlink, a special file), not listed.
     Extra(PathBuf),
     /// It could not be read (or is not a regular file).
     Unreadable {
@@ -115,7 +115,7 @@ pub struct ManifestReport {
     pub listed: u64,
     /// Bytes hashed.
     pub bytes: u64,
-    /// Every finding, in the manifest's order (extras last, by name).
+    /// Every finding, in the manifest's order (then what the walk of DIR found, by name).
     pub findings: Vec<Finding>,
     /// How the bytes were read.
     pub read_from: ReadFrom,
@@ -235,7 +235,14 @@ pub fn check_manifest(
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(line) = lines.get(i) else { break };
                 let rel = PathBuf::from(OsStr::from_bytes(&line.name));
-                let got = hash_file(&dir.join(&rel), algo, uncached).map_err(|e| {
+                let Some(inside) = below(&line.name) else {
+                    let why = "its name leads out of the tree checked".to_string();
+                    *results[i].lock().expect("result") =
+                        Some(Err(Finding::Unreadable { path: rel, why }));
+                    continue;
+                };
+                let inside = PathBuf::from(OsStr::from_bytes(&inside));
+                let got = hash_file(&dir.join(&inside), algo, uncached).map_err(|e| {
                     if e.kind() == io::ErrorKind::NotFound {
                         Finding::Missing(rel.clone())
                     } else {
@@ -285,53 +292,76 @@ pub fn check_manifest(
     if ways.len() > 1 {
         report.read_from = ReadFrom::Mixed;
     }
-    let listed: HashSet<Vec<u8>> = lines.iter().map(|l| normal(&l.name)).collect();
+    let listed: HashSet<Vec<u8>> = lines.iter().filter_map(|l| below(&l.name)).collect();
     let skip = std::fs::canonicalize(manifest).ok();
     let mut extras = Vec::new();
-    walk_files(dir, Path::new(""), &mut |rel| {
-        let whole = dir.join(rel);
-        if !listed.contains(&normal(rel.as_os_str().as_bytes()))
-            && skip.as_deref() != std::fs::canonicalize(&whole).ok().as_deref()
-        {
-            extras.push(rel.to_path_buf());
+    walk_entries(dir, Path::new(""), &mut |met| match met {
+        Met::Entry(rel) => {
+            let whole = dir.join(rel);
+            let unlisted = below(rel.as_os_str().as_bytes()).is_none_or(|n| !listed.contains(&n));
+            if unlisted && skip.as_deref() != std::fs::canonicalize(&whole).ok().as_deref() {
+                extras.push(Finding::Extra(rel.to_path_buf()));
+            }
         }
+        Met::Unlistable(rel, e) => extras.push(Finding::Unreadable {
+            path: rel.to_path_buf(),
+            why: format!("cannot list it: {}", crate::quote::reason(&e)),
+        }),
     });
-    extras.sort();
-    report
-        .findings
-        .extend(extras.into_iter().map(Finding::Extra));
+    report.findings.extend(extras);
     Ok(report)
 }
 
-/// A listed name as a path below DIR: without `./` and repeated slashes.
-fn normal(name: &[u8]) -> Vec<u8> {
+/// A listed name as a path below DIR, without `./` and repeated slashes; `None` for a name
+/// that leads out of DIR (absolute, or through `..`), which is never checked there.
+fn below(name: &[u8]) -> Option<Vec<u8>> {
+    if name.starts_with(b"/") {
+        return None;
+    }
     let mut out = Vec::with_capacity(name.len());
     for part in name.split(|&b| b == b'/') {
-        if part.is_empty() || part == b"." {
-            continue;
+        match part {
+            b"" | b"." => continue,
+            b".." => return None,
+            _ => {}
         }
         if !out.is_empty() {
             out.push(b'/');
         }
         out.extend_from_slice(part);
     }
-    out
+    (!out.is_empty()).then_some(out)
 }
 
-/// Calls `found` with the path (below `root`) of every regular file in `root/rel`, symlinks
-/// not followed.
-fn walk_files(root: &Path, rel: &Path, found: &mut dyn FnMut(&Path)) {
-    let Ok(entries) = std::fs::read_dir(root.join(rel)) else {
-        return;
+/// What the walk of DIR meets besides directories.
+enum Met<'p> {
+    /// A non-directory (symlinks not followed) and its path below DIR.
+    Entry(&'p Path),
+    /// A directory that could not be listed, and why.
+    Unlistable(&'p Path, io::Error),
+}
+
+/// Calls `met` for every non-directory below `root/rel` (symlinks not followed), and for every
+/// directory that cannot be listed: what cannot be seen is never taken for "nothing there".
+fn walk_entries(root: &Path, rel: &Path, met: &mut dyn FnMut(Met<'_>)) {
+    let entries = match std::fs::read_dir(root.join(rel)) {
+        Ok(entries) => entries,
+        Err(e) => return met(Met::Unlistable(rel, e)),
     };
-    let mut names: Vec<_> = entries.flatten().collect();
+    let mut names = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(e) => names.push(e),
+            Err(e) => return met(Met::Unlistable(rel, e)),
+        }
+    }
     names.sort_by_key(|e| e.file_name());
     for e in names {
         let path = rel.join(e.file_name());
         match e.file_type() {
-            Ok(t) if t.is_dir() => walk_files(root, &path, found),
-            Ok(t) if t.is_file() => found(&path),
-            _ => {}
+            Ok(t) if t.is_dir() => walk_entries(root, &path, met),
+            Ok(_) => met(Met::Entry(&path)),
+            Err(err) => met(Met::Unlistable(&path, err)),
         }
     }
 }

@@ -711,6 +711,81 @@ fn a_foreign_or_broken_manifest_is_exit_2_with_its_line() {
         .arg(s.join("tree"))
         .run();
     assert_exit(&out, 2);
+    // With --hash, the same manifest is read (and `a` is not what it lists).
+    for algo in ["sha256", "blake3"] {
+        let out = Cp::bare()
+            .args(["verify", "--hash", algo, "--manifest"])
+            .arg(s.join("m"))
+            .arg(s.join("tree"))
+            .run();
+        assert_exit(&out, 1);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("differs: 'a'"));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("({algo},")));
+    }
+}
+
+/// A name that leads out of DIR (absolute, `..`) is never checked, nor taken to cover a file
+/// in DIR; what cannot be listed, and what is not a file (a FIFO, a symlink), is named too.
+#[test]
+fn a_manifest_cannot_reach_outside_the_tree_or_hide_what_it_cannot_see() {
+    let s = Scratch::new();
+    let orig = s.join("orig");
+    write_file(orig.join("a"), b"one\n");
+    let abs = format!("{}/a", orig.display());
+    let m = s.join("SHA256SUMS");
+    assert!(sums(
+        &["sha256sum"],
+        s.path(),
+        &[abs.as_str(), "orig/a"],
+        &m
+    ));
+    let text = fs::read_to_string(&m).unwrap();
+    fs::write(&m, text.replace("  orig/a", "  ../orig/a")).unwrap();
+    // The copy holds the absolute path's file below it, corrupt.
+    let copy = s.join("copy");
+    write_file(copy.join(abs.trim_start_matches('/')), b"CORRUPT");
+    let out = Cp::bare()
+        .arg("verify")
+        .arg("--manifest")
+        .arg(&m)
+        .arg(&copy)
+        .run();
+    assert_exit(&out, 1);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("leads out of the tree").count(), 2, "{text}");
+    assert!(text.contains("extra: "), "{text}");
+    // A FIFO, and (as another user) a directory that cannot be listed.
+    let tree = s.join("tree");
+    write_file(tree.join("f"), b"f");
+    let m2 = s.join("t.sha256");
+    assert!(sums(&["sha256sum"], &tree, &["f"], &m2));
+    mkfifo(&tree.join("p"), 0o644);
+    let out = Cp::bare()
+        .arg("verify")
+        .arg("--manifest")
+        .arg(&m2)
+        .arg(&tree)
+        .run();
+    assert_exit(&out, 1);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("extra: 'p'"));
+    fs::remove_file(tree.join("p")).unwrap();
+    if is_root() {
+        write_file(tree.join("locked/x"), b"x");
+        fs::set_permissions(tree.join("locked"), fs::Permissions::from_mode(0o311)).unwrap();
+        for p in [s.path(), &tree] {
+            fs::set_permissions(p, fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        fs::set_permissions(&m2, fs::Permissions::from_mode(0o644)).unwrap();
+        let out = Cp::bare()
+            .arg("verify")
+            .arg("--manifest")
+            .arg(&m2)
+            .arg(&tree)
+            .run_as(NOBODY.0, NOBODY.1)
+            .run();
+        assert_exit(&out, 1);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("cannot check 'locked'"));
+    }
 }
 
 /// A byte flipped on the device under a file whose good copy is still cached: the cached check

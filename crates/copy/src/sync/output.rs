@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::item::{Action, Item, OutFormat};
@@ -15,6 +16,11 @@ const EARLY: u8 = 0;
 /// Marks a line of a directory's block that goes to `--log-file`, not stdout (so the log keeps
 /// the walk's order too); a byte no line begins with (names are escaped).
 const LOG: u8 = 1;
+
+/// Marks a `--progress` line whose transfer number is given as it is printed: the line is
+/// `NUMBERED head SPLIT rest`, printed as `head (xfr#N, rest`.
+const NUMBERED: u8 = 2;
+const SPLIT: u8 = 3;
 
 /// The run's printer.
 pub struct Output {
@@ -43,6 +49,8 @@ pub struct Output {
     pub list_only: bool,
     /// `--list-only -l`: a symlink's line shows its target.
     pub list_targets: bool,
+    /// `--progress` lines printed so far (their `xfr#`).
+    transfers: AtomicU64,
     stdout: Mutex<io::BufWriter<io::Stdout>>,
 }
 
@@ -155,6 +163,7 @@ impl Output {
             progress: Progress::None,
             list_only: false,
             list_targets: false,
+            transfers: AtomicU64::new(0),
             stdout: Mutex::new(io::BufWriter::new(io::stdout())),
         }
     }
@@ -225,12 +234,20 @@ impl Output {
             return;
         }
         let ordered;
-        let lines = if lines.contains(&EARLY) || self.log.is_some() {
+        let marked = |b: &u8| matches!(*b, EARLY | NUMBERED);
+        let lines = if lines.iter().any(marked) || self.log.is_some() {
             let (mut early, mut late, mut log) = (Vec::new(), Vec::new(), Vec::new());
             for line in lines.split_inclusive(|&b| b == b'\n') {
                 match line.split_first() {
                     Some((&EARLY, rest)) => early.extend_from_slice(rest),
                     Some((&LOG, rest)) => log.extend_from_slice(rest),
+                    Some((&NUMBERED, rest)) => {
+                        let at = rest.iter().position(|&b| b == SPLIT).unwrap_or(rest.len());
+                        let n = self.transfers.fetch_add(1, Ordering::Relaxed) + 1;
+                        late.extend_from_slice(&rest[..at]);
+                        late.extend_from_slice(format!(" (xfr#{n}, ").as_bytes());
+                        late.extend_from_slice(rest.get(at + 1..).unwrap_or_default());
+                    }
                     _ => late.extend_from_slice(line),
                 }
             }
@@ -257,6 +274,16 @@ impl Output {
                 let _ = out.flush();
             }
         }
+    }
+
+    /// Appends to `buf` a `--progress` line, `head (xfr#N, rest`, whose N counts the lines as
+    /// they are printed (in rsync's order, whichever worker finished first).
+    pub fn numbered_line(&self, head: &str, rest: &str, buf: &mut Vec<u8>) {
+        buf.push(NUMBERED);
+        buf.extend_from_slice(head.as_bytes());
+        buf.push(SPLIT);
+        buf.extend_from_slice(rest.as_bytes());
+        buf.push(b'\n');
     }
 
     /// Rewrites `--info=progress2`'s line (`\r` first; `text` ends in spaces, or in a newline

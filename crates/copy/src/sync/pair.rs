@@ -283,14 +283,11 @@ pub(super) fn report(run: &Run<'_>, item: &Item, src: &Stat, lines: &mut Vec<u8>
         let stats = &run.stats;
         let listed = stats.listed.load(Ordering::Relaxed);
         let checked = stats.checked.load(Ordering::Relaxed) + 1;
-        let eol = format!(
-            " (xfr#{}, ir-chk={}/{listed})\n",
-            stats.transferred.load(Ordering::Relaxed),
-            listed.saturating_sub(checked)
-        );
+        // The transfer's number is given when the line is printed, in the order printed.
+        let rest = format!("ir-chk={}/{listed})", listed.saturating_sub(checked));
         let rate = item.len as f64 / took.as_secs_f64().max(1e-9);
-        let line = super::output::progress_line(item.len, 100, rate, took.as_secs(), &eol);
-        lines.extend_from_slice(line.as_bytes());
+        let line = super::output::progress_line(item.len, 100, rate, took.as_secs(), "");
+        run.out.numbered_line(&line, &rest, lines);
     }
     if !run.plan.dry_run {
         run.out.log_line(item, Some(src), lines);

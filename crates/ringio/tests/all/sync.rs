@@ -906,6 +906,14 @@ fn progress_per_file_and_for_the_whole_transfer() {
             let at = lines.iter().position(|l| l == name).expect(name);
             lines[at + 1].clone()
         };
+        // Numbered in the order printed, whichever worker finished first.
+        let numbers: Vec<String> = lines
+            .iter()
+            .filter_map(|l| l.split("(xfr#").nth(1))
+            .map(|rest| rest.split(',').next().unwrap().to_string())
+            .collect();
+        let expected: Vec<String> = (1..=numbers.len()).map(|n| n.to_string()).collect();
+        assert_eq!(numbers, expected);
         for (name, size) in [("a.txt", "6"), ("sub/deep/c", "2")] {
             let line = after(name);
             let words: Vec<&str> = line.split_whitespace().collect();

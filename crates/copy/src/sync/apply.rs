@@ -139,9 +139,15 @@ pub(super) fn fix_attrs(
 /// Under -p a file whose owner and group stay those it is created with, and whose mode has no
 /// special bit and nothing the umask takes away, is created with its mode at once: nobody
 /// could read it under it then that may not read it after (saves a chmod per file).
-fn creation(run: &Run<'_>, src: &Stat, existing: Option<&Stat>, want: &Stat) -> (u32, bool) {
+fn creation(
+    (run, pair): (&Run<'_>, &Pair<'_>),
+    src: &Stat,
+    existing: Option<&Stat>,
+    want: &Stat,
+) -> (u32, bool) {
     let perm = want.perm();
-    let plain = perm & 0o7000 == 0 && perm & run.umask == 0;
+    // A default ACL, not the umask, decides what the kernel leaves of the mode.
+    let plain = perm & 0o7000 == 0 && perm & run.umask == 0 && !pair.dst_default_acl;
     let own = (want.uid, want.gid) == run.creator;
     if existing.is_none() && run.plan.perms && plain && own && !run.plan.fake_super {
         (perm, false)
@@ -868,7 +874,7 @@ pub(super) fn write_file(
             lines,
         );
     }
-    let (mode, chmod) = creation(run, &e.stat, existing, &want);
+    let (mode, chmod) = creation((run, pair), &e.stat, existing, &want);
     let want = &keep_mode(&want, chmod);
     // Nothing to replace: the file is made without a name and named once complete.
     if dst.is_none() && run.temp_dir.is_none() && !run.no_tmpfile.load(Ordering::Relaxed) {
@@ -949,7 +955,7 @@ fn delay(
     (src, data, want): (BorrowedFd<'_>, BorrowedFd<'_>, &Stat),
     lines: &mut Vec<u8>,
 ) -> Result<bool, CopyError> {
-    let (mode, chmod) = creation(run, &e.stat, existing, want);
+    let (mode, chmod) = creation((run, pair), &e.stat, existing, want);
     let want = &keep_mode(want, chmod);
     let Some(dir) = &pair.dst else {
         return Ok(true);

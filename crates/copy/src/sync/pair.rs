@@ -170,6 +170,9 @@ pub(super) struct Pair<'r> {
     pub dst_before: Option<Stat>,
     /// The destination directory is setgid: what is created in it takes its group.
     pub dst_setgid: bool,
+    /// Under -p: the destination directory has a default ACL, which a new file's mode takes
+    /// its bits from instead of the umask (so the mode is set after, as rsync sets it).
+    pub dst_default_acl: bool,
     /// Part of the transfer: some source lists it whole, so its attributes are kept and its
     /// extraneous entries deleted (not so for the directory that holds a source named
     /// without a trailing slash, or one on the way to a -R operand).

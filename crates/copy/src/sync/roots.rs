@@ -380,6 +380,10 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
         }
         root_item = Some(item);
     }
+    let dst_default_acl = plan.perms
+        && dst
+            .as_ref()
+            .is_some_and(|fd| crate::xattr::has_default_acl(fd.as_fd()));
     let anchor = dst
         .as_ref()
         .and_then(|fd| fd.try_clone().ok())
@@ -396,6 +400,7 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
         src_stat,
         dst_before,
         dst_setgid: dst_before.is_some_and(|d| d.mode & libc::S_ISGID != 0),
+        dst_default_acl,
         whole,
         keeps_attrs: shown,
         dst_scope,

@@ -435,9 +435,14 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
         .as_ref()
         .and_then(|fd| sys::fstatx(fd.as_fd()).ok())
         .is_some_and(|st| st.mode & libc::S_ISGID != 0);
+    let dst_default_acl = run.plan.perms
+        && dst
+            .as_ref()
+            .is_some_and(|fd| crate::xattr::has_default_acl(fd.as_fd()));
     Some(Pair {
         run,
         dst_setgid,
+        dst_default_acl,
         anchor: parent.anchor.clone(),
         dst_rel: join(&parent.dst_rel, name.to_bytes()),
         _parent: Some(parent.clone()),

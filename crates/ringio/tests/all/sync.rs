@@ -5,7 +5,7 @@
 //! agree), and each tool runs in its own copy.
 
 use std::fs;
-use std::os::unix::fs::{symlink, MetadataExt};
+use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -943,4 +943,33 @@ fn progress_per_file_and_for_the_whole_transfer() {
         last.contains("(xfr#6,") || last.contains("(xfr#5,"),
         "{text:?}"
     );
+}
+
+/// Under a destination directory's default ACL, `-a` (its `-p`) gives new files the source's
+/// mode as rsync does: the default ACL, not the umask, decides what creation leaves, so the
+/// mode is set after.
+#[test]
+fn new_files_under_a_default_acl_keep_the_sources_mode() {
+    let twin = Twin::new(|side| {
+        write_file(side.join("src/f"), b"f");
+        write_file(side.join("src/sub/g"), b"g");
+        fs::set_permissions(side.join("src/f"), fs::Permissions::from_mode(0o644)).unwrap();
+        fs::set_permissions(side.join("src/sub/g"), fs::Permissions::from_mode(0o604)).unwrap();
+        fs::create_dir(side.join("dst")).unwrap();
+        settle(&side.join("src"));
+    });
+    for side in [&twin.rs, &twin.ri] {
+        let set = Command::new("setfacl")
+            .args(["-m", "d:u::rwx,d:g::r-x,d:o::---"])
+            .arg(side.join("dst"))
+            .output();
+        if !set.is_ok_and(|o| o.status.success()) {
+            eprintln!("skipped: setfacl is missing or this filesystem has no ACLs");
+            return;
+        }
+    }
+    let out = twin.both(&["-a", "src/", "dst/"], "dst");
+    assert_success(&out);
+    assert_eq!(mode_of(twin.ri.join("dst/f")), 0o644);
+    assert_eq!(mode_of(twin.ri.join("dst/sub/g")), 0o604);
 }

@@ -555,9 +555,6 @@ fn list_dir<'r>(
         named.reserve(names.len());
         for ((name, dst_name), stat) in names.into_iter().zip(stats) {
             let earlier = named.get(dst_name.to_bytes()).copied();
-            if earlier.is_some_and(|at| entries[at].stat.kind() != Kind::Dir) {
-                continue;
-            }
             let src_path = || layer.path.join(apply::os(&name));
             let stat = match stat {
                 Ok(s) => s,
@@ -604,9 +601,22 @@ fn list_dir<'r>(
                 continue;
             }
             if let Some(at) = earlier {
-                // A directory a later source holds too merges into the first one's.
-                if is_dir {
-                    entries[at].more.push(i);
+                match (entries[at].stat.kind() == Kind::Dir, is_dir) {
+                    // A directory a later source holds too merges into the first one's.
+                    (true, true) => entries[at].more.push(i),
+                    // A directory wins over an earlier non-directory of its name (rsync's
+                    // clean_flist): the tree below it is not lost.
+                    (false, true) => {
+                        entries[at] = SrcEntry {
+                            layer: i,
+                            more: Vec::new(),
+                            name,
+                            dst_name,
+                            stat,
+                            rel,
+                        };
+                    }
+                    _ => {}
                 }
                 continue;
             }

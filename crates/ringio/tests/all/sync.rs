@@ -973,3 +973,27 @@ fn new_files_under_a_default_acl_keep_the_sources_mode() {
     assert_eq!(mode_of(twin.ri.join("dst/f")), 0o644);
     assert_eq!(mode_of(twin.ri.join("dst/sub/g")), 0o604);
 }
+
+/// Where one source has a file and another a directory of the same name, the directory is
+/// synced, in either order (rsync's clean_flist): the tree below it is not lost.
+#[test]
+fn a_directory_wins_over_a_file_of_its_name_from_another_source() {
+    let twin = Twin::new(|side| {
+        write_file(side.join("a/g"), b"A");
+        write_file(side.join("a/f"), b"F");
+        write_file(side.join("b/g/inner"), b"B");
+        write_file(side.join("c/f/inner2"), b"C");
+        for top in ["a", "b", "c"] {
+            settle(&side.join(top));
+        }
+    });
+    for (args, dst) in [
+        (&["-ai", "a/", "b/", "c/", "one/"][..], "one"),
+        (&["-ai", "c/", "a/", "two/"], "two"),
+    ] {
+        let out = twin.both(args, dst);
+        assert_success(&out);
+    }
+    assert!(twin.ri.join("one/g/inner").is_file() && twin.ri.join("one/f/inner2").is_file());
+    assert!(twin.ri.join("two/f/inner2").is_file() && twin.ri.join("two/g").is_file());
+}

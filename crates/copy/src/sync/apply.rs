@@ -1216,14 +1216,23 @@ pub(super) fn delete_extraneous(
         }
         return false;
     }
-    let mut names: Vec<CString> = Vec::new();
-    if let Err(e) = sys::read_dir_entries(dir, buf, |name, _| names.push(name.to_owned())) {
+    let mut names: Vec<(bool, CString)> = Vec::new();
+    let listed = sys::read_dir_entries(dir, buf, |name, kind| {
+        // Where the directory does not say (DT_UNKNOWN), a statx does.
+        let kind = kind.or_else(|| sys::statx_at(dir, name, false).ok().map(|s| s.kind()));
+        names.push((kind == Some(Kind::Dir), name.to_owned()));
+    });
+    if let Err(e) = listed {
         run.fail(CopyError::io(Op::ReadDir, pair.dst_path.clone(), e));
         return false;
     }
     let mut deleted = false;
-    names.sort();
-    for name in names.iter().rev() {
+    // rsync's order, reversed: the directories (named as `name/`) last to first, then the
+    // other entries last to first.
+    names.sort_unstable_by(|(a_dir, a), (b_dir, b)| {
+        super::pair::rsync_order((*a_dir, a.to_bytes()), (*b_dir, b.to_bytes()))
+    });
+    for (_, name) in names.iter().rev() {
         if kept.contains(name.to_bytes()) {
             continue;
         }

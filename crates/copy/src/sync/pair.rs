@@ -265,6 +265,22 @@ impl Run<'_> {
     }
 }
 
+/// rsync's order of a directory's entries: the other entries by name, then the directories,
+/// whose names rsync compares as `name/` (so `14.0.6/` comes before `14/`). Each side is
+/// (is a directory, name). Compared in place: no key is built.
+pub(super) fn rsync_order(
+    (a_dir, a): (bool, &[u8]),
+    (b_dir, b): (bool, &[u8]),
+) -> std::cmp::Ordering {
+    fn named(dir: bool, name: &[u8]) -> impl Iterator<Item = u8> + '_ {
+        let slash: &[u8] = if dir { b"/" } else { b"" };
+        name.iter().chain(slash).copied()
+    }
+    a_dir
+        .cmp(&b_dir)
+        .then_with(|| named(a_dir, a).cmp(named(b_dir, b)))
+}
+
 /// `a/b`, or `b` when `a` is empty.
 pub(super) fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
     if dir.is_empty() {

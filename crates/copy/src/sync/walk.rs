@@ -16,7 +16,7 @@ use std::time::Instant;
 use super::apply;
 use super::item::{Action, Item};
 use super::order::{Block, Printer};
-use super::pair::{join, report, Layer, Pair, Pass, Run, SrcEntry, Trouble};
+use super::pair::{join, report, rsync_order, Layer, Pair, Pass, Run, SrcEntry, Trouble};
 use super::roots::{self, Root};
 use super::{DeleteWhen, Outcome, Output, Progress, Stats, Symlinks, SyncPlan};
 use crate::error::{CopyError, Op};
@@ -505,19 +505,6 @@ fn stat_all(
     })
 }
 
-/// rsync's order: the other entries by name, then the directories, whose names rsync compares
-/// as `name/` (so `14.0.6/` comes before `14/`). Compared in place: no key is built.
-fn rsync_order(a: &SrcEntry, b: &SrcEntry) -> std::cmp::Ordering {
-    fn dir(e: &SrcEntry) -> bool {
-        e.stat.kind() == Kind::Dir
-    }
-    fn name(e: &SrcEntry) -> impl Iterator<Item = u8> + '_ {
-        let slash: &[u8] = if dir(e) { b"/" } else { b"" };
-        e.name.to_bytes().iter().chain(slash).copied()
-    }
-    dir(a).cmp(&dir(b)).then_with(|| name(a).cmp(name(b)))
-}
-
 /// Lists a directory pair and handles each of its entries.
 fn list_dir<'r>(
     run: &'r Run<'r>,
@@ -632,7 +619,12 @@ fn list_dir<'r>(
         }
     }
     let kept: HashSet<Vec<u8>> = named.into_keys().collect();
-    entries.sort_unstable_by(rsync_order);
+    entries.sort_unstable_by(|a, b| {
+        rsync_order(
+            (a.stat.kind() == Kind::Dir, a.name.to_bytes()),
+            (b.stat.kind() == Kind::Dir, b.name.to_bytes()),
+        )
+    });
     // The notes on what is not transferred come first, as rsync's sender prints them while
     // it lists the directory.
     let mut transferred = Vec::with_capacity(entries.len());

@@ -997,3 +997,40 @@ fn a_directory_wins_over_a_file_of_its_name_from_another_source() {
     assert!(twin.ri.join("one/g/inner").is_file() && twin.ri.join("one/f/inner2").is_file());
     assert!(twin.ri.join("two/f/inner2").is_file() && twin.ri.join("two/g").is_file());
 }
+
+/// Within a directory, deletions come in rsync's order: the directories last to first (named
+/// as `name/`, so `14/` before `14.0.6/`), then the other entries last to first.
+#[test]
+fn deletions_in_a_directory_come_in_rsyncs_order() {
+    let twin = Twin::new(|side| {
+        fs::create_dir_all(side.join("src")).unwrap();
+        for dir in ["adir", "zdir", "14", "14.0.6"] {
+            fs::create_dir_all(side.join("dst").join(dir)).unwrap();
+        }
+        write_file(side.join("dst/adir/in"), b"");
+        for file in ["a", "b", "m", "z", "14.1", "adir.txt"] {
+            write_file(side.join("dst").join(file), b"");
+        }
+        settle(&side.join("src"));
+        settle(&side.join("dst"));
+    });
+    let ours = sync(&twin.ri, &["-ai", "--delete", "src/", "dst/"]);
+    assert_success(&ours);
+    let deletions = |out: &Output| -> Vec<String> {
+        stdout_lines(out)
+            .into_iter()
+            .filter(|l| l.starts_with("*deleting"))
+            .collect()
+    };
+    let want: Vec<String> = [
+        "zdir/", "adir/in", "adir/", "14/", "14.0.6/", "z", "m", "b", "adir.txt", "a", "14.1",
+    ]
+    .iter()
+    .map(|n| format!("*deleting   {n}"))
+    .collect();
+    assert_eq!(deletions(&ours), want);
+    if rsync_available() {
+        let theirs = rsync(&twin.rs, &["-ai", "--delete", "src/", "dst/"]);
+        assert_eq!(deletions(&ours), deletions(&theirs));
+    }
+}

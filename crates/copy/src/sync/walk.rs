@@ -60,6 +60,9 @@ pub(super) struct Task<'r> {
     item: Option<Item>,
     /// Where its lines wait for their turn (when lines are printed).
     block: Option<Arc<Block>>,
+    /// Its entries are walked (false: `-d`, `-R` or `--files-from` without `-r`, or `-x` at
+    /// a mount point: the directory is made and given its attributes, and left empty).
+    contents: bool,
 }
 
 impl Drop for Pair<'_> {
@@ -394,9 +397,21 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
                 continue;
             }
         };
-        // Under -R a directory on the way to an operand holds only the next component.
+        // Under -R a directory on the way to an operand holds only the next component; one
+        // that is not entered, nothing.
         let toward = above.implied.as_ref().filter(|rest| !rest.is_empty());
         let dev = sys::fstatx(fd.as_fd()).map_or(0, |st| st.dev);
+        if !task.contents {
+            layers.push(Layer {
+                fd,
+                dev,
+                path,
+                only: Some(Vec::new()),
+                implied: None,
+                scope,
+            });
+            continue;
+        }
         layers.push(Layer {
             fd,
             dev,
@@ -447,8 +462,11 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
         dst_rel: join(&parent.dst_rel, name.to_bytes()),
         _parent: Some(parent.clone()),
         whole: layers.iter().any(|l| l.only.is_none()),
-        // A directory on the way to a -R operand keeps its source's attributes too.
-        keeps_attrs: layers.iter().any(|l| l.only.is_none()) || !run.plan.no_implied_dirs,
+        // A directory on the way to a -R operand keeps its source's attributes too, and so
+        // does one that is not entered.
+        keeps_attrs: layers.iter().any(|l| l.only.is_none())
+            || !run.plan.no_implied_dirs
+            || !task.contents,
         layers,
         dst,
         rel,
@@ -760,7 +778,7 @@ fn entry<'r>(
     let dst_path = || pair.dst_path.join(apply::os(&e.dst_name));
     if pair.pass == Pass::Delete {
         // Only directories present on both sides are entered.
-        if kind == Kind::Dir && (plan.recursive || pair.implied()) && descends(run, pair, e) {
+        if kind == Kind::Dir && (plan.recursive || leads_on(pair, e)) && descends(run, pair, e) {
             if let Ok(Some(d)) = dst_stat(pair, &e.dst_name) {
                 if d.kind() == Kind::Dir {
                     subdirs.push(Task {
@@ -771,6 +789,7 @@ fn entry<'r>(
                         dst_follow: false,
                         item: None,
                         block: None,
+                        contents: true,
                         layers: dir_layers(e),
                     });
                 }
@@ -876,21 +895,18 @@ fn entry<'r>(
                 item.link = apply::link_text(pair, e);
             }
             if kind == Kind::Dir {
-                // A directory's attributes are set when its walk ends; it is entered now.
-                if (plan.recursive || pair.implied()) && descends(run, pair, e) {
-                    subdirs.push(Task {
-                        parent: pair.clone(),
-                        name: e.dst_name.clone(),
-                        src_stat: e.stat,
-                        dst_before: attr_target,
-                        dst_follow: dir_target.is_some(),
-                        item: Some(item),
-                        block: None,
-                        layers: dir_layers(e),
-                    });
-                } else {
-                    report(run, &item, &e.stat, lines);
-                }
+                // A directory's attributes are set when its walk ends (entered or not).
+                subdirs.push(Task {
+                    parent: pair.clone(),
+                    name: e.dst_name.clone(),
+                    src_stat: e.stat,
+                    dst_before: attr_target,
+                    dst_follow: dir_target.is_some(),
+                    item: Some(item),
+                    block: None,
+                    contents: (plan.recursive || leads_on(pair, e)) && descends(run, pair, e),
+                    layers: dir_layers(e),
+                });
                 return;
             }
             if !changes.none() && !plan.dry_run {
@@ -939,20 +955,18 @@ fn entry<'r>(
                         }
                     }
                     if kind == Kind::Dir {
-                        if (plan.recursive || pair.implied()) && descends(run, pair, e) {
-                            subdirs.push(Task {
-                                parent: pair.clone(),
-                                name: e.dst_name.clone(),
-                                src_stat: e.stat,
-                                dst_before: None,
-                                dst_follow: false,
-                                item: Some(item),
-                                block: None,
-                                layers: dir_layers(e),
-                            });
-                        } else {
-                            report(run, &item, &e.stat, lines);
-                        }
+                        subdirs.push(Task {
+                            parent: pair.clone(),
+                            name: e.dst_name.clone(),
+                            src_stat: e.stat,
+                            dst_before: None,
+                            dst_follow: false,
+                            item: Some(item),
+                            block: None,
+                            contents: (plan.recursive || leads_on(pair, e))
+                                && descends(run, pair, e),
+                            layers: dir_layers(e),
+                        });
                         return;
                     }
                     report(run, &item, &e.stat, lines);
@@ -1059,6 +1073,17 @@ impl Pair<'_> {
 /// mount point is made, empty, and nothing below it is deleted).
 fn descends(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> bool {
     !run.plan.one_file_system || e.stat.dev == pair.layers[e.layer].dev
+}
+
+/// `-R` (and `--files-from`) without `-r`: the directory `e` is on the way to an operand below
+/// it, so it is entered; an operand that is itself a directory is made, not entered.
+fn leads_on(pair: &Pair<'_>, e: &SrcEntry) -> bool {
+    dir_layers(e).iter().any(|&i| {
+        pair.layers[i]
+            .implied
+            .as_ref()
+            .is_some_and(|rest| !rest.is_empty())
+    })
 }
 
 /// The sources a subdirectory entry is walked in: the one that gave it, and those that merge.

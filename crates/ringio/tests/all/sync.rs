@@ -1034,3 +1034,44 @@ fn deletions_in_a_directory_come_in_rsyncs_order() {
         assert_eq!(deletions(&ours), deletions(&theirs));
     }
 }
+
+/// `--files-from` with `-a` (which then implies no `-r`): a listed directory is made, with its
+/// attributes, not entered; directories on the way to a listed path are entered. The trees
+/// come out as rsync's, and so does `-d`'s.
+#[test]
+fn files_from_makes_a_listed_directory_without_its_contents() {
+    let twin = Twin::new(|side| {
+        write_file(side.join("x/y/f"), b"f");
+        write_file(side.join("x/h"), b"h");
+        write_file(side.join("x/z/g"), b"g");
+        fs::write(side.join("list"), "x/y/f\nx/h\nx/z\n").unwrap();
+        settle(&side.join("x"));
+    });
+    let args = ["-a", "--files-from=list", ".", "dst/"];
+    let ours = sync(&twin.ri, &args);
+    assert_success(&ours);
+    assert!(twin.ri.join("dst/x/z").is_dir());
+    assert!(
+        !twin.ri.join("dst/x/z/g").exists(),
+        "a listed directory was entered"
+    );
+    assert!(twin.ri.join("dst/x/y/f").is_file() && twin.ri.join("dst/x/h").is_file());
+    if rsync_available() {
+        assert_success(&rsync(&twin.rs, &args));
+        // DEST itself is not listed: each tool leaves it at its own moment.
+        let diff = tree_diff(
+            &twin.rs.join("dst/x"),
+            &twin.ri.join("dst/x"),
+            SAME_AS_RSYNC,
+        );
+        assert!(diff.is_empty(), "{}", diff.join("\n"));
+    }
+    // -d: the subdirectories are made with their times and modes, and left empty.
+    let out = twin.both(&["-dtp", "x/", "flat/"], "flat");
+    assert_success(&out);
+    assert!(!twin.ri.join("flat/z/g").exists());
+    assert_eq!(
+        fs::metadata(twin.ri.join("flat/z")).unwrap().mtime(),
+        fs::metadata(twin.ri.join("x/z")).unwrap().mtime()
+    );
+}

@@ -605,35 +605,28 @@ fn list_dir<'r>(
             if is_dir && run.dest_id.get() == Some(&(stat.dev, stat.ino)) {
                 continue;
             }
-            if let Some(at) = earlier {
-                match (entries[at].stat.kind() == Kind::Dir, is_dir) {
-                    // A directory a later source holds too merges into the first one's.
-                    (true, true) => entries[at].more.push(i),
-                    // A directory wins over an earlier non-directory of its name (rsync's
-                    // clean_flist): the tree below it is not lost.
-                    (false, true) => {
-                        entries[at] = SrcEntry {
-                            layer: i,
-                            more: Vec::new(),
-                            name,
-                            dst_name,
-                            stat,
-                            rel,
-                        };
-                    }
-                    _ => {}
-                }
-                continue;
-            }
-            named.insert(dst_name.to_bytes().to_vec(), entries.len());
-            entries.push(SrcEntry {
+            let entry = SrcEntry {
                 layer: i,
                 more: Vec::new(),
                 name,
                 dst_name,
                 stat,
                 rel,
-            });
+            };
+            match earlier {
+                // A directory a later source holds too merges into the first one's.
+                Some(at) if is_dir && entries[at].stat.kind() == Kind::Dir => {
+                    entries[at].more.push(i)
+                }
+                // A directory wins over an earlier non-directory of its name (rsync's
+                // clean_flist): the tree below it is not lost.
+                Some(at) if is_dir => entries[at] = entry,
+                Some(_) => {}
+                None => {
+                    named.insert(entry.dst_name.to_bytes().to_vec(), entries.len());
+                    entries.push(entry);
+                }
+            }
         }
     }
     let kept: HashSet<Vec<u8>> = named.into_keys().collect();

@@ -137,14 +137,11 @@ pub(super) fn fix_attrs(
 /// mode is kept, it is made private and given its mode once written.
 ///
 /// Under -p a file whose owner and group stay those it is created with, and whose mode has no
-/// special bit and nothing the umask takes away, is created with its mode at once: nobody
-/// could read it under it then that may not read it after (saves a chmod per file).
-fn creation(
-    (run, pair): (&Run<'_>, &Pair<'_>),
-    src: &Stat,
-    existing: Option<&Stat>,
-    want: &Stat,
-) -> (u32, bool) {
+/// special bit and nothing the umask takes away (and no default ACL in the directory, which would
+/// decide instead), is created with its mode at once: nobody could read it under it then that
+/// may not read it after (saves a chmod per file).
+fn creation(pair: &Pair<'_>, src: &Stat, existing: Option<&Stat>, want: &Stat) -> (u32, bool) {
+    let run = pair.run;
     let perm = want.perm();
     // A default ACL, not the umask, decides what the kernel leaves of the mode.
     let plain = perm & 0o7000 == 0 && perm & run.umask == 0 && !pair.dst_default_acl;
@@ -874,7 +871,7 @@ pub(super) fn write_file(
             lines,
         );
     }
-    let (mode, chmod) = creation((run, pair), &e.stat, existing, &want);
+    let (mode, chmod) = creation(pair, &e.stat, existing, &want);
     let want = &keep_mode(&want, chmod);
     // Nothing to replace: the file is made without a name and named once complete.
     if dst.is_none() && run.temp_dir.is_none() && !run.no_tmpfile.load(Ordering::Relaxed) {
@@ -897,6 +894,11 @@ pub(super) fn write_file(
                     }
                     // Made meanwhile: the named temporary's way replaces it.
                     Err(err) if err.raw_os_error() == Some(libc::EEXIST) => {}
+                    // No way to link a descriptor here (a kernel before 6.10 without /proc):
+                    // named temporaries from now on.
+                    Err(err) if err.raw_os_error() == Some(libc::ENOENT) => {
+                        run.no_tmpfile.store(true, Ordering::Relaxed);
+                    }
                     Err(err) => return Err(CopyError::io(Op::Create, path(), err)),
                 }
             }
@@ -955,7 +957,7 @@ fn delay(
     (src, data, want): (BorrowedFd<'_>, BorrowedFd<'_>, &Stat),
     lines: &mut Vec<u8>,
 ) -> Result<bool, CopyError> {
-    let (mode, chmod) = creation((run, pair), &e.stat, existing, want);
+    let (mode, chmod) = creation(pair, &e.stat, existing, want);
     let want = &keep_mode(want, chmod);
     let Some(dir) = &pair.dst else {
         return Ok(true);

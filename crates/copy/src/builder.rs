@@ -10,9 +10,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::backup::{backup_path, simple_backup_suffix};
+use crate::digest::Algo;
+use crate::manifest::Format;
 use crate::plan::{
-    stat_source, Backup, BackupMode, CopyPlan, CopyRoot, Dereference, Engine, LinkMode, Overwrite,
-    Preserve, Reflink, Sparse, Tuning,
+    stat_source, Backup, BackupMode, CopyPlan, CopyRoot, Dereference, Engine, Hashing, LinkMode,
+    Overwrite, Preserve, Reflink, Sparse, Tuning,
 };
 use crate::quote::quote;
 
@@ -109,6 +111,7 @@ pub struct PlanBuilder {
     strip_trailing_slashes: bool,
     backup: Option<BackupRequest>,
     preserve_context: bool,
+    hashing: Option<HashRequest>,
 }
 
 impl CopyPlan {
@@ -125,6 +128,7 @@ impl CopyPlan {
             strip_trailing_slashes: false,
             backup: None,
             preserve_context: false,
+            hashing: None,
         }
     }
 }
@@ -210,6 +214,12 @@ impl PlanBuilder {
         self
     }
 
+    /// `--hash` and `--manifest`: every file's bytes hashed as they are copied.
+    pub fn hashing(mut self, request: Option<HashRequest>) -> Self {
+        self.hashing = request;
+        self
+    }
+
     /// `--parents`: each source keeps its whole path under the target directory.
     pub fn parents(mut self, value: bool) -> Self {
         self.parents = value;
@@ -249,7 +259,7 @@ impl PlanBuilder {
             parents: self.parents,
             strip_trailing_slashes: self.strip_trailing_slashes,
         };
-        let (mut roots, target) = operands.resolve(plan.overwrite.resume().is_some())?;
+        let (mut roots, target, into) = operands.resolve(plan.overwrite.resume().is_some())?;
         if plan.direct && plan.engine != Engine::Aio {
             return Err(PlanError::refused("--direct is for --engine aio"));
         }
@@ -283,9 +293,112 @@ impl PlanBuilder {
             }
         }
         plan.roots = roots;
+        if let Some(request) = self.hashing {
+            plan.hashing = Some(request.resolve(&plan, into)?);
+        }
         Ok(plan)
     }
 }
+
+/// `--hash`, `--manifest`, `--manifest-format` as asked.
+#[derive(Debug, Clone)]
+pub struct HashRequest {
+    /// The algorithm.
+    pub algo: Algo,
+    /// The manifest's format.
+    pub format: Format,
+    /// The manifest file (`sum`, `json`).
+    pub manifest: Option<PathBuf>,
+}
+
+impl HashRequest {
+    /// What `plan` hashes and where the manifest goes; `into`: the directory the sources are
+    /// copied into, if they are. A manifest that exists, or that is inside a source tree (the
+    /// copy would list it, or copy a half-written one), is refused without `-f`; nothing is
+    /// copied then.
+    fn resolve(self, plan: &CopyPlan, into: Option<PathBuf>) -> Result<Hashing, PlanError> {
+        let conflict = if plan.link != LinkMode::Copy {
+            Some("-l and -s, which copy no bytes")
+        } else if plan.attributes_only {
+            Some("--attributes-only, which copies no bytes")
+        } else if plan.reflink == Reflink::Always {
+            Some("--reflink=always, whose clones pass through no buffer")
+        } else if !matches!(plan.engine, Engine::Uring | Engine::ReadWrite) {
+            Some("an --engine that moves bytes in the kernel (uring and readwrite hash)")
+        } else {
+            None
+        };
+        if let Some(what) = conflict {
+            return Err(PlanError::usage(format!(
+                "--hash and --manifest cannot be used with {what}"
+            )));
+        }
+        // The destination root: the directory the sources go into; else the copy of a
+        // directory; else the directory a file is copied into.
+        let base = match (into, plan.roots.as_slice()) {
+            (Some(dir), _) => dir,
+            (None, [root])
+                if root.stat.as_ref().is_some_and(|s| {
+                    s.as_ref().is_ok_and(|s| s.kind() == crate::sys::Kind::Dir)
+                }) =>
+            {
+                root.dst.clone()
+            }
+            (None, [root, ..]) => match root.dst.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            },
+            (None, []) => PathBuf::from("."),
+        };
+        if let (Format::Mhl, Some(m)) = (self.format, &self.manifest) {
+            return Err(PlanError::usage(format!(
+                "--manifest-format=mhl writes its ascmhl folder into the destination root {}: leave out --manifest {}",
+                quote(&base),
+                quote(m)
+            )));
+        }
+        if let Some(m) = self.manifest.as_ref().filter(|m| m.as_os_str() != "-") {
+            if !plan.force {
+                if fs::symlink_metadata(m).is_ok() {
+                    return Err(PlanError::refused(format!(
+                        "the manifest {} exists: remove it, or give -f to replace it",
+                        quote(m)
+                    )));
+                }
+                if let Some(root) = plan.roots.iter().find(|r| inside(m, &r.src)) {
+                    return Err(PlanError::refused(format!(
+                        "the manifest {} is inside the source {}: the copy would take it along \
+                         (give -f to write it there anyway)",
+                        quote(m),
+                        quote(&root.src)
+                    )));
+                }
+            }
+        }
+        Ok(Hashing {
+            algo: self.algo,
+            format: self.format,
+            manifest: self.manifest,
+            base,
+        })
+    }
+}
+
+/// True when the file `path` would be (or is) inside the tree `root`: its directory, resolved,
+/// is `root` resolved or below it.
+fn inside(path: &Path, root: &Path) -> bool {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match (fs::canonicalize(dir), fs::canonicalize(root)) {
+        (Ok(dir), Ok(root)) => dir.starts_with(root),
+        _ => false,
+    }
+}
+
+/// The roots, the target's stat, and the target when the sources are copied into it.
+type Resolved = (Vec<CopyRoot>, io::Result<fs::Metadata>, Option<PathBuf>);
 
 /// cp's operands as given.
 struct Operands {
@@ -301,7 +414,7 @@ impl Operands {
     /// `SRC... DIR`, `-t DIR SRC...`, `-T SRC DST`, each with `--parents`; with `--resume`, a
     /// `DST` that an interrupted `cp -r SRC DST` made is the copy. Returns the roots and the
     /// target's stat (following symlinks), taken once.
-    fn resolve(self, resume: bool) -> Result<(Vec<CopyRoot>, io::Result<fs::Metadata>), PlanError> {
+    fn resolve(self, resume: bool) -> Result<Resolved, PlanError> {
         let mut paths = self.paths;
         if paths.len() <= usize::from(self.target_directory.is_none()) {
             return Err(match paths.first() {
@@ -362,7 +475,8 @@ impl Operands {
         } else {
             resolve_roots(&sources, &target, into, &meta)?
         };
-        Ok((roots, meta))
+        let into = (self.parents || into.unwrap_or(target_is_dir)).then_some(target);
+        Ok((roots, meta, into))
     }
 }
 

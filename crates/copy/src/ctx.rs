@@ -8,6 +8,8 @@ use std::sync::Mutex;
 
 use crate::error::CopyError;
 use crate::links::LinkMap;
+use crate::manifest::hashing::FileHash;
+use crate::manifest::Recorder;
 use crate::plan::{CopyPlan, Tuning};
 use crate::policy::Policy;
 use crate::progress::{Progress, Reporter};
@@ -49,6 +51,8 @@ pub(crate) struct Ctx<'a> {
     pub operands: Option<Mutex<OperandsSeen>>,
     /// A run spread over MPI ranks (`cp --mpi`): this rank's part; `None` on one node.
     pub ranks: Option<Ranks>,
+    /// `--hash`: the hash of every file copied.
+    pub recorder: Option<Recorder>,
 }
 
 impl Ctx<'_> {
@@ -107,6 +111,11 @@ impl Ctx<'_> {
     /// file's data moved (that comes from the synchronous path).
     pub fn small_files_fast(&self) -> bool {
         self.plan.small_files_fast() && !self.reporter.debug()
+    }
+
+    /// A hash for a file about to be copied, when the run records them.
+    pub fn file_hash(&self) -> Option<FileHash> {
+        self.recorder.as_ref().map(|r| FileHash::new(r.algo()))
     }
 
     /// True once the run must stop: SIGINT or a fatal error.

@@ -27,6 +27,7 @@ mod error;
 pub mod filter;
 pub mod finalize;
 mod links;
+pub mod manifest;
 mod node;
 mod opened;
 mod parents;
@@ -48,12 +49,12 @@ pub mod walk;
 mod xattr;
 
 pub use backup::{backup_path, simple_backup_suffix};
-pub use builder::{BackupRequest, BackupTypeReader, PlanBuilder, PlanError};
+pub use builder::{BackupRequest, BackupTypeReader, HashRequest, PlanBuilder, PlanError};
 pub use engine::uring_available;
 pub use error::{CopyError, Op};
 pub use plan::{
-    Backup, BackupMode, Clobber, CopyPlan, CopyRoot, Dereference, Engine, LinkMode, Overwrite,
-    Preserve, Reflink, Resume, Sparse, Tuning,
+    Backup, BackupMode, Clobber, CopyPlan, CopyRoot, Dereference, Engine, Hashing, LinkMode,
+    Overwrite, Preserve, Reflink, Resume, Sparse, Tuning,
 };
 pub use progress::{Progress, Reporter, Summary};
 pub use refusal::{Refusal, Refused};

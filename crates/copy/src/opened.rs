@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
 use crate::finalize;
+use crate::manifest::hashing::FileHash;
 use crate::node::DirHold;
 use crate::quote::quote;
 use crate::replaced::Replaced;
@@ -42,6 +43,8 @@ pub(crate) struct OpenedPair {
     pub stream: bool,
     /// `--backup`: the name the old destination was renamed to, for the `-v` line.
     pub backup: Option<CString>,
+    /// `--hash`: the hash of the bytes written, as they are written.
+    pub hash: Option<FileHash>,
 }
 
 impl OpenedPair {
@@ -138,9 +141,21 @@ pub(crate) fn finish_file(
     dir: &DirHold<'_>,
     src: &CStr,
     dst: &CStr,
-    pair: OpenedPair,
+    mut pair: OpenedPair,
     copied: Copied,
 ) -> Result<(), CopyError> {
+    let (Copied::Snapshot(bytes) | Copied::Spread(bytes)) = copied;
+    // Before the check that the source held still: bytes read back for the hash are then
+    // known to be the ones written.
+    let hex = match pair.hash.take().map(|h| h.finish(pair.src.as_fd(), bytes)) {
+        Some(Err(e)) => {
+            // The copy stands; without its hash it stays out of the manifest.
+            ctx.fail(CopyError::io(Op::Read, dir.src_path(Some(src)), e));
+            None
+        }
+        Some(Ok(hex)) => Some(hex),
+        None => None,
+    };
     if let Copied::Spread(_) = copied {
         if !pair.stream && !ctx.plan.attributes_only {
             if let Err(e) = held_still(pair.src.as_fd(), &pair.stat) {
@@ -167,7 +182,9 @@ pub(crate) fn finish_file(
     );
     let backup = pair.backup.clone();
     place(ctx, dir, dst, pair)?;
-    let (Copied::Snapshot(bytes) | Copied::Spread(bytes)) = copied;
+    if let (Some(recorder), Some(hex)) = (&ctx.recorder, hex) {
+        recorder.file(&path(), &stat, hex);
+    }
     if bytes != stat.size && stat.kind() == Kind::File && ctx.reporter.verbose() {
         // A file that held still and still read a size other than its stat's: a /proc file.
         ctx.reporter.note(&format!(

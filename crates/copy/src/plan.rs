@@ -429,6 +429,21 @@ pub struct CopyPlan {
     /// `POSIXLY_CORRECT` was set when the plan was built: data is written through a dangling
     /// symlink.
     pub(crate) posixly_correct: bool,
+    /// `--hash`: every file's bytes hashed on their way to the destination.
+    pub(crate) hashing: Option<Hashing>,
+}
+
+/// `--hash` (and `--manifest`): what a copy hashes, and where it writes the hashes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hashing {
+    /// The algorithm.
+    pub algo: crate::digest::Algo,
+    /// The manifest's format.
+    pub format: crate::manifest::Format,
+    /// The manifest file (`sum`, `json`); `mhl` writes into the destination root's `ascmhl`.
+    pub manifest: Option<PathBuf>,
+    /// The destination root: what manifest names are relative to.
+    pub base: PathBuf,
 }
 
 impl CopyPlan {
@@ -461,12 +476,18 @@ impl CopyPlan {
             attributes_only: false,
             default_modes: false,
             posixly_correct: false,
+            hashing: None,
         }
     }
 
     /// Source → destination pairs, in command-line order.
     pub fn roots(&self) -> &[CopyRoot] {
         &self.roots
+    }
+
+    /// `--hash`: what is hashed, and where the manifest goes.
+    pub fn hashing(&self) -> Option<&Hashing> {
+        self.hashing.as_ref()
     }
 
     /// True when a special file (FIFO, device) is read as data into a regular file, as cp

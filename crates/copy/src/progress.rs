@@ -88,4 +88,6 @@ pub struct Summary {
     pub interrupted: bool,
     /// The engine that actually ran.
     pub engine: String,
+    /// `--hash`: every file copied, with its hash (none if the run was interrupted).
+    pub hashes: Option<crate::manifest::Listing>,
 }

@@ -195,7 +195,7 @@ fn write_escape(f: &mut fmt::Formatter<'_>, byte: u8) -> fmt::Result {
 }
 
 /// An io::Error's text without Rust's " (os error N)" tail, as cp prints reasons.
-pub(crate) fn reason(err: &io::Error) -> impl fmt::Display + '_ {
+pub fn reason(err: &io::Error) -> impl fmt::Display + '_ {
     struct Reason<'a>(&'a io::Error);
     impl fmt::Display for Reason<'_> {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -13,6 +13,7 @@ use crate::engine::{uring_available, DataPath, Mover, SyncMover, UringMover};
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::links::LinkMap;
+use crate::manifest::Recorder;
 use crate::node::{DirNode, RootNames, RootPaths};
 use crate::parents;
 use crate::plan::{check_not_inside, CopyPlan, CopyRoot, Dereference, Engine, Tuning};
@@ -296,6 +297,10 @@ impl<'a> Setup<'a> {
             created: (plan.roots.len() > 1).then(Default::default),
             operands: (plan.roots.len() > 1).then(Default::default),
             ranks,
+            recorder: plan
+                .hashing
+                .as_ref()
+                .map(|h| Recorder::new(h.algo, h.base.clone())),
         }
     }
 
@@ -313,6 +318,7 @@ impl<'a> Setup<'a> {
             errors: ctx.errors.load(Ordering::Relaxed),
             interrupted: progress.cancelled(),
             engine: engine.to_string(),
+            hashes: None,
         }
     }
 }
@@ -320,7 +326,7 @@ impl<'a> Setup<'a> {
 /// Runs the plan. Per-entry errors go to `reporter` and are counted in the summary.
 pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Summary {
     let setup = Setup::new(plan, reporter);
-    let ctx = setup.ctx(progress, reporter, None);
+    let mut ctx = setup.ctx(progress, reporter, None);
     for wave in waves(&plan.roots) {
         if ctx.stopped() {
             break;
@@ -330,7 +336,11 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
     if plan.fsync && !progress.cancelled() {
         sync_destinations(&ctx);
     }
-    setup.summary(&ctx)
+    let mut summary = setup.summary(&ctx);
+    if !progress.cancelled() {
+        summary.hashes = ctx.recorder.take().map(|r| r.listing());
+    }
+    summary
 }
 
 /// Operands in the order cp settles them: an operand whose destination path an earlier

@@ -288,6 +288,29 @@ pub struct CpArgs {
     #[arg(long)]
     pub verify: bool,
 
+    /// With --verify, read the copy from the device, not the page cache: O_DIRECT where the
+    /// filesystem allows, else after its pages are written back and dropped (no root needed).
+    #[arg(long, requires = "verify")]
+    pub uncached: bool,
+
+    /// Hash every file's bytes on their way to the destination, with ALGO (default xxh128
+    /// when --manifest is given). The source is read once: no second pass. With --verify,
+    /// only the copy is read again, and compared with these hashes.
+    #[arg(long, value_name = "ALGO")]
+    pub hash: Option<String>,
+
+    /// Write the hashes to FILE (`-`: standard output) when the copy is done, names relative
+    /// to the destination root: `sha256sum -c`, `b3sum -c`, `xxhsum -c` and `ringio verify
+    /// --manifest` read it. Written to a temporary and renamed: an interrupted copy leaves
+    /// none. A FILE that exists, or inside a source, is refused without -f.
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+
+    /// The manifest's format: sum (the checksum tools' lines), json (one object per file),
+    /// or mhl (ASC MHL v2.0: a new generation in DEST/ascmhl, without --manifest).
+    #[arg(long, value_name = "FORMAT")]
+    pub manifest_format: Option<String>,
+
     /// Print each entry as it is copied ('SRC' -> 'DST', as cp), and say when an engine falls
     /// back.
     #[arg(short = 'v', long)]

@@ -8,10 +8,12 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use indicatif::{HumanBytes, ProgressBar};
+use ringio_copy::digest::Algo;
+use ringio_copy::manifest::{Format, Listing};
 use ringio_copy::verify::VerifyOptions;
 use ringio_copy::{
-    BackupMode, BackupRequest, Clobber, CopyError, CopyPlan, Dereference, LinkMode, Overwrite,
-    Preserve, Progress, Reflink, Resume, Sparse, Tuning,
+    BackupMode, BackupRequest, Clobber, CopyError, CopyPlan, Dereference, HashRequest, LinkMode,
+    Overwrite, Preserve, Progress, Reflink, Resume, Sparse, Tuning,
 };
 
 use crate::cli::{
@@ -22,6 +24,10 @@ use crate::cli::{
 /// cp's order (the options as a whole here, then the backup type and the operands as
 /// [`ringio_copy::PlanBuilder::build`] validates them) and end with its pointer to --help.
 pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
+    // Checked by `run` first, for their exit status of 2.
+    let algo = crate::verify::algo(args.hash.as_deref()).map_err(anyhow::Error::msg)?;
+    let format =
+        crate::verify::format(args.manifest_format.as_deref()).map_err(anyhow::Error::msg)?;
     let try_help = format!("Try '{}' for more information.", help_command());
     if args.context.as_deref().is_some_and(|ctx| !ctx.is_empty()) {
         eprintln!(
@@ -178,6 +184,7 @@ pub fn plan(args: &CpArgs) -> Result<CopyPlan> {
         .copy_contents(args.copy_contents)
         .link(link)
         .attributes_only(args.attributes_only)
+        .hashing(hash_request(args, algo, format)?)
         .build()
         .map_err(|e| {
             if e.is_usage() {
@@ -279,8 +286,77 @@ impl ringio_copy::Reporter for Terminal {
     }
 }
 
+/// `--hash`, `--manifest`, `--manifest-format` as one request (none without them); a format
+/// or an algorithm with nothing to use it is a usage error.
+pub(crate) fn hash_request(
+    args: &CpArgs,
+    algo: Option<Algo>,
+    format: Option<Format>,
+) -> Result<Option<HashRequest>> {
+    let asked_format = format.is_some();
+    let format = format.unwrap_or_default();
+    let writes = args.manifest.is_some() || format == Format::Mhl;
+    if asked_format && !writes {
+        bail!("--manifest-format needs --manifest FILE (mhl alone writes into the destination)");
+    }
+    if algo.is_some() && !writes && !args.verify {
+        bail!("--hash needs --manifest FILE, --manifest-format=mhl or --verify to use the hashes");
+    }
+    if algo.is_none() && !writes {
+        return Ok(None);
+    }
+    Ok(Some(HashRequest {
+        algo: algo.unwrap_or(Algo::Xxh128),
+        format,
+        manifest: args.manifest.clone(),
+    }))
+}
+
+/// `--hash`: writes the manifest of a copy that ran to its end (errors or not: it lists the
+/// files copied, and only those). Returns the exit status of a failure to write it.
+fn write_manifest(plan: &CopyPlan, listing: &Listing, who: &str) -> Option<i32> {
+    let hashing = plan.hashing()?;
+    let target = match (&hashing.manifest, hashing.format) {
+        (Some(file), _) => file.as_path(),
+        (None, Format::Mhl) => hashing.base.as_path(),
+        (None, _) => return None,
+    };
+    match ringio_copy::manifest::write(listing, hashing.format, target) {
+        Ok(_) => None,
+        Err(e) => {
+            eprintln!(
+                "{who}: cannot write the manifest {}: {}",
+                quote(target),
+                ringio_copy::quote::reason(&e)
+            );
+            Some(1)
+        }
+    }
+}
+
+/// `--verify` of a copy that hashed its files: only the copy is read, and its hashes compared
+/// with those the copy computed from the source.
+fn verify_hashes(plan: &CopyPlan, listing: &Listing, uncached: bool, who: &str) -> i32 {
+    let hashing = plan.hashing().expect("hashes come from a plan that hashes");
+    let start = Instant::now();
+    let report = ringio_copy::verify::check_listing(
+        &hashing.base,
+        listing,
+        hashing.manifest.as_deref(),
+        uncached,
+        crate::verify::readers(),
+    );
+    crate::verify::manifest_verdict(&report, start, false, who)
+}
+
 /// Runs `ringio cp` and returns the process exit code.
 pub fn run(args: &CpArgs) -> Result<i32> {
+    let choices = crate::verify::algo(args.hash.as_deref())
+        .and(crate::verify::format(args.manifest_format.as_deref()));
+    if let Err(e) = choices {
+        eprintln!("{}: {e}", crate::argv::program());
+        return Ok(2);
+    }
     let plan = plan(args)?;
     let progress = Progress::new();
     crate::signals::stop_on_signals(&progress.cancel_flag())?;
@@ -293,7 +369,7 @@ pub fn run(args: &CpArgs) -> Result<i32> {
     let started = Instant::now();
     let done = std::sync::atomic::AtomicBool::new(false);
     let totals = ringio_copy::count::Totals::default();
-    let summary = std::thread::scope(|scope| {
+    let mut summary = std::thread::scope(|scope| {
         if let Some(bar) = &term.bar {
             let (done, totals, plan, progress) = (&done, &totals, &plan, &progress);
             // The total is counted beside the copy, never before it.
@@ -334,19 +410,33 @@ pub fn run(args: &CpArgs) -> Result<i32> {
         crate::signals::end_by_received_signal();
         return Ok(130);
     }
+    let who = format!("{}: verify", crate::argv::program());
+    let hashes = summary.hashes.take();
+    if let Some(code) = hashes
+        .as_ref()
+        .and_then(|l| write_manifest(&plan, l, crate::argv::program()))
+    {
+        return Ok(code);
+    }
     if summary.errors > 0 {
         return Ok(1);
     }
     if args.verify {
-        return verify_copy(&plan);
+        return match &hashes {
+            Some(listing) => Ok(verify_hashes(&plan, listing, args.uncached, &who)),
+            None => verify_copy(&plan, args.uncached),
+        };
     }
     Ok(0)
 }
 
 /// `--verify`: compares each root with its copy, on what the plan promised to carry over.
-pub(crate) fn verify_copy(plan: &CopyPlan) -> Result<i32> {
+pub(crate) fn verify_copy(plan: &CopyPlan, uncached: bool) -> Result<i32> {
     let started = Instant::now();
-    let opts = VerifyOptions::promised_by(plan);
+    let opts = VerifyOptions {
+        uncached,
+        ..VerifyOptions::promised_by(plan)
+    };
     let mut total = ringio_copy::verify::VerifyReport::default();
     for root in plan.roots() {
         match crate::verify::compare(root.src(), root.dst(), &opts, false) {
@@ -361,6 +451,6 @@ pub(crate) fn verify_copy(plan: &CopyPlan) -> Result<i32> {
             }
         }
     }
-    crate::verify::summarize(&total, started.elapsed().as_secs_f64(), false);
+    crate::verify::summarize(&total, started.elapsed().as_secs_f64(), uncached);
     Ok(if total.is_same() { 0 } else { 1 })
 }

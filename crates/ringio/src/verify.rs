@@ -5,6 +5,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use ringio_copy::digest::Algo;
+use ringio_copy::manifest::Format;
+use ringio_copy::quote::quote;
 use ringio_copy::verify::{verify, Difference, VerifyOptions, VerifyReport};
 
 /// `ringio verify`.
@@ -33,8 +36,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub manifest: Option<PathBuf>,
     /// The manifest's algorithm (when its lines and name do not say).
-    #[arg(long, value_name = "ALGO", requires = "manifest", value_parser = algo_parser())]
-    pub hash: Option<ringio_copy::digest::Algo>,
+    #[arg(long, value_name = "ALGO", requires = "manifest")]
+    pub hash: Option<String>,
     /// Read the copy's files (with --manifest: the listed files) from the device, not the
     /// page cache.
     #[arg(long)]
@@ -77,26 +80,50 @@ impl Args {
     }
 }
 
-/// `--hash`'s values, from the algorithm list (a wrong one: clap's error naming the choices).
-fn algo_parser() -> impl clap::builder::TypedValueParser<Value = ringio_copy::digest::Algo> {
-    use clap::builder::TypedValueParser as _;
-    let names: Vec<&'static str> = ringio_copy::digest::Algo::ALL
-        .iter()
-        .map(|a| a.into())
-        .collect();
-    clap::builder::PossibleValuesParser::new(names)
-        .map(|name| name.parse().expect("a listed algorithm parses"))
+/// A value of `option` among `all` (`--hash`'s algorithms, `--manifest-format`'s formats);
+/// a wrong one is one line naming the choices, for an exit status of 2.
+pub(crate) fn choice<T>(option: &str, value: &str, all: &[T]) -> Result<T, String>
+where
+    T: Copy + std::str::FromStr + Into<&'static str>,
+{
+    value.parse().map_err(|_| {
+        let names: Vec<&'static str> = all.iter().map(|&t| t.into()).collect();
+        format!(
+            "{option}: unknown value {}; the choices are {}",
+            quote(value),
+            names.join(", ")
+        )
+    })
+}
+
+/// `--hash ALGO`, read.
+pub(crate) fn algo(value: Option<&str>) -> Result<Option<Algo>, String> {
+    value.map(|v| choice("--hash", v, Algo::ALL)).transpose()
+}
+
+/// `--manifest-format FORMAT`, read.
+pub(crate) fn format(value: Option<&str>) -> Result<Option<Format>, String> {
+    value
+        .map(|v| choice("--manifest-format", v, Format::ALL))
+        .transpose()
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
     let start = Instant::now();
     let quiet = args.quiet;
+    let algo = match algo(args.hash.as_deref()) {
+        Ok(algo) => algo,
+        Err(e) => {
+            eprintln!("ringio verify: {e}");
+            return Ok(2);
+        }
+    };
     if let Some(manifest) = &args.manifest {
         if args.dst.is_some() {
             eprintln!("ringio verify: with --manifest, give only the tree it describes");
             return Ok(2);
         }
-        return Ok(check_manifest(args, manifest, start));
+        return Ok(check_manifest(args, manifest, algo, start));
     }
     let Some(dst) = &args.dst else {
         eprintln!("ringio verify: give the original and the copy (or --manifest FILE DIR)");
@@ -115,16 +142,17 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
 
 /// `--manifest`: hashes what the manifest lists below `args.src`, prints each finding, and
 /// returns the exit status.
-fn check_manifest(args: &Args, manifest: &std::path::Path, start: Instant) -> i32 {
-    use ringio_copy::verify::ReadFrom;
-    let threads = args.threads.map_or_else(
-        || std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
-        |t| t as usize,
-    );
+fn check_manifest(
+    args: &Args,
+    manifest: &std::path::Path,
+    algo: Option<Algo>,
+    start: Instant,
+) -> i32 {
+    let threads = args.threads.map_or_else(readers, |t| t as usize);
     let report = match ringio_copy::verify::check_manifest(
         &args.src,
         manifest,
-        args.hash,
+        algo,
         args.uncached,
         threads,
     ) {
@@ -134,7 +162,24 @@ fn check_manifest(args: &Args, manifest: &std::path::Path, start: Instant) -> i3
             return 2;
         }
     };
-    if !args.quiet {
+    manifest_verdict(&report, start, args.quiet, "ringio verify")
+}
+
+/// Readers of a manifest check: one a core, at least two.
+pub(crate) fn readers() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
+}
+
+/// Prints each finding of a manifest check (unless `quiet`) and `who`'s closing line; returns
+/// the exit status.
+pub(crate) fn manifest_verdict(
+    report: &ringio_copy::verify::ManifestReport,
+    start: Instant,
+    quiet: bool,
+    who: &str,
+) -> i32 {
+    use ringio_copy::verify::ReadFrom;
+    if !quiet {
         let mut out = std::io::stdout().lock();
         for finding in &report.findings {
             let _ = writeln!(out, "{finding}");
@@ -152,7 +197,7 @@ fn check_manifest(args: &Args, manifest: &std::path::Path, start: Instant) -> i3
         format!("{} difference(s)", report.findings.len())
     };
     eprintln!(
-        "ringio verify: {} files, {} bytes hashed ({}, {read}) in {:.3} s: {verdict}",
+        "{who}: {} files, {} bytes hashed ({}, {read}) in {:.3} s: {verdict}",
         report.listed,
         report.bytes,
         report.algo,

@@ -87,7 +87,8 @@ impl<'a> BigFile<'a> {
         };
         let devs = (self.stat.dev, self.dir.dst_dev);
         let (src, dst) = (pair.src.as_fd(), pair.dst.as_fd());
-        match data.copy_span(ctx, Ends { src, dst, devs }, offset, len, &self.stat) {
+        let ends = Ends { src, dst, devs };
+        match data.copy_span(ctx, ends, offset, len, &self.stat, pair.hash.as_ref()) {
             Ok(n) => {
                 self.copied.fetch_add(n, Ordering::Relaxed);
                 ctx.progress.bytes.fetch_add(n, Ordering::Relaxed);

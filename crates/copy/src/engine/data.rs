@@ -6,6 +6,7 @@ use std::os::fd::BorrowedFd;
 
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
+use crate::manifest::hashing::FileHash;
 use crate::node::DirNode;
 use crate::plan::{CopyPlan, Reflink, Sparse, Tuning};
 use crate::sys::{self, Stat};
@@ -149,7 +150,12 @@ impl DataPath {
     /// copy_file_range) when `kernel` and the plan allow them, a `--bs` buffer otherwise; holes
     /// as `--sparse` says.
     pub fn new(plan: &CopyPlan, tuning: &Tuning, kernel: bool) -> Self {
-        let kernel = kernel && plan.reflink != Reflink::Never && plan.sparse != Sparse::Always;
+        // Hashing needs the bytes in memory: no clones, no copy_file_range (measured against
+        // copy_file_range plus a read of the cached data: docs/BENCHMARKS.md).
+        let kernel = kernel
+            && plan.reflink != Reflink::Never
+            && plan.sparse != Sparse::Always
+            && plan.hashing.is_none();
         DataPath {
             kernel,
             reflink: plan.reflink,
@@ -172,8 +178,9 @@ impl DataPath {
             .with_depth(tuning.queue_depth as usize)
             .with_direct(plan.direct);
         DataPath {
-            // Turning zero runs into holes needs the bytes in a buffer, whatever the engine.
-            transfer: (plan.sparse != Sparse::Always).then_some(transfer),
+            // Turning zero runs into holes, and hashing, need the bytes in a buffer, whatever
+            // the engine.
+            transfer: (plan.sparse != Sparse::Always && plan.hashing.is_none()).then_some(transfer),
             transfer_from: plain_below,
             ..DataPath::new(plan, tuning, false)
         }
@@ -241,16 +248,16 @@ impl DataPath {
         }
     }
 
-    /// Copies a whole file from the start until end of file. Returns the bytes copied (holes
-    /// included).
+    /// Copies a whole file from the start until end of file, feeding `hash`. Returns the bytes
+    /// copied (holes included).
     pub fn copy_whole(
         &mut self,
         ctx: &Ctx<'_>,
-        src: BorrowedFd<'_>,
-        dst: BorrowedFd<'_>,
-        devs: (u64, u64),
+        ends: Ends<'_>,
         stat: &Stat,
+        hash: Option<&FileHash>,
     ) -> Result<u64, Side> {
+        let Ends { src, dst, devs } = ends;
         self.report = DebugReport::default();
         if self.try_clone(src, dst, devs, stat)? {
             return Ok(stat.size);
@@ -261,7 +268,7 @@ impl DataPath {
             (true, Sparse::Always) => HoleScan::SeekHoleZeros,
             (true, _) => HoleScan::SeekHole,
         };
-        let copied = self.copy_span(ctx, Ends { src, dst, devs }, 0, u64::MAX, stat)?;
+        let copied = self.copy_span(ctx, ends, 0, u64::MAX, stat, hash)?;
         if holes {
             // A trailing hole has no data to write: the length says where the file ends.
             rustix::fs::ftruncate(dst, copied).map_err(|e| Side::Write(e.into()))?;
@@ -271,7 +278,8 @@ impl DataPath {
 
     /// Copies `[offset, offset + len)` of the file `stat` describes, or up to end of file if
     /// that comes first; where its holes are kept, only the data segments (SEEK_DATA/SEEK_HOLE),
-    /// leaving holes unwritten. Returns the length covered, holes included.
+    /// leaving holes unwritten. Returns the length covered, holes included. `hash` is fed the
+    /// bytes, and told of the holes.
     pub fn copy_span(
         &mut self,
         ctx: &Ctx<'_>,
@@ -279,9 +287,10 @@ impl DataPath {
         offset: u64,
         len: u64,
         stat: &Stat,
+        hash: Option<&FileHash>,
     ) -> Result<u64, Side> {
         if !self.keeps_holes(stat) {
-            return self.copy_range(ctx, ends, offset, len, stat.size);
+            return self.copy_range(ctx, ends, offset, len, stat.size, hash);
         }
         let src = ends.src;
         let end = offset.saturating_add(len);
@@ -293,13 +302,16 @@ impl DataPath {
                 Err(rustix::io::Errno::NXIO) => break,
                 Err(e) => return Err(Side::Read(e.into())),
             };
+            if let Some(hash) = hash {
+                hash.hole(src, pos, data.min(end));
+            }
             if data >= end {
                 break;
             }
             let hole = rustix::fs::seek(src, SeekFrom::Hole(data))
                 .map_err(|e| Side::Read(e.into()))?
                 .min(end);
-            let n = self.copy_range(ctx, ends, data, hole - data, stat.size)?;
+            let n = self.copy_range(ctx, ends, data, hole - data, stat.size, hash)?;
             pos = data + n;
             if n < hole - data {
                 // End of file came early: the file shrank while it was copied.
@@ -307,7 +319,11 @@ impl DataPath {
             }
         }
         let size = rustix::fs::seek(src, SeekFrom::End(0)).map_err(|e| Side::Read(e.into()))?;
-        Ok(end.min(size).max(pos) - offset)
+        let covered = end.min(size).max(pos);
+        if let Some(hash) = hash {
+            hash.hole(src, pos, covered);
+        }
+        Ok(covered - offset)
     }
 
     /// Copies from the current position of `src` to end of input, writing in order: for a pipe,
@@ -317,6 +333,7 @@ impl DataPath {
         ctx: &Ctx<'_>,
         src: BorrowedFd<'_>,
         dst: BorrowedFd<'_>,
+        hash: Option<&FileHash>,
     ) -> Result<u64, Side> {
         // A stream's length is unknown: a whole `--bs` buffer (already fitted to the run's
         // memory budget), or an error if even that is not there.
@@ -333,6 +350,9 @@ impl DataPath {
                 Err(rustix::io::Errno::INTR) => continue,
                 Err(e) => return Err(Side::Read(e.into())),
             };
+            if let Some(hash) = hash {
+                hash.data(src, done, &self.buf[..n]);
+            }
             let mut chunk = &self.buf[..n];
             while !chunk.is_empty() {
                 match rustix::io::write(dst, chunk) {
@@ -347,7 +367,7 @@ impl DataPath {
     }
 
     /// Copies `[offset, offset + len)` of a file of `file_size` bytes, or up to end of file if
-    /// that comes first.
+    /// that comes first, feeding `hash` (which keeps the data path off the kernel's copies).
     pub fn copy_range(
         &mut self,
         ctx: &Ctx<'_>,
@@ -355,6 +375,7 @@ impl DataPath {
         offset: u64,
         len: u64,
         file_size: u64,
+        hash: Option<&FileHash>,
     ) -> Result<u64, Side> {
         let Ends { src, dst, devs } = ends;
         let mut done = 0u64;
@@ -369,6 +390,7 @@ impl DataPath {
                 _ => Tried::Avoided,
             };
         }
+        debug_assert!(hash.is_none() || self.transfer.is_none());
         if let Some(transfer) = self.transfer.as_mut().filter(|_| usable) {
             // In steps, so Ctrl-C and a full disk elsewhere are noticed promptly.
             while done < len {
@@ -419,6 +441,9 @@ impl DataPath {
                 break;
             }
             let at = offset + done;
+            if let Some(hash) = hash {
+                hash.data(src, at, &self.buf[..n]);
+            }
             if skip_zeros {
                 // Runs of zero pages stay holes; the caller sets the final length.
                 for (i, block) in self.buf[..n].chunks(ZERO_BLOCK).enumerate() {

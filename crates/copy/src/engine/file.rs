@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::bigfile::BigFile;
+use super::data::Ends;
 use super::job::EntryJob;
 use super::mover::Mover;
 use super::open::open_pair;
@@ -70,7 +71,7 @@ pub(super) fn copy_file<'a>(
                     },
                 )?;
         if let Linked::Linked = linked {
-            count_done(dir, &job.src, &job.dst, None);
+            linked_done(&job);
         }
         return Ok(());
     }
@@ -81,12 +82,21 @@ pub(super) fn copy_file<'a>(
         })?;
     match linked {
         Linked::Linked => {
-            count_done(dir, &job.src, &job.dst, None);
+            linked_done(&job);
             Ok(())
         }
         Linked::Created(Some(pair)) => copy_opened(mover, &job, pair, Some(queue)),
         Linked::Created(None) => Ok(()),
     }
+}
+
+/// A name linked to an earlier copy of its inode: counted, and given that copy's hash.
+fn linked_done(job: &EntryJob<'_, '_>) {
+    let dir = job.dir;
+    if let Some(recorder) = &dir.ctx.recorder {
+        recorder.link(&dir.dst_path(Some(&job.dst)), &job.stat);
+    }
+    count_done(dir, &job.src, &job.dst, None);
 }
 
 /// Copies the data of an opened pair and finishes the file; with a `queue`, a big file is
@@ -107,9 +117,12 @@ fn copy_opened<'a>(
     }
     if pair.stream {
         // A pipe or a device: in order, to end of input.
-        let result = mover
-            .data_path()
-            .copy_stream(ctx, pair.src.as_fd(), pair.dst.as_fd());
+        let result = mover.data_path().copy_stream(
+            ctx,
+            pair.src.as_fd(),
+            pair.dst.as_fd(),
+            pair.hash.as_ref(),
+        );
         return match result {
             Ok(copied) => {
                 ctx.progress.bytes.fetch_add(copied, Ordering::Relaxed);
@@ -154,9 +167,14 @@ fn copy_opened<'a>(
         split_into_chunks(job, pair, chunk, queue);
         return Ok(());
     }
+    let ends = Ends {
+        src: pair.src.as_fd(),
+        dst: pair.dst.as_fd(),
+        devs,
+    };
     let result = mover
         .data_path()
-        .copy_whole(ctx, pair.src.as_fd(), pair.dst.as_fd(), devs, stat);
+        .copy_whole(ctx, ends, stat, pair.hash.as_ref());
     let copied = match result {
         Ok(n) => n,
         Err(side) => {

@@ -112,6 +112,7 @@ pub(crate) fn open_pair(
             removable: true,
             stream: source_stream,
             backup,
+            hash: ctx.file_hash(),
         }));
     }
     // (descriptor, created, removable, stream)
@@ -180,6 +181,7 @@ pub(crate) fn open_pair(
         removable,
         stream,
         backup,
+        hash: ctx.file_hash(),
     }))
 }
 

@@ -23,6 +23,7 @@ use super::mover::Mover;
 use super::open::opened_as_stated;
 use crate::error::{CopyError, Op};
 use crate::finalize;
+use crate::manifest::hashing::FileHash;
 use crate::node::DirHold;
 use crate::opened::{
     changed_while_copied, count_done, finish_file, held_still, stop_for_tests, Copied, OpenedPair,
@@ -85,11 +86,15 @@ struct FileOp<'a> {
     /// Content is complete and both descriptors went to CLOSE.
     closed: bool,
     error: Option<CopyError>,
+    /// `--hash`: fed each read; its digest taken before the source is closed.
+    hash: Option<FileHash>,
+    hex: Option<String>,
 }
 
 impl<'a> FileOp<'a> {
     /// A file about to take its first step: one completion pending, nothing copied yet.
     fn new(dir: DirHold<'a>, name: CString, stat: Option<Stat>, src: i32) -> Self {
+        let hash = dir.ctx.file_hash();
         FileOp {
             dir,
             name,
@@ -105,6 +110,8 @@ impl<'a> FileOp<'a> {
             pending: 1,
             closed: false,
             error: None,
+            hash,
+            hex: None,
         }
     }
 }
@@ -358,6 +365,15 @@ impl<'a> UringMover<'a> {
                 } else {
                     op.filled = res as u32;
                     op.written = 0;
+                    if let Some(hash) = &op.hash {
+                        // The kernel filled `res` bytes of this slot's buffer, and nothing
+                        // else uses it until the write below is submitted.
+                        let at = slot * self.buffer_size;
+                        let bytes = &self.buffers[at..at + res as usize];
+                        // SAFETY: op.src is open until its CLOSE.
+                        let src = unsafe { BorrowedFd::borrow_raw(op.src) };
+                        hash.data(src, op.offset, bytes);
+                    }
                     self.write(slot, queue);
                 }
             }
@@ -459,6 +475,16 @@ impl<'a> UringMover<'a> {
                 return;
             }
         }
+        if let Some(hash) = op.hash.take() {
+            // SAFETY: op.src is open until the CLOSE below completes.
+            let src = unsafe { BorrowedFd::borrow_raw(op.src) };
+            match hash.finish(src, op.offset) {
+                Ok(hex) => op.hex = Some(hex),
+                Err(e) => {
+                    ctx.fail(CopyError::io(Op::Read, op.dir.src_path(Some(&op.name)), e));
+                }
+            }
+        }
         ctx.progress.bytes.fetch_add(op.offset, Ordering::Relaxed);
         // Nothing to set on a file without a kept attribute, but for the ACL an explicit
         // --no-preserve=mode takes from a file made in a directory with a default ACL.
@@ -512,6 +538,9 @@ impl<'a> UringMover<'a> {
                         quote(&op.dir.src_path(Some(&op.name))),
                         op.offset
                     ));
+                }
+                if let (Some(recorder), Some(hex), Some(stat)) = (&ctx.recorder, op.hex, op.stat) {
+                    recorder.file(&op.dir.dst_path(Some(&op.name)), &stat, hex);
                 }
                 count_done(&op.dir, &op.name, &op.name, None)
             }
@@ -683,6 +712,10 @@ impl<'a> UringMover<'a> {
                 return InPlace::Done;
             }
         };
+        let hash = ctx.file_hash();
+        if let Some(hash) = &hash {
+            hash.data(src.as_fd(), 0, &self.in_place_buf[..n]);
+        }
         let mut copied = Copied::Snapshot(n as u64);
         let mut result = sys::pwrite_all(dst.as_fd(), &self.in_place_buf[..n], 0)
             .map_err(|e| CopyError::io(Op::Write, dir.dst_path(Some(name)), e));
@@ -697,7 +730,7 @@ impl<'a> UringMover<'a> {
             };
             match self
                 .data
-                .copy_range(ctx, ends, at, u64::MAX - at, stat.size)
+                .copy_range(ctx, ends, at, u64::MAX - at, stat.size, hash.as_ref())
             {
                 Ok(more) => copied = Copied::Spread(at + more),
                 Err(side) => result = Err(side.into_error(dir, name, name)),
@@ -722,6 +755,7 @@ impl<'a> UringMover<'a> {
             removable: true,
             stream: false,
             backup: None,
+            hash,
         };
         if let Err(e) = finish_file(ctx, dir, name, name, pair, copied) {
             ctx.fail(e);

@@ -122,6 +122,7 @@ fn open_lent<'a>(
         removable: false,
         stream: false,
         backup: None,
+        hash: None,
     };
     Some(BigFile::new(dir, src.clone(), dst, pair).lent(owner, id))
 }

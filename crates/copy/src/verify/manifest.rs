@@ -9,44 +9,17 @@
 
 use std::collections::HashSet;
 use std::ffi::{CString, OsStr};
-use std::io::{self, BufRead};
+use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::digest::{parse_sum_line, Algo, SumLine};
+use crate::digest::Algo;
+use crate::manifest::Listing;
+pub use crate::manifest::ManifestError;
 use crate::sys::{self, Kind};
-
-/// Why a manifest cannot be checked at all.
-#[derive(Debug, thiserror::Error)]
-pub enum ManifestError {
-    /// It cannot be read.
-    #[error("cannot read the manifest {}: {source}", crate::quote::quote_path(.path))]
-    Read {
-        /// The manifest.
-        path: PathBuf,
-        /// Why.
-        source: io::Error,
-    },
-    /// A line is not a checksum line.
-    #[error("{}:{line}: {why}", .path.display())]
-    Line {
-        /// The manifest.
-        path: PathBuf,
-        /// Its number, from 1.
-        line: usize,
-        /// What is wrong with it.
-        why: String,
-    },
-    /// It lists nothing: never taken for "no differences".
-    #[error("{} lists no file: not a manifest", crate::quote::quote_path(.path))]
-    Empty {
-        /// The manifest.
-        path: PathBuf,
-    },
-}
 
 /// What one listed file came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,100 +94,6 @@ pub struct ManifestReport {
     pub read_from: ReadFrom,
 }
 
-/// Reads `manifest`: its lines, and the algorithm (`algo` when given; else the lines' tag, or
-/// the only one of the hashes' length; a length two algorithms share needs `algo`).
-pub fn read_manifest(
-    manifest: &Path,
-    algo: Option<Algo>,
-) -> Result<(Algo, Vec<SumLine>), ManifestError> {
-    let read_err = |source| ManifestError::Read {
-        path: manifest.to_path_buf(),
-        source,
-    };
-    let file = std::fs::File::open(manifest).map_err(read_err)?;
-    let mut lines = Vec::new();
-    let mut chosen = algo;
-    for (i, line) in io::BufReader::new(file).split(b'\n').enumerate() {
-        let line = line.map_err(read_err)?;
-        let line = line.strip_suffix(b"\r").unwrap_or(&line);
-        let at = |why: String| ManifestError::Line {
-            path: manifest.to_path_buf(),
-            line: i + 1,
-            why,
-        };
-        if line.is_empty() {
-            continue;
-        }
-        let sum = parse_sum_line(line).map_err(at)?;
-        let this = match (algo, sum.algo, chosen) {
-            (Some(given), _, _) => given,
-            (None, Some(tagged), Some(c)) if tagged != c => {
-                return Err(at(format!(
-                    "a {} line among {} lines",
-                    tagged.tag(),
-                    c.tag()
-                )));
-            }
-            (None, Some(tagged), _) => tagged,
-            (None, None, Some(c)) => c,
-            (None, None, None) => named_by(manifest)
-                .filter(|a| a.hex_len() == sum.hex.len())
-                .map_or_else(|| by_length(sum.hex.len()), Ok)
-                .map_err(at)?,
-        };
-        if sum.hex.len() != this.hex_len() {
-            return Err(at(format!(
-                "a {}-digit hash, where {this} has {}",
-                sum.hex.len(),
-                this.hex_len()
-            )));
-        }
-        chosen = Some(this);
-        lines.push(sum);
-    }
-    match chosen {
-        Some(algo) if !lines.is_empty() => Ok((algo, lines)),
-        _ => Err(ManifestError::Empty {
-            path: manifest.to_path_buf(),
-        }),
-    }
-}
-
-/// The algorithm a manifest's file name names, as the tools' users name them: `SHA256SUMS`,
-/// `x.sha256`, `B3SUMS`, `x.b3`, `MD5SUMS`, `x.xxh128`, ...
-fn named_by(manifest: &Path) -> Option<Algo> {
-    let name = manifest.file_name()?.to_string_lossy().to_ascii_lowercase();
-    let stem = name.strip_suffix("sums").unwrap_or(&name);
-    let word = stem.rsplit('.').next().unwrap_or(stem);
-    let word = word.strip_suffix("sum").unwrap_or(word);
-    match word {
-        "b3" | "blake3" => Some(Algo::Blake3),
-        "xxh" | "xxhash" => Some(Algo::Xxh64),
-        other => other.parse().ok(),
-    }
-}
-
-/// The algorithm a plain line's hash length names, where only one has it.
-fn by_length(len: usize) -> Result<Algo, String> {
-    let fits: Vec<Algo> = Algo::ALL
-        .iter()
-        .copied()
-        .filter(|a| a.hex_len() == len)
-        .collect();
-    match fits[..] {
-        [one] => Ok(one),
-        // xxhsum writes XXH64 plain and XXH3 tagged: a plain 16-digit hash is XXH64.
-        [Algo::Xxh3, Algo::Xxh64] => Ok(Algo::Xxh64),
-        _ => Err(format!(
-            "a {len}-digit hash is {}: say which with --hash",
-            fits.iter()
-                .map(|a| a.to_string())
-                .collect::<Vec<_>>()
-                .join(" or ")
-        )),
-    }
-}
-
 /// One listed file, hashed (its hash, its length, how it was read), or what stopped that.
 type Hashed = Result<(String, u64, ReadFrom), Finding>;
 
@@ -226,7 +105,27 @@ pub fn check_manifest(
     uncached: bool,
     threads: usize,
 ) -> Result<ManifestReport, ManifestError> {
-    let (algo, lines) = read_manifest(manifest, algo)?;
+    let listing = crate::manifest::read(manifest, algo)?;
+    Ok(check_listing(
+        dir,
+        &listing,
+        Some(manifest),
+        uncached,
+        threads,
+    ))
+}
+
+/// Checks `dir` against `listing` (read from `manifest`, which is not taken for an extra file,
+/// or computed by a copy) with `threads` readers. Findings come back in order. An `ascmhl`
+/// folder at the top of `dir` is the manifest's own, not an extra.
+pub fn check_listing(
+    dir: &Path,
+    listing: &Listing,
+    manifest: Option<&Path>,
+    uncached: bool,
+    threads: usize,
+) -> ManifestReport {
+    let (algo, lines) = (listing.algo, &listing.entries);
     let next = AtomicUsize::new(0);
     let results: Vec<Mutex<Option<Hashed>>> = lines.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
@@ -234,8 +133,8 @@ pub fn check_manifest(
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(line) = lines.get(i) else { break };
-                let rel = PathBuf::from(OsStr::from_bytes(&line.name));
-                let Some(inside) = below(&line.name) else {
+                let rel = PathBuf::from(OsStr::from_bytes(&line.path));
+                let Some(inside) = below(&line.path) else {
                     let why = "its name leads out of the tree checked".to_string();
                     *results[i].lock().expect("result") =
                         Some(Err(Finding::Unreadable { path: rel, why }));
@@ -280,7 +179,7 @@ pub fn check_manifest(
                 report.read_from = way;
                 if hex != line.hex {
                     report.findings.push(Finding::Differs {
-                        path: PathBuf::from(OsStr::from_bytes(&line.name)),
+                        path: PathBuf::from(OsStr::from_bytes(&line.path)),
                         expected: line.hex.clone(),
                         found: hex,
                     });
@@ -292,14 +191,16 @@ pub fn check_manifest(
     if ways.len() > 1 {
         report.read_from = ReadFrom::Mixed;
     }
-    let listed: HashSet<Vec<u8>> = lines.iter().filter_map(|l| below(&l.name)).collect();
-    let skip = std::fs::canonicalize(manifest).ok();
+    let listed: HashSet<Vec<u8>> = lines.iter().filter_map(|l| below(&l.path)).collect();
+    let skip = manifest.and_then(|m| std::fs::canonicalize(m).ok());
     let mut extras = Vec::new();
     walk_entries(dir, Path::new(""), &mut |met| match met {
         Met::Entry(rel) => {
             let whole = dir.join(rel);
             let unlisted = below(rel.as_os_str().as_bytes()).is_none_or(|n| !listed.contains(&n));
-            if unlisted && skip.as_deref() != std::fs::canonicalize(&whole).ok().as_deref() {
+            let own = rel.starts_with("ascmhl")
+                || skip.as_deref() == std::fs::canonicalize(&whole).ok().as_deref();
+            if unlisted && !own {
                 extras.push(Finding::Extra(rel.to_path_buf()));
             }
         }
@@ -309,7 +210,7 @@ pub fn check_manifest(
         }),
     });
     report.findings.extend(extras);
-    Ok(report)
+    report
 }
 
 /// A listed name as a path below DIR, without `./` and repeated slashes; `None` for a name
@@ -486,28 +387,28 @@ mod tests {
         let m = dir.path().join("m");
         std::fs::write(&m, b"\n\n").unwrap();
         assert!(matches!(
-            read_manifest(&m, None),
+            crate::manifest::read(&m, None),
             Err(ManifestError::Empty { .. })
         ));
         std::fs::write(&m, b"0123456789abcdef  a\nnot a line\n").unwrap();
-        let err = read_manifest(&m, None).unwrap_err().to_string();
+        let err = crate::manifest::read(&m, None).unwrap_err().to_string();
         assert!(
             err.ends_with(":2: not a hash of any known length: not"),
             "{err}"
         );
         // A 64-digit hash is sha256 or blake3: only --hash can tell.
         std::fs::write(&m, sum_line(&hex(Algo::Blake3, b""), b"a")).unwrap();
-        let err = read_manifest(&m, None).unwrap_err().to_string();
+        let err = crate::manifest::read(&m, None).unwrap_err().to_string();
         assert!(err.contains("--hash"), "{err}");
         assert_eq!(
-            read_manifest(&m, Some(Algo::Blake3)).unwrap().0,
+            crate::manifest::read(&m, Some(Algo::Blake3)).unwrap().algo,
             Algo::Blake3
         );
         // One length throughout.
         let mut two = sum_line(&hex(Algo::Sha1, b""), b"a");
         two.extend(sum_line(&hex(Algo::Md5, b""), b"b"));
         std::fs::write(&m, two).unwrap();
-        let err = read_manifest(&m, None).unwrap_err().to_string();
+        let err = crate::manifest::read(&m, None).unwrap_err().to_string();
         assert!(err.contains(":2: a 32-digit hash"), "{err}");
     }
 }

@@ -28,7 +28,7 @@ mod walk;
 
 pub use difference::{Difference, DifferenceKind};
 pub use manifest::{
-    check_manifest, read_manifest, Finding, ManifestError, ManifestReport, ReadFrom,
+    check_listing, check_manifest, Finding, ManifestError, ManifestReport, ReadFrom,
 };
 pub use report::{Follow, MadeAs, VerifyError, VerifyOptions, VerifyReport, KEPT_DIFFERENCES};
 

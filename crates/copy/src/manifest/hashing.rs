@@ -1,0 +1,211 @@
+//! One file's hash computed from the bytes on their way to the destination ([`FileHash`]):
+//! in order, whatever order the bytes were copied in.
+//!
+//! A file copied front to back feeds its buffers straight to the hasher. A big file split into
+//! chunks is copied by several workers at once, out of order, and most algorithms (all but
+//! BLAKE3's tree) need the bytes in order: a block written ahead of the hashed front is noted,
+//! and the worker that brings the front up to it reads it back from the source, where the copy
+//! has just left it in the page cache. Holes are hashed as the zeros they read as.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::BorrowedFd;
+use std::sync::Mutex;
+
+use crate::digest::{Algo, Hasher};
+use crate::sys;
+
+/// The hash of one file being copied; shared by the workers copying its chunks.
+#[derive(Debug)]
+pub(crate) struct FileHash {
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    hasher: Hasher,
+    /// Bytes `[0, front)` are hashed.
+    front: u64,
+    /// Ranges copied past the front, not hashed yet: start → (end, a hole).
+    ahead: BTreeMap<u64, (u64, bool)>,
+    /// Reading a range back failed: the hash cannot be had.
+    failed: Option<io::Error>,
+}
+
+/// Zeros to hash for holes, a block at a time.
+static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+
+impl FileHash {
+    /// A hash of nothing yet.
+    pub fn new(algo: Algo) -> Self {
+        FileHash {
+            state: Mutex::new(State {
+                hasher: algo.hasher(),
+                front: 0,
+                ahead: BTreeMap::new(),
+                failed: None,
+            }),
+        }
+    }
+
+    /// `bytes`, read from `src` at `at`, were written to the destination.
+    pub fn data(&self, src: BorrowedFd<'_>, at: u64, bytes: &[u8]) {
+        let mut st = self.state.lock().expect("file hash");
+        if at == st.front {
+            st.hasher.update(bytes);
+            st.front += bytes.len() as u64;
+            st.catch_up(src);
+        } else if at > st.front {
+            st.note(at, at + bytes.len() as u64, false);
+        }
+    }
+
+    /// `[at, end)` of the source is a hole, left unwritten.
+    pub fn hole(&self, src: BorrowedFd<'_>, at: u64, end: u64) {
+        if end <= at {
+            return;
+        }
+        let mut st = self.state.lock().expect("file hash");
+        if at == st.front {
+            st.zeros(end);
+            st.catch_up(src);
+        } else if at > st.front {
+            st.note(at, end, true);
+        }
+    }
+
+    /// The hex digest of the first `size` bytes, once every byte of them was copied: ranges
+    /// still ahead are read back from `src`, and anything never reported (a trailing hole) is
+    /// zeros.
+    pub fn finish(self, src: BorrowedFd<'_>, size: u64) -> io::Result<String> {
+        let mut st = self.state.into_inner().expect("file hash");
+        // Every range is in: a gap before the next one is a hole.
+        while let Some((&start, _)) = st.ahead.first_key_value() {
+            if start < st.front {
+                // Overlaps bytes already hashed (never, as the copiers write).
+                st.ahead.pop_first();
+                continue;
+            }
+            if start > st.front {
+                st.zeros(start);
+            }
+            st.catch_up(src);
+            if st.failed.is_some() {
+                break;
+            }
+        }
+        if let Some(e) = st.failed.take() {
+            return Err(e);
+        }
+        if st.front < size {
+            st.zeros(size);
+        }
+        Ok(st.hasher.finish_hex())
+    }
+}
+
+impl State {
+    /// Notes `[start, end)` as copied ahead of the front, merged with its neighbour.
+    fn note(&mut self, start: u64, end: u64, hole: bool) {
+        if let Some((_, (prev_end, prev_hole))) = self.ahead.range_mut(..start).next_back() {
+            if *prev_end == start && *prev_hole == hole {
+                *prev_end = end;
+                return;
+            }
+        }
+        self.ahead.insert(start, (end, hole));
+    }
+
+    fn zeros(&mut self, end: u64) {
+        while self.front < end {
+            let n = (end - self.front).min(ZEROS.len() as u64) as usize;
+            self.hasher.update(&ZEROS[..n]);
+            self.front += n as u64;
+        }
+    }
+
+    /// Hashes the ranges noted ahead that now start at the front, reading data back from `src`.
+    fn catch_up(&mut self, src: BorrowedFd<'_>) {
+        while let Some(entry) = self.ahead.first_entry() {
+            if *entry.key() != self.front || self.failed.is_some() {
+                return;
+            }
+            let (end, hole) = entry.remove();
+            if hole {
+                self.zeros(end);
+                continue;
+            }
+            if let Err(e) = self.read_back(src, end) {
+                self.failed = Some(e);
+            }
+        }
+    }
+
+    fn read_back(&mut self, src: BorrowedFd<'_>, end: u64) -> io::Result<()> {
+        thread_local! {
+            static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        BUF.with_borrow_mut(|buf| {
+            if buf.is_empty() {
+                *buf = sys::try_zeroed(1 << 20)?;
+            }
+            while self.front < end {
+                let want = (end - self.front).min(buf.len() as u64) as usize;
+                let n = sys::pread(src, &mut buf[..want], self.front)?;
+                if n == 0 {
+                    return Err(io::Error::other("the file shrank while it was hashed"));
+                }
+                self.hasher.update(&buf[..n]);
+                self.front += n as u64;
+            }
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::AsFd;
+
+    fn bytes(n: usize) -> Vec<u8> {
+        (0..n as u64).map(|i| (i * 7919 % 251) as u8).collect()
+    }
+
+    #[test]
+    fn out_of_order_blocks_and_holes_hash_as_the_file_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        // Data, a hole of zeros, data.
+        let mut content = bytes(300_000);
+        content[100_000..200_000].fill(0);
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(&content)
+            .unwrap();
+        let src = std::fs::File::open(&path).unwrap();
+        for algo in Algo::ALL {
+            let want = algo.hex_of(&content);
+            let h = FileHash::new(*algo);
+            let fd = src.as_fd();
+            // The last block first, then the hole, then the first block.
+            h.data(fd, 250_000, &content[250_000..]);
+            h.data(fd, 200_000, &content[200_000..250_000]);
+            h.hole(fd, 100_000, 200_000);
+            h.data(fd, 0, &content[..100_000]);
+            assert_eq!(h.finish(fd, 300_000).unwrap(), want, "{algo}");
+            // In order, with the hole and a trailing part never reported.
+            let h = FileHash::new(*algo);
+            h.data(fd, 0, &content[..100_000]);
+            h.data(fd, 200_000, &content[200_000..250_000]);
+            let mut tail_zeros = content.clone();
+            tail_zeros[250_000..].fill(0);
+            assert_eq!(
+                h.finish(fd, 300_000).unwrap(),
+                algo.hex_of(&tail_zeros),
+                "{algo}"
+            );
+        }
+    }
+}

@@ -350,28 +350,45 @@ impl HashRequest {
             },
             (None, []) => PathBuf::from("."),
         };
+        let sources: Vec<&Path> = plan.roots.iter().map(|r| r.src.as_path()).collect();
+        self.settle(base, &sources, plan.force.then_some("-f").ok_or("-f"))
+            .map_err(PlanError::refused)
+    }
+
+    /// What is hashed, with names relative to `base` (the destination root), copied from
+    /// `sources`. `mhl` writes into `base`, so it takes no manifest file; a manifest file that
+    /// exists, or that is inside a source tree (the copy would list it, or take along a
+    /// half-written one), is refused unless `force` is `Ok` (it holds the option that forces,
+    /// either way: `-f` for cp, `--force` for sync).
+    pub fn settle(
+        self,
+        base: PathBuf,
+        sources: &[&Path],
+        force: Result<&str, &str>,
+    ) -> Result<Hashing, String> {
         if let (Format::Mhl, Some(m)) = (self.format, &self.manifest) {
-            return Err(PlanError::usage(format!(
-                "--manifest-format=mhl writes its ascmhl folder into the destination root {}: leave out --manifest {}",
+            return Err(format!(
+                "--manifest-format=mhl writes its ascmhl folder into the destination root {}: \
+                 leave out --manifest {}",
                 quote(&base),
                 quote(m)
-            )));
+            ));
         }
         if let Some(m) = self.manifest.as_ref().filter(|m| m.as_os_str() != "-") {
-            if !plan.force {
+            if let Err(flag) = force {
                 if fs::symlink_metadata(m).is_ok() {
-                    return Err(PlanError::refused(format!(
-                        "the manifest {} exists: remove it, or give -f to replace it",
+                    return Err(format!(
+                        "the manifest {} exists: remove it, or give {flag} to replace it",
                         quote(m)
-                    )));
+                    ));
                 }
-                if let Some(root) = plan.roots.iter().find(|r| inside(m, &r.src)) {
-                    return Err(PlanError::refused(format!(
+                if let Some(src) = sources.iter().find(|src| inside(m, src)) {
+                    return Err(format!(
                         "the manifest {} is inside the source {}: the copy would take it along \
-                         (give -f to write it there anyway)",
+                         (give {flag} to write it there anyway)",
                         quote(m),
-                        quote(&root.src)
-                    )));
+                        quote(src)
+                    ));
                 }
             }
         }

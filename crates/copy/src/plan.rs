@@ -490,6 +490,15 @@ impl CopyPlan {
         self.hashing.as_ref()
     }
 
+    /// The plan, hashing as it does but with no manifest file of its own (`--tee`'s copies:
+    /// the main copy writes the one manifest).
+    pub fn without_manifest_file(mut self) -> Self {
+        if let Some(h) = &mut self.hashing {
+            h.manifest = None;
+        }
+        self
+    }
+
     /// True when a special file (FIFO, device) is read as data into a regular file, as cp
     /// does without -r, rather than recreated.
     pub(crate) fn special_as_data(&self) -> bool {

@@ -26,6 +26,14 @@ impl Progress {
         Progress::default()
     }
 
+    /// New counters that stop with `other`'s switch (the copies of one command).
+    pub fn sharing_cancel(other: &Progress) -> Self {
+        Progress {
+            cancel: other.cancel_flag(),
+            ..Progress::default()
+        }
+    }
+
     /// The stop switch itself, for a signal handler to set (see [`Progress::cancel`]).
     pub fn cancel_flag(&self) -> Arc<AtomicBool> {
         Arc::clone(&self.cancel)

@@ -71,7 +71,7 @@ pub struct RsyncCli {
 }
 
 /// `ringio cp`. As with getopt, an option given twice takes its last value.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(
     args_override_self = true,
     override_usage = "ringio cp [OPTIONS] SRC DST\n       ringio cp [OPTIONS] SRC... DIR\n       ringio cp [OPTIONS] -t DIR SRC...",
@@ -310,6 +310,18 @@ pub struct CpArgs {
     /// or mhl (ASC MHL v2.0: a new generation in DEST/ascmhl, without --manifest).
     #[arg(long, value_name = "FORMAT")]
     pub manifest_format: Option<String>,
+
+    /// Also copy to DIR (repeatable), as if it were the destination: an offload to several
+    /// disks. The copies run side by side, so the source is read from the device once. A
+    /// failure on one destination is reported with its path and the others go on; the exit
+    /// status says one failed. --manifest covers every destination; --verify checks each.
+    #[arg(long, value_name = "DIR")]
+    pub tee: Vec<PathBuf>,
+
+    /// At the end, print one JSON object on stdout: counts per destination, and each phase
+    /// (copy, verify) with its bytes, time and throughput.
+    #[arg(long)]
+    pub json: bool,
 
     /// Print each entry as it is copied ('SRC' -> 'DST', as cp), and say when an engine falls
     /// back.

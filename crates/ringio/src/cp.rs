@@ -13,12 +13,13 @@ use ringio_copy::manifest::{Format, Listing};
 use ringio_copy::verify::VerifyOptions;
 use ringio_copy::{
     BackupMode, BackupRequest, Clobber, CopyError, CopyPlan, Dereference, HashRequest, LinkMode,
-    Overwrite, Preserve, Progress, Reflink, Resume, Sparse, Tuning,
+    Overwrite, Preserve, Progress, Reflink, Resume, Sparse, Summary, Tuning,
 };
 
 use crate::cli::{
     BackupControl, CpArgs, PreserveStep, ReflinkWhen, ResumeCheck, SparseWhen, UpdateWhen,
 };
+use crate::verify::Lines;
 
 /// Turns the arguments into a plan, with cp's precedence rules. Usage errors come in GNU
 /// cp's order (the options as a whole here, then the backup type and the operands as
@@ -312,33 +313,17 @@ pub(crate) fn hash_request(
     }))
 }
 
-/// `--hash`: writes the manifest of a copy that ran to its end (errors or not: it lists the
-/// files copied, and only those). Returns the exit status of a failure to write it.
-fn write_manifest(plan: &CopyPlan, listing: &Listing, who: &str) -> Option<i32> {
-    let hashing = plan.hashing()?;
-    let target = match (&hashing.manifest, hashing.format) {
-        (Some(file), _) => file.as_path(),
-        (None, Format::Mhl) => hashing.base.as_path(),
-        (None, _) => return None,
-    };
-    match ringio_copy::manifest::write(listing, hashing.format, target) {
-        Ok(_) => None,
-        Err(e) => {
-            eprintln!(
-                "{who}: cannot write the manifest {}: {}",
-                quote(target),
-                ringio_copy::quote::reason(&e)
-            );
-            Some(1)
-        }
-    }
-}
-
 /// `--verify` of a copy that hashed its files: only the copy is read, and its hashes compared
 /// with those the copy computed from the source.
-fn verify_hashes(plan: &CopyPlan, listing: &Listing, uncached: bool, who: &str) -> i32 {
+fn verify_hashes(
+    plan: &CopyPlan,
+    listing: &Listing,
+    uncached: bool,
+    (who, lines): (&str, Lines),
+) -> (i32, u64) {
     let hashing = plan.hashing().expect("hashes come from a plan that hashes");
     let start = Instant::now();
+    let who = format!("{who} {}", quote(&hashing.base));
     let report = ringio_copy::verify::check_listing(
         &hashing.base,
         listing,
@@ -346,7 +331,10 @@ fn verify_hashes(plan: &CopyPlan, listing: &Listing, uncached: bool, who: &str) 
         uncached,
         crate::verify::readers(),
     );
-    crate::verify::manifest_verdict(&report, start, false, who)
+    (
+        crate::verify::manifest_verdict(&report, start, lines, &who),
+        report.bytes,
+    )
 }
 
 /// Runs `ringio cp` and returns the process exit code.
@@ -358,8 +346,14 @@ pub fn run(args: &CpArgs) -> Result<i32> {
         return Ok(2);
     }
     let plan = plan(args)?;
+    let tees = tee_plans(args)?;
     let progress = Progress::new();
     crate::signals::stop_on_signals(&progress.cancel_flag())?;
+    // One stop switch for every destination.
+    let tee_progress: Vec<Progress> = tees
+        .iter()
+        .map(|_| Progress::sharing_cancel(&progress))
+        .collect();
     let term = Terminal {
         bar: crate::progress::bar(args.progress),
         verbose: args.verbose || args.debug,
@@ -369,69 +363,231 @@ pub fn run(args: &CpArgs) -> Result<i32> {
     let started = Instant::now();
     let done = std::sync::atomic::AtomicBool::new(false);
     let totals = ringio_copy::count::Totals::default();
-    let mut summary = std::thread::scope(|scope| {
+    let (mut summary, tee_summaries) = std::thread::scope(|scope| {
         if let Some(bar) = &term.bar {
             let (done, totals, plan, progress) = (&done, &totals, &plan, &progress);
             // The total is counted beside the copy, never before it.
             scope.spawn(move || ringio_copy::count::count(plan, totals));
             scope.spawn(move || crate::progress::drive(bar, progress, totals, done));
         }
-        let summary = ringio_copy::copy(&plan, &progress, &term);
+        // `--tee`: each destination is a copy of its own, side by side, so the source is read
+        // from the device once: the others' reads find its pages in the cache (BENCHMARKS.md).
+        let term = &term;
+        let others: Vec<_> = tees
+            .iter()
+            .zip(&tee_progress)
+            .map(|((_, p), progress)| scope.spawn(move || ringio_copy::copy(p, progress, term)))
+            .collect();
+        let summary = ringio_copy::copy(&plan, &progress, term);
+        let others: Vec<Summary> = others
+            .into_iter()
+            .map(|h| h.join().expect("a tee's copy panicked"))
+            .collect();
         done.store(true, Ordering::Relaxed);
         totals.stop();
-        summary
+        (summary, others)
     });
+    let copied = started.elapsed().as_secs_f64();
     if let Some(bar) = &term.bar {
         crate::progress::finish(bar, &progress, &totals);
     }
-    // -v prints cp's lines and nothing else; the summary belongs to --progress.
-    if args.progress {
-        let secs = started.elapsed().as_secs_f64();
-        eprintln!(
-            "{}: {} entries, {} dirs, {} in {secs:.3} s ({}/s) with the {} engine{}",
-            crate::argv::program(),
-            summary.files,
-            summary.dirs,
-            HumanBytes(summary.bytes),
-            HumanBytes((summary.bytes as f64 / secs.max(1e-6)) as u64),
-            summary.engine,
-            if summary.errors > 0 {
-                format!(", {} errors", summary.errors)
-            } else {
-                String::new()
-            }
-        );
-    }
+    let program = crate::argv::program();
     if summary.interrupted {
-        eprintln!(
-            "{}: interrupted; partially copied files were removed",
-            crate::argv::program()
-        );
+        eprintln!("{program}: interrupted; partially copied files were removed");
         crate::signals::end_by_received_signal();
         return Ok(130);
     }
-    let who = format!("{}: verify", crate::argv::program());
+    let mut code = 0;
+    for ((dir, _), tee) in tees.iter().zip(&tee_summaries) {
+        if tee.errors > 0 {
+            eprintln!(
+                "{program}: the copy to {} had {} error(s) (above); the others went on",
+                quote(dir),
+                tee.errors
+            );
+            code = 1;
+        }
+    }
     let hashes = summary.hashes.take();
-    if let Some(code) = hashes
-        .as_ref()
-        .and_then(|l| write_manifest(&plan, l, crate::argv::program()))
-    {
-        return Ok(code);
+    if let (Some(listing), Some(hashing)) = (&hashes, plan.hashing()) {
+        if let Some(failed) = crate::verify::write_manifest(hashing, listing, program) {
+            code = failed;
+        }
+        for ((dir, p), tee) in tees.iter().zip(&tee_summaries) {
+            let Some(theirs) = &tee.hashes else { continue };
+            // Each destination's own `ascmhl` history.
+            if let Some(h) = p.hashing().filter(|h| h.format == Format::Mhl) {
+                if let Some(c) = crate::verify::write_manifest(h, theirs, program) {
+                    code = c;
+                }
+            }
+            if let Some(why) = crate::verify::differing_hash(listing, theirs) {
+                eprintln!(
+                    "{program}: {} and {}: {why}",
+                    quote(&hashing.base),
+                    quote(dir)
+                );
+                code = 1;
+            }
+        }
     }
+    let mut phases = vec![Phase::new("copy", summary.bytes, copied)];
     if summary.errors > 0 {
-        return Ok(1);
-    }
-    if args.verify {
-        return match &hashes {
-            Some(listing) => Ok(verify_hashes(&plan, listing, args.uncached, &who)),
-            None => verify_copy(&plan, args.uncached),
+        code = 1;
+    } else if args.verify && code == 0 {
+        let who = format!("{program}: verify");
+        // With --json, stdout is the JSON's alone.
+        let lines = if args.json {
+            Lines::Stderr
+        } else {
+            Lines::Stdout
         };
+        let verify_started = Instant::now();
+        let mut bytes = 0;
+        for (plan, hashes) in std::iter::once((&plan, hashes.as_ref())).chain(
+            tees.iter()
+                .zip(&tee_summaries)
+                .map(|((_, p), t)| (p, t.hashes.as_ref())),
+        ) {
+            let (c, b) = match hashes {
+                Some(listing) => verify_hashes(plan, listing, args.uncached, (&who, lines)),
+                None => verify_copy(plan, args.uncached, lines)?,
+            };
+            bytes += b;
+            code = code.max(c);
+        }
+        let phase = if args.uncached {
+            "verify (device)"
+        } else {
+            "verify"
+        };
+        phases.push(Phase::new(
+            phase,
+            bytes,
+            verify_started.elapsed().as_secs_f64(),
+        ));
     }
-    Ok(0)
+    if args.progress {
+        print_phases(&summary, &phases, plan.hashing());
+    }
+    if args.json {
+        print_json(&summary, &tee_summaries, &phases, plan.hashing(), code);
+    }
+    Ok(code)
+}
+
+/// One stage of a run, for `--progress`'s last line and `--json`.
+struct Phase {
+    name: &'static str,
+    bytes: u64,
+    seconds: f64,
+}
+
+impl Phase {
+    fn new(name: &'static str, bytes: u64, seconds: f64) -> Self {
+        Phase {
+            name,
+            bytes,
+            seconds,
+        }
+    }
+
+    fn rate(&self) -> u64 {
+        (self.bytes as f64 / self.seconds.max(1e-6)) as u64
+    }
+}
+
+/// `--progress`'s closing line: entries, bytes, time and engine, then each later phase.
+fn print_phases(summary: &Summary, phases: &[Phase], hashing: Option<&ringio_copy::Hashing>) {
+    let copy = &phases[0];
+    let hashed = hashing.map_or(String::new(), |h| {
+        format!(", hashed ({}) on the way", h.algo)
+    });
+    let mut line = format!(
+        "{}: {} entries, {} dirs, {} in {:.3} s ({}/s) with the {} engine{hashed}{}",
+        crate::argv::program(),
+        summary.files,
+        summary.dirs,
+        HumanBytes(copy.bytes),
+        copy.seconds,
+        HumanBytes(copy.rate()),
+        summary.engine,
+        if summary.errors > 0 {
+            format!(", {} errors", summary.errors)
+        } else {
+            String::new()
+        }
+    );
+    for p in &phases[1..] {
+        line.push_str(&format!(
+            "; {}: {} in {:.3} s ({}/s)",
+            p.name,
+            HumanBytes(p.bytes),
+            p.seconds,
+            HumanBytes(p.rate())
+        ));
+    }
+    eprintln!("{line}");
+}
+
+/// `--json`: one object on stdout: the counts, each destination's, and each phase's bytes,
+/// time and throughput.
+fn print_json(
+    summary: &Summary,
+    tees: &[Summary],
+    phases: &[Phase],
+    hashing: Option<&ringio_copy::Hashing>,
+    code: i32,
+) {
+    let phases: Vec<serde_json::Value> = phases
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "phase": p.name,
+                "bytes": p.bytes,
+                "seconds": p.seconds,
+                "bytes_per_second": p.rate(),
+            })
+        })
+        .collect();
+    let destinations: Vec<serde_json::Value> = std::iter::once(summary)
+        .chain(tees)
+        .map(|s| serde_json::json!({"files": s.files, "bytes": s.bytes, "errors": s.errors}))
+        .collect();
+    let out = serde_json::json!({
+        "files": summary.files,
+        "dirs": summary.dirs,
+        "bytes": summary.bytes,
+        "errors": summary.errors,
+        "engine": summary.engine,
+        "hash": hashing.map(|h| h.algo.to_string()),
+        "destinations": destinations,
+        "phases": phases,
+        "exit": code,
+    });
+    println!("{out}");
+}
+
+/// `--tee DIR`: the same copy with DIR as its destination (in place of the last operand, or of
+/// -t's directory), hashing as the main copy does but writing no manifest file of its own.
+fn tee_plans(args: &CpArgs) -> Result<Vec<(std::path::PathBuf, CopyPlan)>> {
+    args.tee
+        .iter()
+        .map(|dir| {
+            let mut a = args.clone();
+            a.tee.clear();
+            match (&mut a.target_directory, a.paths.last_mut()) {
+                (Some(target), _) => *target = dir.clone(),
+                (None, Some(last)) => *last = dir.clone(),
+                (None, None) => bail!("--tee needs a destination"),
+            }
+            Ok((dir.clone(), plan(&a)?.without_manifest_file()))
+        })
+        .collect()
 }
 
 /// `--verify`: compares each root with its copy, on what the plan promised to carry over.
-pub(crate) fn verify_copy(plan: &CopyPlan, uncached: bool) -> Result<i32> {
+pub(crate) fn verify_copy(plan: &CopyPlan, uncached: bool, lines: Lines) -> Result<(i32, u64)> {
     let started = Instant::now();
     let opts = VerifyOptions {
         uncached,
@@ -439,7 +595,7 @@ pub(crate) fn verify_copy(plan: &CopyPlan, uncached: bool) -> Result<i32> {
     };
     let mut total = ringio_copy::verify::VerifyReport::default();
     for root in plan.roots() {
-        match crate::verify::compare(root.src(), root.dst(), &opts, false) {
+        match crate::verify::compare(root.src(), root.dst(), &opts, lines) {
             Ok(report) => {
                 total.entries += report.entries;
                 total.bytes += report.bytes;
@@ -447,10 +603,10 @@ pub(crate) fn verify_copy(plan: &CopyPlan, uncached: bool) -> Result<i32> {
             }
             Err(e) => {
                 eprintln!("{}: verify: {e}", crate::argv::program());
-                return Ok(1);
+                return Ok((1, total.bytes));
             }
         }
     }
     crate::verify::summarize(&total, started.elapsed().as_secs_f64(), uncached);
-    Ok(if total.is_same() { 0 } else { 1 })
+    Ok((i32::from(!total.is_same()), total.bytes))
 }

@@ -12,6 +12,7 @@ use anyhow::{bail, Context, Result};
 use clap::{ArgAction, ArgMatches};
 
 use ringio_copy::filter::{FilterRules, ListKind};
+use ringio_copy::manifest::Format;
 use ringio_copy::sync::alt::AltKind;
 use ringio_copy::sync::item::OutFormat;
 use ringio_copy::sync::{
@@ -350,6 +351,25 @@ pub struct Args {
     /// rsync's debug output (accepted; ringio has no protocol to trace).
     #[arg(long, value_name = "FLAGS", action = ArgAction::Append, help_heading = "Output")]
     pub debug: Vec<String>,
+    /// Hash every regular file DEST holds when the run is over, with ALGO (xxh3, xxh64,
+    /// xxh128, blake3, sha256, sha1, md5; default xxh128 with --manifest): the files written
+    /// from the buffers they pass through, the ones left as they are read back from DEST.
+    #[arg(long, value_name = "ALGO", help_heading = "Output")]
+    pub hash: Option<String>,
+    /// Write the hashes to FILE (`-`: standard output), names relative to DEST: `sha256sum -c`,
+    /// `b3sum -c`, `xxhsum -c` and `ringio verify --manifest` read it. Written to a temporary
+    /// and renamed; refused if FILE exists or is inside a source, unless --force.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub manifest: Option<PathBuf>,
+    /// The manifest's format: sum (the checksum tools' lines), json, or mhl (ASC MHL v2.0: a
+    /// new generation in DEST/ascmhl, without --manifest).
+    #[arg(long, value_name = "FORMAT", help_heading = "Output")]
+    pub manifest_format: Option<String>,
+    /// Also sync to DIR (repeatable), as if it were DEST: an offload to several disks. The
+    /// syncs run side by side, so the source is read from the device once; only DEST's lines
+    /// are printed. A failure on one is reported with its path and the others go on.
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    pub tee: Vec<PathBuf>,
     /// Print rsync's version (twice: its capabilities as JSON, as rsync -VV).
     #[arg(short = 'V', long, action = ArgAction::Count, help_heading = "Output")]
     pub version: u8,
@@ -798,7 +818,44 @@ impl Args {
             Some(n) => n as usize,
             None => (cores * 8).clamp(16, 64),
         };
+        plan.hashing = self.hashing(&plan)?;
         Ok((plan, out))
+    }
+
+    /// `--hash`, `--manifest`, `--manifest-format`, for a manifest of DEST.
+    fn hashing(&self, plan: &SyncPlan) -> Result<Option<ringio_copy::Hashing>> {
+        let algo = crate::verify::algo(self.hash.as_deref()).map_err(anyhow::Error::msg)?;
+        let format =
+            crate::verify::format(self.manifest_format.as_deref()).map_err(anyhow::Error::msg)?;
+        let writes = self.manifest.is_some() || format == Some(Format::Mhl);
+        if format.is_some() && !writes {
+            bail!("--manifest-format needs --manifest FILE (mhl alone writes into DEST)");
+        }
+        if algo.is_some() && !writes {
+            bail!("--hash needs --manifest FILE or --manifest-format=mhl");
+        }
+        if !writes {
+            return Ok(None);
+        }
+        if plan.dry_run {
+            bail!("--manifest lists what DEST holds: it cannot be written by a dry run (-n)");
+        }
+        let request = ringio_copy::HashRequest {
+            algo: algo.unwrap_or(ringio_copy::digest::Algo::Xxh128),
+            format: format.unwrap_or_default(),
+            manifest: self.manifest.clone(),
+        };
+        let sources: Vec<&std::path::Path> =
+            plan.sources.iter().map(|s| s.path.as_path()).collect();
+        let force = if self.force {
+            Ok("--force")
+        } else {
+            Err("--force")
+        };
+        request
+            .settle(plan.dest.clone(), &sources, force)
+            .map(Some)
+            .map_err(anyhow::Error::msg)
     }
 
     /// `--files-from`: the listed paths, each below the one SRC (`SRC/./PATH`, so that -R keeps
@@ -963,7 +1020,68 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
     if out.verbose > 0 || (out.progress == Progress::PerFile && !out.list_only) {
         out.say("sending incremental file list");
     }
-    let outcome = ringio_copy::sync::sync(&plan, &out, &stop);
+    // `--tee`: each DEST is a sync of its own, side by side (the source is read from the
+    // device once: the others' reads find its pages in the cache); only the first prints.
+    let tees: Vec<(PathBuf, SyncPlan)> = args
+        .tee
+        .iter()
+        .map(|dir| {
+            let mut p = plan.clone();
+            p.dest = dir.clone();
+            if let Some(h) = &mut p.hashing {
+                h.base = dir.clone();
+                h.manifest = None;
+            }
+            (dir.clone(), p)
+        })
+        .collect();
+    let quiet = Output::new(program);
+    let (mut outcome, tee_outcomes) = std::thread::scope(|s| {
+        let others: Vec<_> = tees
+            .iter()
+            .map(|(_, p)| s.spawn(|| ringio_copy::sync::sync(p, &quiet, &stop)))
+            .collect();
+        let outcome = ringio_copy::sync::sync(&plan, &out, &stop);
+        let others: Vec<_> = others
+            .into_iter()
+            .map(|h| h.join().expect("a tee's sync panicked"))
+            .collect();
+        (outcome, others)
+    });
+    if let (Some(listing), Some(hashing)) = (outcome.hashes.take(), &plan.hashing) {
+        if crate::verify::write_manifest(hashing, &listing, program).is_some() && outcome.code == 0
+        {
+            outcome.code = 11;
+        }
+        for ((dir, p), tee) in tees.iter().zip(&tee_outcomes) {
+            let Some(theirs) = &tee.hashes else { continue };
+            if let Some(h) = p.hashing.as_ref().filter(|h| h.format == Format::Mhl) {
+                if crate::verify::write_manifest(h, theirs, program).is_some() {
+                    outcome.code = outcome.code.max(11);
+                }
+            }
+            if let Some(why) = crate::verify::differing_hash(&listing, theirs) {
+                to_stderr!(
+                    "{program}: {} and {}: {why}",
+                    plan.dest.display(),
+                    dir.display()
+                );
+                outcome.code = outcome.code.max(23);
+            }
+        }
+    }
+    for ((dir, _), tee) in tees.iter().zip(&tee_outcomes) {
+        if tee.code != 0 {
+            to_stderr!(
+                "{program}: the sync to {} ended with code {} (above); the others went on",
+                dir.display(),
+                tee.code
+            );
+            if outcome.code == 0 {
+                outcome.code = tee.code;
+            }
+        }
+    }
     let seconds = started.elapsed().as_secs_f64();
     if args.stats && !args.quiet {
         for line in outcome.stats.report(seconds) {

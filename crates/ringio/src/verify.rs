@@ -129,7 +129,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         eprintln!("ringio verify: give the original and the copy (or --manifest FILE DIR)");
         return Ok(2);
     };
-    let report = match compare(&args.src, dst, &args.options(), quiet) {
+    let lines = if quiet { Lines::Quiet } else { Lines::Stdout };
+    let report = match compare(&args.src, dst, &args.options(), lines) {
         Ok(report) => report,
         Err(e) => {
             eprintln!("ringio: {e}");
@@ -162,7 +163,59 @@ fn check_manifest(
             return 2;
         }
     };
-    manifest_verdict(&report, start, args.quiet, "ringio verify")
+    let lines = if args.quiet {
+        Lines::Quiet
+    } else {
+        Lines::Stdout
+    };
+    manifest_verdict(&report, start, lines, "ringio verify")
+}
+
+/// `--hash`: writes the manifest of a copy (or sync) that ran to its end, errors or not: it
+/// lists the files copied, and only those. Returns the exit status of a failure to write it.
+pub(crate) fn write_manifest(
+    hashing: &ringio_copy::Hashing,
+    listing: &ringio_copy::manifest::Listing,
+    who: &str,
+) -> Option<i32> {
+    let target = match (&hashing.manifest, hashing.format) {
+        (Some(file), _) => file.as_path(),
+        (None, Format::Mhl) => hashing.base.as_path(),
+        (None, _) => return None,
+    };
+    match ringio_copy::manifest::write(listing, hashing.format, target) {
+        Ok(_) => None,
+        Err(e) => {
+            eprintln!(
+                "{who}: cannot write the manifest {}: {}",
+                quote(target),
+                ringio_copy::quote::reason(&e)
+            );
+            Some(1)
+        }
+    }
+}
+
+/// The first file two destinations' hashes disagree on (the source changed between their
+/// reads), if any.
+pub(crate) fn differing_hash(
+    ours: &ringio_copy::manifest::Listing,
+    theirs: &ringio_copy::manifest::Listing,
+) -> Option<String> {
+    let by_path: std::collections::HashMap<&[u8], &str> = ours
+        .entries
+        .iter()
+        .map(|e| (e.path.as_slice(), e.hex.as_str()))
+        .collect();
+    theirs.entries.iter().find_map(|e| {
+        let mine = by_path.get(e.path.as_slice())?;
+        (*mine != e.hex).then(|| {
+            format!(
+                "{} was read as different bytes for each: it changed while it was copied",
+                quote(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&e.path))
+            )
+        })
+    })
 }
 
 /// Readers of a manifest check: one a core, at least two.
@@ -170,19 +223,44 @@ pub(crate) fn readers() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }
 
-/// Prints each finding of a manifest check (unless `quiet`) and `who`'s closing line; returns
-/// the exit status.
+/// Where a check's per-file lines go: stdout, stderr (when stdout carries `--json`), nowhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lines {
+    Stdout,
+    Stderr,
+    Quiet,
+}
+
+impl Lines {
+    /// The stream, or `None` when quiet. A closed one (`| head`) is not the check's error.
+    fn sink(self) -> Option<Box<dyn Write>> {
+        match self {
+            Lines::Stdout => Some(Box::new(std::io::stdout().lock())),
+            Lines::Stderr => Some(Box::new(std::io::stderr().lock())),
+            Lines::Quiet => None,
+        }
+    }
+}
+
+/// Prints each finding of a manifest check to `lines` and `who`'s closing line; returns the
+/// exit status.
 pub(crate) fn manifest_verdict(
     report: &ringio_copy::verify::ManifestReport,
     start: Instant,
-    quiet: bool,
+    lines: Lines,
     who: &str,
 ) -> i32 {
     use ringio_copy::verify::ReadFrom;
-    if !quiet {
-        let mut out = std::io::stdout().lock();
+    if let Some(mut out) = lines.sink() {
         for finding in &report.findings {
             let _ = writeln!(out, "{finding}");
+        }
+        for path in &report.uncovered {
+            let _ = writeln!(
+                out,
+                "not covered: {} (not a regular file: a manifest lists files only)",
+                quote(path)
+            );
         }
     }
     let read = match report.read_from {
@@ -206,17 +284,16 @@ pub(crate) fn manifest_verdict(
     i32::from(!report.findings.is_empty())
 }
 
-/// Runs the comparer, printing each difference (unless `quiet`).
-pub fn compare(
+/// Runs the comparer, printing each difference to `lines`.
+pub(crate) fn compare(
     src: &std::path::Path,
     dst: &std::path::Path,
     opts: &VerifyOptions,
-    quiet: bool,
+    lines: Lines,
 ) -> Result<VerifyReport, ringio_copy::verify::VerifyError> {
-    let mut out = std::io::stdout().lock();
+    let mut out = lines.sink();
     let mut print = |d: &Difference| {
-        if !quiet {
-            // A closed stdout (ringio verify | head) is not an error of the comparison.
+        if let Some(out) = &mut out {
             let _ = writeln!(out, "differs: {d}");
         }
     };

@@ -104,6 +104,18 @@ impl FileHash {
     }
 }
 
+impl FileHash {
+    /// The hex digest and length of a file fed front to back (sync's copies): nothing is read
+    /// back, and nothing past the bytes fed is assumed.
+    pub fn finish_in_order(self) -> io::Result<(String, u64)> {
+        let st = self.state.into_inner().expect("file hash");
+        if !st.ahead.is_empty() {
+            return Err(io::Error::other("bytes were hashed out of order"));
+        }
+        Ok((st.hasher.finish_hex(), st.front))
+    }
+}
+
 impl State {
     /// Notes `[start, end)` as copied ahead of the front, merged with its neighbour.
     fn note(&mut self, start: u64, end: u64, hole: bool) {

@@ -72,6 +72,10 @@ pub struct Listing {
     pub algo: Algo,
     /// The files, in the manifest's order.
     pub entries: Vec<Entry>,
+    /// The other algorithm whose hashes have this length, when the manifest does not say
+    /// which (plain 32 digits: xxh128 or md5; 64: sha256 or blake3): a check tries it on the
+    /// first file if `algo` does not match.
+    pub alternative: Option<Algo>,
 }
 
 /// `secs.nanos` since the epoch as UTC ISO 8601 with a `Z` (`2026-11-25T19:03:58.5Z`), the

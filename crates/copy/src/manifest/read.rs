@@ -65,6 +65,7 @@ fn read_json(manifest: &Path, text: &[u8], algo: Option<Algo>) -> Result<Listing
         }
     };
     let mut chosen = algo;
+    let mut alternative = None;
     let mut entries = Vec::with_capacity(objects.len());
     for (i, obj) in objects.iter().enumerate() {
         let at = |why: &str| invalid(format!("entry {}: {why}", i + 1));
@@ -97,7 +98,11 @@ fn read_json(manifest: &Path, text: &[u8], algo: Option<Algo>) -> Result<Listing
             (None, Some(a), Some(c)) if a != c => return Err(at("a second algorithm")),
             (None, Some(a), _) => a,
             (None, None, Some(c)) => c,
-            (None, None, None) => by_length(hex.len()).map_err(|why| at(&why))?,
+            (None, None, None) => {
+                let (algo, other) = by_length(hex.len()).map_err(|why| at(&why))?;
+                alternative = other;
+                algo
+            }
         };
         if hex.len() != this.hex_len() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(at(&format!("not a {this} hash")));
@@ -111,7 +116,11 @@ fn read_json(manifest: &Path, text: &[u8], algo: Option<Algo>) -> Result<Listing
         });
     }
     match chosen {
-        Some(algo) => Ok(Listing { algo, entries }),
+        Some(algo) => Ok(Listing {
+            algo,
+            entries,
+            alternative,
+        }),
         None => Err(ManifestError::Empty {
             path: manifest.to_path_buf(),
         }),
@@ -160,8 +169,9 @@ pub enum ManifestError {
 fn read_sums(manifest: &Path, text: &[u8], algo: Option<Algo>) -> Result<Listing, ManifestError> {
     let mut lines = Vec::new();
     let mut chosen = algo;
+    let mut alternative = None;
     for (i, line) in text.split(|&b| b == b'\n').enumerate() {
-        let line = line.strip_suffix(b"\r").unwrap_or(&line);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
         let at = |why: String| ManifestError::Line {
             path: manifest.to_path_buf(),
             line: i + 1,
@@ -182,10 +192,15 @@ fn read_sums(manifest: &Path, text: &[u8], algo: Option<Algo>) -> Result<Listing
             }
             (None, Some(tagged), _) => tagged,
             (None, None, Some(c)) => c,
-            (None, None, None) => named_by(manifest)
-                .filter(|a| a.hex_len() == sum.hex.len())
-                .map_or_else(|| by_length(sum.hex.len()), Ok)
-                .map_err(at)?,
+            (None, None, None) => match named_by(manifest).filter(|a| a.hex_len() == sum.hex.len())
+            {
+                Some(named) => named,
+                None => {
+                    let (algo, other) = by_length(sum.hex.len()).map_err(at)?;
+                    alternative = other;
+                    algo
+                }
+            },
         };
         if sum.hex.len() != this.hex_len() {
             return Err(at(format!(
@@ -206,6 +221,7 @@ fn read_sums(manifest: &Path, text: &[u8], algo: Option<Algo>) -> Result<Listing
         Some(algo) if !lines.is_empty() => Ok(Listing {
             algo,
             entries: lines,
+            alternative,
         }),
         _ => Err(ManifestError::Empty {
             path: manifest.to_path_buf(),
@@ -228,22 +244,114 @@ fn named_by(manifest: &Path) -> Option<Algo> {
 }
 
 /// The algorithm a plain line's hash length names, where only one has it.
-fn by_length(len: usize) -> Result<Algo, String> {
-    let fits: Vec<Algo> = Algo::ALL
-        .iter()
-        .copied()
-        .filter(|a| a.hex_len() == len)
-        .collect();
-    match fits[..] {
-        [one] => Ok(one),
+/// The algorithm a plain hash's length names, and the other one of that length if there is
+/// one: xxh128 before md5 (ringio's default), sha256 before blake3; a check tells them apart on
+/// the first file.
+fn by_length(len: usize) -> Result<(Algo, Option<Algo>), String> {
+    match len {
         // xxhsum writes XXH64 plain and XXH3 tagged: a plain 16-digit hash is XXH64.
-        [Algo::Xxh3, Algo::Xxh64] => Ok(Algo::Xxh64),
+        16 => Ok((Algo::Xxh64, None)),
+        32 => Ok((Algo::Xxh128, Some(Algo::Md5))),
+        40 => Ok((Algo::Sha1, None)),
+        64 => Ok((Algo::Sha256, Some(Algo::Blake3))),
         _ => Err(format!(
-            "a {len}-digit hash is {}: say which with --hash",
-            fits.iter()
-                .map(|a| a.to_string())
-                .collect::<Vec<_>>()
-                .join(" or ")
+            "a {len}-digit hash is no algorithm's: say which with --hash"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::digest::sum_line;
+
+    fn hex(algo: Algo, data: &[u8]) -> String {
+        algo.hex_of(data)
+    }
+
+    #[test]
+    fn a_manifests_name_says_its_algorithm() {
+        for (name, algo) in [
+            ("SHA256SUMS", Some(Algo::Sha256)),
+            ("offload.sha256", Some(Algo::Sha256)),
+            ("x.sha256sum", Some(Algo::Sha256)),
+            ("B3SUMS", Some(Algo::Blake3)),
+            ("card.b3", Some(Algo::Blake3)),
+            ("MD5SUMS", Some(Algo::Md5)),
+            ("a.xxh128", Some(Algo::Xxh128)),
+            ("manifest.txt", None),
+            ("m", None),
+        ] {
+            assert_eq!(named_by(Path::new(name)), algo, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_bad_or_empty_manifest_is_an_error_with_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path().join("m");
+        std::fs::write(&m, b"\n\n").unwrap();
+        assert!(matches!(read(&m, None), Err(ManifestError::Empty { .. })));
+        std::fs::write(&m, b"0123456789abcdef  a\nnot a line\n").unwrap();
+        let err = read(&m, None).unwrap_err().to_string();
+        assert!(
+            err.ends_with(":2: not a hash of any known length: not"),
+            "{err}"
+        );
+        // A 64-digit hash is sha256 or blake3: sha256 first, blake3 for a check to try; --hash
+        // says which.
+        std::fs::write(&m, sum_line(&hex(Algo::Blake3, b""), b"a")).unwrap();
+        let listing = read(&m, None).unwrap();
+        assert_eq!(
+            (listing.algo, listing.alternative),
+            (Algo::Sha256, Some(Algo::Blake3))
+        );
+        assert_eq!(read(&m, Some(Algo::Blake3)).unwrap().algo, Algo::Blake3);
+        std::fs::write(&m, sum_line(&"0".repeat(24), b"a")).unwrap();
+        let err = read(&m, None).unwrap_err().to_string();
+        assert!(err.contains("not a hash of any known length"), "{err}");
+        // One length throughout.
+        let mut two = sum_line(&hex(Algo::Sha1, b""), b"a");
+        two.extend(sum_line(&hex(Algo::Md5, b""), b"b"));
+        std::fs::write(&m, two).unwrap();
+        let err = read(&m, None).unwrap_err().to_string();
+        assert!(err.contains(":2: a 32-digit hash"), "{err}");
+    }
+
+    #[test]
+    fn json_manifests_are_read_and_their_faults_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path().join("m.json");
+        let h = hex(Algo::Xxh128, b"x");
+        let text = format!(
+            "[{{\"path\":\"a\",\"size\":1,\"algorithm\":\"xxh128\",\"hash\":\"{h}\"}},\n\
+             {{\"path\":\"?\",\"path_bytes\":[114,255],\"algorithm\":\"xxh128\",\"hash\":\"{h}\"}}]"
+        );
+        std::fs::write(&m, text).unwrap();
+        let listing = read(&m, None).unwrap();
+        assert_eq!(listing.algo, Algo::Xxh128);
+        assert_eq!(listing.entries[1].path, b"r\xff");
+        // JSON Lines too.
+        let line = format!("{{\"path\":\"a\",\"algorithm\":\"xxh128\",\"hash\":\"{h}\"}}\n");
+        std::fs::write(&m, line).unwrap();
+        assert_eq!(read(&m, None).unwrap().entries.len(), 1);
+        for (bad, what) in [
+            ("[{\"hash\":\"00\"}]", "entry 1: no path"),
+            ("[{\"path\":\"a\"}]", "entry 1: no hash"),
+            (
+                "[{\"path\":\"a\",\"hash\":\"zz\",\"algorithm\":\"md5\"}]",
+                "not a md5 hash",
+            ),
+            (
+                "[{\"path\":\"a\",\"hash\":\"00\",\"algorithm\":\"crc\"}]",
+                "unknown algorithm",
+            ),
+            ("[]", "lists no file"),
+            ("{\"path\": ", "m.json:1:"),
+        ] {
+            std::fs::write(&m, bad).unwrap();
+            let err = read(&m, None).unwrap_err().to_string();
+            assert!(err.contains(what), "{bad}: {err}");
+        }
     }
 }

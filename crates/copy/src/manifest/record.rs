@@ -112,6 +112,7 @@ impl Recorder {
         Listing {
             algo: self.algo,
             entries,
+            alternative: None,
         }
     }
 }

@@ -23,6 +23,7 @@ use super::wanted::wanted;
 use super::Symlinks;
 use crate::error::{CopyError, Op};
 use crate::filter::Side;
+use crate::manifest::hashing::FileHash;
 use crate::policy::sync::{self as rules, Changes, Decision, QuickCheck};
 use crate::sys::{self, Kind, Stat};
 use crate::temp;
@@ -815,13 +816,45 @@ pub(super) fn make(
 }
 
 /// Writes a file's data: to a temporary renamed over the old file, or (`--inplace`) into the
-/// file itself. False when the source vanished (reported).
+/// file itself. False when the source vanished (reported). With `--hash`, the bytes are
+/// hashed on their way, and the file recorded once in place.
 pub(super) fn write_file(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    existing: (Option<&Stat>, bool),
+    basis: Option<BorrowedFd<'_>>,
+    lines: &mut Vec<u8>,
+) -> Result<bool, CopyError> {
+    let Some(recorder) = &run.recorder else {
+        return write_data(run, pair, e, existing, basis, None, lines);
+    };
+    let hash = FileHash::new(recorder.algo());
+    let written = write_data(run, pair, e, existing, basis, Some(&hash), lines)?;
+    if written {
+        match hash.finish_in_order() {
+            Ok((hex, len)) => recorder.file(
+                &pair.dst_of(&e.dst_name),
+                &Stat {
+                    size: len,
+                    ..e.stat
+                },
+                hex,
+            ),
+            Err(err) => run.fail(CopyError::io(Op::Read, pair.src_of(e), err)),
+        }
+    }
+    Ok(written)
+}
+
+/// [`write_file`]'s work, feeding `hash`.
+fn write_data(
     run: &Run<'_>,
     pair: &Pair<'_>,
     e: &SrcEntry,
     (dst, replaced): (Option<&Stat>, bool),
     basis: Option<BorrowedFd<'_>>,
+    hash: Option<&FileHash>,
     lines: &mut Vec<u8>,
 ) -> Result<bool, CopyError> {
     let plan = run.plan;
@@ -852,7 +885,7 @@ pub(super) fn write_file(
                 0,
             )
             .map_err(|err| CopyError::io(Op::Open, path(), err))?;
-            copy_data(plan.sparse, src.as_fd(), fd.as_fd(), e.stat.size, &path)?;
+            copy_data(plan.sparse, (src.as_fd(), fd.as_fd()), e, hash, &path)?;
             rustix::fs::ftruncate(&fd, e.stat.size)
                 .map_err(|err| CopyError::io(Op::Write, path(), err))?;
             file_attrs(run, (src.as_fd(), fd.as_fd()), &want, &e.stat, &path, None)?;
@@ -868,6 +901,7 @@ pub(super) fn write_file(
             e,
             (dst, existing),
             (src.as_fd(), data, &want),
+            hash,
             lines,
         );
     }
@@ -877,7 +911,7 @@ pub(super) fn write_file(
     if dst.is_none() && run.temp_dir.is_none() && !run.no_tmpfile.load(Ordering::Relaxed) {
         match temp::Unnamed::create(dir, mode) {
             Ok(Some(new)) => {
-                copy_data(plan.sparse, data, new.fd.as_fd(), e.stat.size, &path)?;
+                copy_data(plan.sparse, (data, new.fd.as_fd()), e, hash, &path)?;
                 file_attrs(
                     run,
                     (src.as_fd(), new.fd.as_fd()),
@@ -916,7 +950,7 @@ pub(super) fn write_file(
     let fd = temp::create(tmp_dir, &mut tmp, mode)
         .map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
-        copy_data(plan.sparse, data, fd.as_fd(), e.stat.size, &path)?;
+        copy_data(plan.sparse, (data, fd.as_fd()), e, hash, &path)?;
         file_attrs(
             run,
             (src.as_fd(), fd.as_fd()),
@@ -955,6 +989,7 @@ fn delay(
     e: &SrcEntry,
     (dst, existing): (Option<&Stat>, Option<&Stat>),
     (src, data, want): (BorrowedFd<'_>, BorrowedFd<'_>, &Stat),
+    hash: Option<&FileHash>,
     lines: &mut Vec<u8>,
 ) -> Result<bool, CopyError> {
     let (mode, chmod) = creation(pair, &e.stat, existing, want);
@@ -978,7 +1013,7 @@ fn delay(
     let fd = sys::openat(stage.as_fd(), &e.dst_name, flags, mode)
         .map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
-        copy_data(run.plan.sparse, data, fd.as_fd(), e.stat.size, &path)?;
+        copy_data(run.plan.sparse, (data, fd.as_fd()), e, hash, &path)?;
         file_attrs(run, (src, fd.as_fd()), want, &e.stat, &path, Some(pair))?;
         make_room(run, pair, e, dst, lines)
     })();
@@ -1031,16 +1066,22 @@ pub(super) fn finish_delayed(run: &Run<'_>) {
     }
 }
 
-/// Copies the whole file: the kernel's copy_file_range (which shares extents where the
-/// filesystem can), plain reads and writes where it refuses; under `-S` only the data
+/// Copies the whole file (the size the listing saw: a file that changes meanwhile has a new
+/// mtime, which the next run sees): the kernel's copy_file_range (which shares extents where
+/// the filesystem can), plain reads and writes where it refuses; under `-S` only the data
 /// extents, so holes stay holes.
+///
+/// With `hash`, every byte goes through a buffer and into the hash on its way, holes as zeros;
+/// a source that changed while it was read fails the file, so the manifest never holds a hash
+/// of bytes from two versions of it.
 fn copy_data(
     sparse: bool,
-    src: BorrowedFd<'_>,
-    dst: BorrowedFd<'_>,
-    size: u64,
+    (src, dst): (BorrowedFd<'_>, BorrowedFd<'_>),
+    e: &SrcEntry,
+    hash: Option<&FileHash>,
     path: &dyn Fn() -> PathBuf,
 ) -> Result<(), CopyError> {
+    let size = e.stat.size;
     let map = |e: TransferError| match e {
         TransferError::Read(e) | TransferError::Unsupported(e) => {
             CopyError::io(Op::Read, path(), e)
@@ -1048,6 +1089,9 @@ fn copy_data(
         TransferError::Write(e) => CopyError::io(Op::Write, path(), e),
     };
     let copy = |from: u64, len: u64| -> Result<u64, CopyError> {
+        if let Some(hash) = hash {
+            return copy_hashed(src, dst, from, len, hash).map_err(map);
+        }
         match Transfer::new(Method::CopyRange, 1 << 20).copy(src, dst, from, len) {
             Err(TransferError::Unsupported(_)) => Transfer::new(Method::ReadWrite, 1 << 20)
                 .copy(src, dst, from, len)
@@ -1056,30 +1100,72 @@ fn copy_data(
         }
     };
     if !sparse && size <= SMALL_FILE {
-        return copy_small(src, dst, size).map_err(map);
-    }
-    if !sparse {
-        // The size the listing saw: a file that changes meanwhile has a new mtime, which the
-        // next run sees.
+        copy_small(src, dst, size, hash).map_err(map)?;
+    } else if !sparse {
         copy(0, size)?;
-        return Ok(());
+    } else {
+        let mut at = 0u64;
+        while at < size {
+            let data = match rustix::fs::seek(src, SeekFrom::Data(at)) {
+                Ok(d) => d,
+                Err(rustix::io::Errno::NXIO) => break,
+                Err(_) => {
+                    copy(at, u64::MAX)?;
+                    break;
+                }
+            };
+            if let Some(hash) = hash {
+                hash.hole(src, at, data.min(size));
+            }
+            let hole = rustix::fs::seek(src, SeekFrom::Hole(data)).unwrap_or(size);
+            copy(data, hole - data)?;
+            at = hole;
+        }
+        rustix::fs::ftruncate(dst, size).map_err(|e| CopyError::io(Op::Write, path(), e))?;
+        if let Some(hash) = hash {
+            hash.hole(src, at, size);
+        }
     }
-    let mut at = 0u64;
-    while at < size {
-        let data = match rustix::fs::seek(src, SeekFrom::Data(at)) {
-            Ok(d) => d,
-            Err(rustix::io::Errno::NXIO) => break,
-            Err(_) => {
-                copy(at, u64::MAX)?;
+    if hash.is_some() {
+        if let Err(why) = crate::opened::held_still(src, &e.stat) {
+            return Err(CopyError::Refused(format!(
+                "{} changed while it was copied ({why}): not written, and left out of the \
+                 manifest",
+                crate::quote::quote(&path())
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Copies `[from, from + len)` (or to end of file) through this thread's buffer, feeding `hash`.
+fn copy_hashed(
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+    from: u64,
+    len: u64,
+    hash: &FileHash,
+) -> Result<u64, TransferError> {
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    BUF.with_borrow_mut(|buf| {
+        if buf.is_empty() {
+            *buf = sys::try_zeroed(1 << 20).map_err(TransferError::Read)?;
+        }
+        let mut done = 0u64;
+        while done < len {
+            let want = (len - done).min(buf.len() as u64) as usize;
+            let n = sys::pread(src, &mut buf[..want], from + done).map_err(TransferError::Read)?;
+            if n == 0 {
                 break;
             }
-        };
-        let hole = rustix::fs::seek(src, SeekFrom::Hole(data)).unwrap_or(size);
-        copy(data, hole - data)?;
-        at = hole;
-    }
-    rustix::fs::ftruncate(dst, size).map_err(|e| CopyError::io(Op::Write, path(), e))?;
-    Ok(())
+            hash.data(src, from + done, &buf[..n]);
+            sys::pwrite_all(dst, &buf[..n], from + done).map_err(TransferError::Write)?;
+            done += n as u64;
+        }
+        Ok(done)
+    })
 }
 
 /// Files up to this size are copied through a buffer: one pread and one pwrite cost less than
@@ -1087,8 +1173,13 @@ fn copy_data(
 /// saves nothing worth having at this size. cp's small-file threshold, for the same reason.
 const SMALL_FILE: u64 = 64 * 1024;
 
-/// Copies the first `size` bytes of a small file through this thread's buffer.
-fn copy_small(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, size: u64) -> Result<(), TransferError> {
+/// Copies the first `size` bytes of a small file through this thread's buffer, feeding `hash`.
+fn copy_small(
+    src: BorrowedFd<'_>,
+    dst: BorrowedFd<'_>,
+    size: u64,
+    hash: Option<&FileHash>,
+) -> Result<(), TransferError> {
     thread_local! {
         static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
@@ -1105,8 +1196,54 @@ fn copy_small(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, size: u64) -> Result<(),
             }
             done += n;
         }
+        if let Some(hash) = hash {
+            hash.data(src, 0, &buf[..done]);
+        }
         sys::pwrite_all(dst, &buf[..done], 0).map_err(TransferError::Write)
     })
+}
+
+/// `--hash`: a regular file this run left in DEST without writing it (up to date, skipped,
+/// linked, taken from a `--*-dest` tree) is read there and recorded, so the manifest covers
+/// every file of the transfer as DEST holds it. Nothing there (`--existing`): nothing recorded.
+pub(super) fn record_existing(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) {
+    let (Some(recorder), Some(dir)) = (&run.recorder, &pair.dst) else {
+        return;
+    };
+    if e.stat.kind() != Kind::File || run.plan.dry_run {
+        return;
+    }
+    let path = pair.dst_of(&e.dst_name);
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    let fd = match sys::openat(dir.as_fd(), &e.dst_name, flags, 0) {
+        Ok(fd) => fd,
+        Err(err) if matches!(err.raw_os_error(), Some(libc::ENOENT | libc::ELOOP)) => return,
+        Err(err) => return run.fail(CopyError::io(Op::Open, path, err)),
+    };
+    let hashed = (|| -> io::Result<Option<(String, Stat)>> {
+        let stat = sys::fstatx(fd.as_fd())?;
+        if stat.kind() != Kind::File {
+            return Ok(None);
+        }
+        let hash = FileHash::new(recorder.algo());
+        let mut buf = sys::try_zeroed(1 << 20)?;
+        let mut at = 0u64;
+        loop {
+            let n = sys::pread(fd.as_fd(), &mut buf, at)?;
+            if n == 0 {
+                break;
+            }
+            hash.data(fd.as_fd(), at, &buf[..n]);
+            at += n as u64;
+        }
+        let (hex, len) = hash.finish_in_order()?;
+        Ok(Some((hex, Stat { size: len, ..stat })))
+    })();
+    match hashed {
+        Ok(Some((hex, stat))) => recorder.file(&path, &stat, hex),
+        Ok(None) => {}
+        Err(err) => run.fail(CopyError::io(Op::Read, path, err)),
+    }
 }
 
 /// `-m`: whether anything but directories would be transferred from the source directory

@@ -181,6 +181,9 @@ pub struct SyncPlan {
     pub dry_run: bool,
     /// Worker threads (1 when lines are printed, so they come in rsync's order).
     pub threads: usize,
+    /// `--hash`: every file's bytes hashed on their way (files left as they are: read back
+    /// from DEST), for a manifest of DEST. `base` is DEST.
+    pub hashing: Option<crate::plan::Hashing>,
 }
 
 impl SyncPlan {
@@ -238,6 +241,7 @@ impl SyncPlan {
             alt_kind: alt::AltKind::Link,
             dry_run: false,
             threads: 1,
+            hashing: None,
         }
     }
 }
@@ -251,6 +255,8 @@ pub struct Outcome {
     pub code: i32,
     /// The counters `--stats` prints.
     pub stats: Stats,
+    /// `--hash`: every regular file DEST holds, with its hash (none if interrupted).
+    pub hashes: Option<crate::manifest::Listing>,
 }
 
 /// Runs `plan`, printing through `out`; `stop` set (by a signal) ends it at the next entry.

@@ -115,6 +115,8 @@ pub(super) struct Run<'p> {
     pub creator: (u32, u32),
     /// The destination refused O_TMPFILE once: new files take named temporaries.
     pub no_tmpfile: AtomicBool,
+    /// `--hash`: the hash of every regular file DEST holds once the run is over.
+    pub recorder: Option<crate::manifest::Recorder>,
 }
 
 /// A file written into its directory's `.~tmp~`, to be renamed into place at the end.

@@ -197,6 +197,10 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
             rustix::process::getegid().as_raw(),
         ),
         no_tmpfile: AtomicBool::new(false),
+        recorder: plan
+            .hashing
+            .as_ref()
+            .map(|h| crate::manifest::Recorder::new(h.algo, h.base.clone())),
     };
     let roots = roots::resolve(&run);
     run.alt_roots = super::alt::open_roots(&run);
@@ -259,9 +263,13 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
     } else {
         0
     };
+    let hashes = (code != 20)
+        .then(|| run.recorder.take().map(|r| r.listing()))
+        .flatten();
     Outcome {
         code,
         stats: run.stats,
+        hashes,
     }
 }
 
@@ -852,6 +860,7 @@ fn entry<'r>(
     if plan.hard_links && kind != Kind::Dir && e.stat.nlink > 1 {
         let how = (&mut *lines, &mut _leading);
         if let Some(done) = apply::hard_link(run, pair, e, dst.as_ref(), decision, how) {
+            apply::record_existing(run, pair, e);
             if done && plan.remove_source_files {
                 apply::remove_source(run, pair, e);
             }
@@ -860,7 +869,10 @@ fn entry<'r>(
     }
     let attr_target = dir_target.or(dst);
     match decision {
-        Decision::Skip(why) => skipped(run, e, why, lines),
+        Decision::Skip(why) => {
+            skipped(run, e, why, lines);
+            apply::record_existing(run, pair, e);
+        }
         Decision::CompareContent => unreachable!("decided once the content was compared"),
         Decision::Keep => {
             let want = super::wanted::wanted(run, &e.stat, attr_target.as_ref());
@@ -909,6 +921,7 @@ fn entry<'r>(
                 }
             }
             report(run, &item, &e.stat, lines);
+            apply::record_existing(run, pair, e);
             if plan.remove_source_files {
                 apply::remove_source(run, pair, e);
             }
@@ -922,6 +935,7 @@ fn entry<'r>(
                 match apply::from_alt(run, pair, e, m, lines) {
                     Ok(item) => {
                         report(run, &item, &e.stat, lines);
+                        apply::record_existing(run, pair, e);
                         if plan.remove_source_files {
                             apply::remove_source(run, pair, e);
                         }

@@ -41,8 +41,8 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
 }
 
 /// The tool names `--tools` knows, for help texts.
-pub const KNOWN_TOOLS: &str =
-    "ringio, ringio-a, ringio:ENGINE, cp, cp-a, rsync, xcp, fcp, cpz, wcp, cat, cmd:NAME=PROGRAM [ARG...]";
+pub const KNOWN_TOOLS: &str = "ringio, ringio-a, ringio:ENGINE, ringio-hash:ALGO, cp, cp-a, \
+     cp-a+b3sum, cp-a+xxhsum, rsync, xcp, fcp, cpz, wcp, cat, cmd:NAME=PROGRAM [ARG...]";
 
 /// Resolves one `--tools` entry. `ringio` is this binary.
 pub fn resolve_tool(spec: &str, ringio: &Path) -> Result<Tool, LabError> {
@@ -139,6 +139,64 @@ pub fn resolve_tool(spec: &str, ringio: &Path) -> Result<Tool, LabError> {
                 args,
                 install: "cargo build --release".into(),
                 keeps: if a { archive } else { content },
+                reference: false,
+            }
+        }
+        // One pass: `cp -a` that hashes every file on its way and writes a manifest beside
+        // the copy (replaced each run).
+        _ if spec.starts_with("ringio-hash:") => {
+            let algo = &spec["ringio-hash:".len()..];
+            algo.parse::<ringio_copy::digest::Algo>().map_err(|_| {
+                LabError::Invalid(crate::names::unknown(
+                    "hash",
+                    algo,
+                    ringio_copy::digest::Algo::ALL.iter().map(|a| a.into()),
+                ))
+            })?;
+            Tool {
+                name: spec.to_string(),
+                program: Some(ringio.to_path_buf()),
+                args: [
+                    "cp",
+                    "-af",
+                    "--hash",
+                    algo,
+                    "--manifest",
+                    "{dst}.sum",
+                    "{src}",
+                    "{dst}",
+                ]
+                .map(String::from)
+                .to_vec(),
+                install: "cargo build --release".into(),
+                keeps: archive,
+                reference: false,
+            }
+        }
+        // Two passes, the way without ringio: `cp -a`, then a checksum tool over the copy.
+        "cp-a+b3sum" | "cp-a+xxhsum" => {
+            let (sum, install) = match spec {
+                "cp-a+b3sum" => ("b3sum", format!("cargo install b3sum, {hint}")),
+                _ => ("xxhsum -H2", format!("apt-get install xxhash, {hint}")),
+            };
+            let program = sum.split(' ').next().unwrap_or(sum);
+            Tool {
+                name: spec.to_string(),
+                program: find_program(program)
+                    .and(find_program("cp"))
+                    .and_then(|_| find_program("sh")),
+                args: vec![
+                    "-c".into(),
+                    format!(
+                        "cp -a \"$1\" \"$2\" && cd \"$2\" && \
+                         find . -type f -print0 | xargs -0 -r {sum} > \"$2.sum\""
+                    ),
+                    "sh".into(),
+                    "{src}".into(),
+                    "{dst}".into(),
+                ],
+                install,
+                keeps: archive,
                 reference: false,
             }
         }

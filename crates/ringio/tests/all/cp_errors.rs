@@ -45,15 +45,6 @@ fn assert_error_line(out: &Output, path: &str, reason: &str) {
     );
 }
 
-#[track_caller]
-fn assert_stderr_has(out: &Output, needle: &str) {
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains(needle),
-        "stderr lacks {needle:?}; got {}",
-        describe(out)
-    );
-}
-
 fn cp_in(scratch: &Scratch, engine: &str, args: &[&str]) -> Output {
     Cp::new()
         .current_dir(scratch.path())

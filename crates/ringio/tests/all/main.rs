@@ -25,6 +25,7 @@ mod cp_tree;
 mod fallback;
 mod fsm;
 mod harness;
+mod hashed;
 mod lab;
 #[cfg(feature = "mpi")]
 mod mpi;

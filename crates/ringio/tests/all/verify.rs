@@ -691,7 +691,8 @@ fn a_foreign_or_broken_manifest_is_exit_2_with_its_line() {
             "{err}"
         );
     }
-    // A hash length two algorithms share, from a name that says neither: --hash decides.
+    // A hash length two algorithms share, from a name that says neither: the first file
+    // tells them apart (sha256 or blake3); where neither gives the listed hash, it differs.
     fs::write(
         s.join("m"),
         b"5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03  a\n",
@@ -703,8 +704,25 @@ fn a_foreign_or_broken_manifest_is_exit_2_with_its_line() {
         .arg(s.join("m"))
         .arg(s.join("tree"))
         .run();
-    assert_exit(&out, 2);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--hash"));
+    assert_exit(&out, 1);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("differs: 'a'"));
+    for (algo, name) in [(&["sha256sum"][..], "sha256"), (&["b3sum"][..], "blake3")] {
+        if sums(algo, &s.join("tree"), &["a"], &s.join("m")) {
+            let out = Cp::bare()
+                .arg("verify")
+                .arg("--manifest")
+                .arg(s.join("m"))
+                .arg(s.join("tree"))
+                .run();
+            assert_exit(&out, 0);
+            assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("({name},")));
+        }
+    }
+    fs::write(
+        s.join("m"),
+        b"5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03  a\n",
+    )
+    .unwrap();
     let out = Cp::bare()
         .args(["verify", "--hash", "whirlpool", "--manifest"])
         .arg(s.join("m"))
@@ -725,7 +743,8 @@ fn a_foreign_or_broken_manifest_is_exit_2_with_its_line() {
 }
 
 /// A name that leads out of DIR (absolute, `..`) is never checked, nor taken to cover a file
-/// in DIR; what cannot be listed, and what is not a file (a FIFO, a symlink), is named too.
+/// in DIR; what cannot be listed is named, and so is what a manifest cannot list (a FIFO, a
+/// symlink), without counting it as a difference.
 #[test]
 fn a_manifest_cannot_reach_outside_the_tree_or_hide_what_it_cannot_see() {
     let s = Scratch::new();
@@ -766,8 +785,9 @@ fn a_manifest_cannot_reach_outside_the_tree_or_hide_what_it_cannot_see() {
         .arg(&m2)
         .arg(&tree)
         .run();
-    assert_exit(&out, 1);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("extra: 'p'"));
+    // Not a difference (a manifest lists regular files only), but named.
+    assert_exit(&out, 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not covered: 'p'"));
     fs::remove_file(tree.join("p")).unwrap();
     if is_root() {
         write_file(tree.join("locked/x"), b"x");

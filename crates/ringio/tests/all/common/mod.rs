@@ -18,8 +18,8 @@ pub use compare::{assert_trees_equal, tree_diff, Check};
 pub use loopfs::{extents_shared, LoopFs};
 pub use ringio_base::Prng;
 pub use run::{
-    assert_exit, assert_success, describe, gnu_cp, gnu_cp_available, isolated, ringio,
-    stderr_lines, Cp,
+    assert_exit, assert_stderr_has, assert_success, describe, gnu_cp, gnu_cp_available, isolated,
+    ringio, stderr_lines, Cp,
 };
 pub use server::Server;
 pub use sys::{

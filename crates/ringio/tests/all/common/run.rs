@@ -443,6 +443,16 @@ pub fn assert_exit(out: &Output, code: i32) {
     );
 }
 
+/// Asserts that `out`'s stderr holds `needle`.
+#[track_caller]
+pub fn assert_stderr_has(out: &Output, needle: &str) {
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(needle),
+        "stderr lacks {needle:?}; got {}",
+        describe(out)
+    );
+}
+
 pub fn stderr_lines(out: &Output) -> Vec<String> {
     String::from_utf8_lossy(&out.stderr)
         .lines()

@@ -3,8 +3,6 @@
 //! tools write and read: `HEX  NAME` (GNU's, with a leading `\` when the name had to be
 //! escaped) and the tagged `ALGO (NAME) = HEX` (BSD's, `--tag`, and xxhsum's for XXH3).
 
-use std::fmt::Write as _;
-
 /// A hash algorithm.
 #[derive(
     Debug,
@@ -67,11 +65,20 @@ impl Algo {
         Algo::ALL.iter().copied().find(|a| a.tag() == tag)
     }
 
-    /// The hex digest of `bytes`, all at once.
+    /// The hex digest of `bytes`, all at once: the one-shot functions, with no streaming state
+    /// to set up (most files of a tree are read in one buffer).
     pub fn hex_of(self, bytes: &[u8]) -> String {
-        let mut h = self.hasher();
-        h.update(bytes);
-        h.finish_hex()
+        use sha2::Digest as _;
+        let digest: Vec<u8> = match self {
+            Algo::Xxh3 => xxhash_rust::xxh3::xxh3_64(bytes).to_be_bytes().to_vec(),
+            Algo::Xxh64 => xxhash_rust::xxh64::xxh64(bytes, 0).to_be_bytes().to_vec(),
+            Algo::Xxh128 => xxhash_rust::xxh3::xxh3_128(bytes).to_be_bytes().to_vec(),
+            Algo::Blake3 => blake3::hash(bytes).as_bytes().to_vec(),
+            Algo::Sha256 => sha2::Sha256::digest(bytes).to_vec(),
+            Algo::Sha1 => sha1::Sha1::digest(bytes).to_vec(),
+            Algo::Md5 => md5::Md5::digest(bytes).to_vec(),
+        };
+        hex(&digest)
     }
 
     /// A hasher for it.
@@ -142,11 +149,19 @@ impl Hasher {
             Hasher::Sha1(h) => h.finalize().to_vec(),
             Hasher::Md5(h) => h.finalize().to_vec(),
         };
-        bytes.iter().fold(String::new(), |mut hex, b| {
-            let _ = write!(hex, "{b:02x}");
-            hex
-        })
+        hex(&bytes)
     }
+}
+
+/// `bytes` in lowercase hex.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    out
 }
 
 /// One line of a checksum file, read.

@@ -372,7 +372,14 @@ impl<'a> UringMover<'a> {
                         let bytes = &self.buffers[at..at + res as usize];
                         // SAFETY: op.src is open until its CLOSE.
                         let src = unsafe { BorrowedFd::borrow_raw(op.src) };
-                        hash.data(src, op.offset, bytes);
+                        let size = op.stat.map_or(0, |s| s.size);
+                        // One read shorter than asked that reached the size: the whole file.
+                        let got = res as u32;
+                        if op.offset == 0 && u64::from(got) == size && got < op.asked {
+                            hash.all(src, bytes);
+                        } else {
+                            hash.data(src, op.offset, bytes);
+                        }
                     }
                     self.write(slot, queue);
                 }
@@ -714,7 +721,11 @@ impl<'a> UringMover<'a> {
         };
         let hash = ctx.file_hash();
         if let Some(hash) = &hash {
-            hash.data(src.as_fd(), 0, &self.in_place_buf[..n]);
+            if n < want {
+                hash.all(src.as_fd(), &self.in_place_buf[..n]);
+            } else {
+                hash.data(src.as_fd(), 0, &self.in_place_buf[..n]);
+            }
         }
         let mut copied = Copied::Snapshot(n as u64);
         let mut result = sys::pwrite_all(dst.as_fd(), &self.in_place_buf[..n], 0)

@@ -23,7 +23,11 @@ pub(crate) struct FileHash {
 
 #[derive(Debug)]
 struct State {
-    hasher: Hasher,
+    algo: Algo,
+    /// Made on the first bytes: a file hashed whole never needs one.
+    hasher: Option<Hasher>,
+    /// The digest of a file hashed whole at once ([`FileHash::whole`]).
+    done: Option<String>,
     /// Bytes `[0, front)` are hashed.
     front: u64,
     /// Ranges copied past the front, not hashed yet: start → (end, a hole).
@@ -40,7 +44,9 @@ impl FileHash {
     pub fn new(algo: Algo) -> Self {
         FileHash {
             state: Mutex::new(State {
-                hasher: algo.hasher(),
+                algo,
+                hasher: None,
+                done: None,
                 front: 0,
                 ahead: BTreeMap::new(),
                 failed: None,
@@ -48,11 +54,30 @@ impl FileHash {
         }
     }
 
+    /// `bytes` are the whole file, read from its start in one go (nothing fed before): hashed
+    /// at once by the one-shot function, with no streaming state (most files of a tree).
+    pub fn all(&self, src: BorrowedFd<'_>, bytes: &[u8]) {
+        let mut st = self.state.lock().expect("file hash");
+        if st.front != 0 || st.hasher.is_some() {
+            drop(st);
+            return self.data(src, 0, bytes);
+        }
+        st.done = Some(st.algo.hex_of(bytes));
+        st.front = bytes.len() as u64;
+    }
+
     /// `bytes`, read from `src` at `at`, were written to the destination.
     pub fn data(&self, src: BorrowedFd<'_>, at: u64, bytes: &[u8]) {
         let mut st = self.state.lock().expect("file hash");
+        if st.done.is_some() {
+            // More than the whole: never, as the copiers feed. Hashed again in order.
+            st.done = None;
+            let whole = st.front;
+            st.ahead.insert(0, (whole, false));
+            st.front = 0;
+        }
         if at == st.front {
-            st.hasher.update(bytes);
+            st.hasher().update(bytes);
             st.front += bytes.len() as u64;
             st.catch_up(src);
         } else if at > st.front {
@@ -79,6 +104,9 @@ impl FileHash {
     /// zeros.
     pub fn finish(self, src: BorrowedFd<'_>, size: u64) -> io::Result<String> {
         let mut st = self.state.into_inner().expect("file hash");
+        if let Some(hex) = st.done.take().filter(|_| st.front == size) {
+            return Ok(hex);
+        }
         // Every range is in: a gap before the next one is a hole.
         while let Some((&start, _)) = st.ahead.first_key_value() {
             if start < st.front {
@@ -100,7 +128,7 @@ impl FileHash {
         if st.front < size {
             st.zeros(size);
         }
-        Ok(st.hasher.finish_hex())
+        Ok(st.digest())
     }
 }
 
@@ -108,15 +136,33 @@ impl FileHash {
     /// The hex digest and length of a file fed front to back (sync's copies): nothing is read
     /// back, and nothing past the bytes fed is assumed.
     pub fn finish_in_order(self) -> io::Result<(String, u64)> {
-        let st = self.state.into_inner().expect("file hash");
+        let mut st = self.state.into_inner().expect("file hash");
+        if let Some(hex) = st.done.take() {
+            return Ok((hex, st.front));
+        }
         if !st.ahead.is_empty() {
             return Err(io::Error::other("bytes were hashed out of order"));
         }
-        Ok((st.hasher.finish_hex(), st.front))
+        let front = st.front;
+        Ok((st.digest(), front))
     }
 }
 
 impl State {
+    fn hasher(&mut self) -> &mut Hasher {
+        let algo = self.algo;
+        self.hasher.get_or_insert_with(|| algo.hasher())
+    }
+
+    /// The digest of what was hashed (of nothing, if nothing was).
+    fn digest(&mut self) -> String {
+        let algo = self.algo;
+        self.hasher
+            .take()
+            .unwrap_or_else(|| algo.hasher())
+            .finish_hex()
+    }
+
     /// Notes `[start, end)` as copied ahead of the front, merged with its neighbour.
     fn note(&mut self, start: u64, end: u64, hole: bool) {
         if let Some((_, (prev_end, prev_hole))) = self.ahead.range_mut(..start).next_back() {
@@ -131,7 +177,7 @@ impl State {
     fn zeros(&mut self, end: u64) {
         while self.front < end {
             let n = (end - self.front).min(ZEROS.len() as u64) as usize;
-            self.hasher.update(&ZEROS[..n]);
+            self.hasher().update(&ZEROS[..n]);
             self.front += n as u64;
         }
     }
@@ -167,7 +213,7 @@ impl State {
                 if n == 0 {
                     return Err(io::Error::other("the file shrank while it was hashed"));
                 }
-                self.hasher.update(&buf[..n]);
+                self.hasher().update(&buf[..n]);
                 self.front += n as u64;
             }
             Ok(())
@@ -217,6 +263,20 @@ mod tests {
                 h.finish(fd, 300_000).unwrap(),
                 algo.hex_of(&tail_zeros),
                 "{algo}"
+            );
+            // Whole at once, and a whole that turns out to have more after it (read back).
+            let h = FileHash::new(*algo);
+            h.all(fd, &content[..1000]);
+            assert_eq!(h.finish(fd, 1000).unwrap(), algo.hex_of(&content[..1000]));
+            let h = FileHash::new(*algo);
+            h.all(fd, &content[..1000]);
+            h.data(fd, 1000, &content[1000..]);
+            assert_eq!(h.finish(fd, 300_000).unwrap(), want, "{algo}");
+            let h = FileHash::new(*algo);
+            h.all(fd, &content[..5]);
+            assert_eq!(
+                h.finish_in_order().unwrap(),
+                (algo.hex_of(&content[..5]), 5)
             );
         }
     }

@@ -38,7 +38,6 @@ pub fn write(listing: &Listing, format: Format, target: &Path) -> io::Result<Pat
         .suffix(".tmp")
         .tempfile_in(dir)?;
     temp.write_all(&bytes)?;
-    temp.as_file().sync_all()?;
     temp.persist(target).map_err(|e| e.error)?;
     Ok(target.to_path_buf())
 }

@@ -1197,7 +1197,7 @@ fn copy_small(
             done += n;
         }
         if let Some(hash) = hash {
-            hash.data(src, 0, &buf[..done]);
+            hash.all(src, &buf[..done]);
         }
         sys::pwrite_all(dst, &buf[..done], 0).map_err(TransferError::Write)
     })

@@ -293,8 +293,9 @@ impl PlanBuilder {
             }
         }
         plan.roots = roots;
+        plan.dest_root = dest_root(into, &plan.roots);
         if let Some(request) = self.hashing {
-            plan.hashing = Some(request.resolve(&plan, into)?);
+            plan.hashing = Some(request.resolve(&plan)?);
         }
         Ok(plan)
     }
@@ -316,7 +317,7 @@ impl HashRequest {
     /// copied into, if they are. A manifest that exists, or that is inside a source tree (the
     /// copy would list it, or copy a half-written one), is refused without `-f`; nothing is
     /// copied then.
-    fn resolve(self, plan: &CopyPlan, into: Option<PathBuf>) -> Result<Hashing, PlanError> {
+    fn resolve(self, plan: &CopyPlan) -> Result<Hashing, PlanError> {
         let conflict = if plan.link != LinkMode::Copy {
             Some("-l and -s, which copy no bytes")
         } else if plan.attributes_only {
@@ -333,23 +334,7 @@ impl HashRequest {
                 "--hash and --manifest cannot be used with {what}"
             )));
         }
-        // The destination root: the directory the sources go into; else the copy of a
-        // directory; else the directory a file is copied into.
-        let base = match (into, plan.roots.as_slice()) {
-            (Some(dir), _) => dir,
-            (None, [root])
-                if root.stat.as_ref().is_some_and(|s| {
-                    s.as_ref().is_ok_and(|s| s.kind() == crate::sys::Kind::Dir)
-                }) =>
-            {
-                root.dst.clone()
-            }
-            (None, [root, ..]) => match root.dst.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-                _ => PathBuf::from("."),
-            },
-            (None, []) => PathBuf::from("."),
-        };
+        let base = plan.dest_root.clone();
         let sources: Vec<&Path> = plan.roots.iter().map(|r| r.src.as_path()).collect();
         self.settle(base, &sources, plan.force.then_some("-f").ok_or("-f"))
             .map_err(PlanError::refused)
@@ -366,6 +351,18 @@ impl HashRequest {
         sources: &[&Path],
         force: Result<&str, &str>,
     ) -> Result<Hashing, String> {
+        if self.format == Format::Mhl && crate::manifest::mhl::element_of(self.algo).is_none() {
+            let named: Vec<&str> = Algo::ALL
+                .iter()
+                .filter(|a| crate::manifest::mhl::element_of(**a).is_some())
+                .map(|a| a.into())
+                .collect();
+            return Err(format!(
+                "ASC MHL has no {} hashes: --hash {}",
+                self.algo,
+                named.join(", ")
+            ));
+        }
         if let (Format::Mhl, Some(m)) = (self.format, &self.manifest) {
             return Err(format!(
                 "--manifest-format=mhl writes its ascmhl folder into the destination root {}: \
@@ -398,6 +395,26 @@ impl HashRequest {
             manifest: self.manifest,
             base,
         })
+    }
+}
+
+/// The destination root, what a manifest's names are relative to: the directory the sources
+/// are copied into (`into`); else the copy of a directory; else the directory a file is copied
+/// into.
+fn dest_root(into: Option<PathBuf>, roots: &[CopyRoot]) -> PathBuf {
+    let is_dir = |root: &CopyRoot| {
+        root.stat
+            .as_ref()
+            .is_some_and(|s| s.as_ref().is_ok_and(|s| s.kind() == crate::sys::Kind::Dir))
+    };
+    match (into, roots) {
+        (Some(dir), _) => dir,
+        (None, [root]) if is_dir(root) => root.dst.clone(),
+        (None, [root, ..]) => match root.dst.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        },
+        (None, []) => PathBuf::from("."),
     }
 }
 

@@ -183,7 +183,15 @@ pub(crate) fn finish_file(
     let backup = pair.backup.clone();
     place(ctx, dir, dst, pair)?;
     if let (Some(recorder), Some(hex)) = (&ctx.recorder, hex) {
-        recorder.file(&path(), &stat, hex);
+        // The length hashed and written, whatever stat said (a FIFO, a /proc file).
+        recorder.file(
+            &path(),
+            &Stat {
+                size: bytes,
+                ..stat
+            },
+            hex,
+        );
     }
     if bytes != stat.size && stat.kind() == Kind::File && ctx.reporter.verbose() {
         // A file that held still and still read a size other than its stat's: a /proc file.

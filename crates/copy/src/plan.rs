@@ -431,6 +431,9 @@ pub struct CopyPlan {
     pub(crate) posixly_correct: bool,
     /// `--hash`: every file's bytes hashed on their way to the destination.
     pub(crate) hashing: Option<Hashing>,
+    /// The destination root: the directory the sources go into, else the copy of a directory,
+    /// else the directory a file is copied into.
+    pub(crate) dest_root: PathBuf,
 }
 
 /// `--hash` (and `--manifest`): what a copy hashes, and where it writes the hashes.
@@ -477,6 +480,7 @@ impl CopyPlan {
             default_modes: false,
             posixly_correct: false,
             hashing: None,
+            dest_root: PathBuf::from("."),
         }
     }
 
@@ -488,6 +492,14 @@ impl CopyPlan {
     /// `--hash`: what is hashed, and where the manifest goes.
     pub fn hashing(&self) -> Option<&Hashing> {
         self.hashing.as_ref()
+    }
+
+    /// Where each root's copy goes below the destination root (`--tee`'s copies must agree).
+    pub fn layout(&self) -> Vec<&Path> {
+        self.roots
+            .iter()
+            .map(|r| r.dst.strip_prefix(&self.dest_root).unwrap_or(&r.dst))
+            .collect()
     }
 
     /// The plan, hashing as it does but with no manifest file of its own (`--tee`'s copies:

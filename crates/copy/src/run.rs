@@ -300,7 +300,7 @@ impl<'a> Setup<'a> {
             recorder: plan
                 .hashing
                 .as_ref()
-                .map(|h| Recorder::new(h.algo, h.base.clone())),
+                .map(|h| Recorder::new(h.algo, h.base.clone(), plan.preserve.timestamps)),
         }
     }
 

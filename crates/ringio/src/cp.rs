@@ -300,6 +300,10 @@ pub(crate) fn hash_request(
     if asked_format && !writes {
         bail!("--manifest-format needs --manifest FILE (mhl alone writes into the destination)");
     }
+    let stdout = args.manifest.as_ref().is_some_and(|m| m.as_os_str() == "-");
+    if stdout && (args.verbose || args.debug || args.json || args.verify) {
+        bail!("--manifest - writes to standard output: it cannot be shared with -v, --json or --verify");
+    }
     if algo.is_some() && !writes && !args.verify {
         bail!("--hash needs --manifest FILE, --manifest-format=mhl or --verify to use the hashes");
     }
@@ -318,19 +322,29 @@ pub(crate) fn hash_request(
 fn verify_hashes(
     plan: &CopyPlan,
     listing: &Listing,
-    uncached: bool,
+    (uncached, bar): (bool, bool),
     (who, lines): (&str, Lines),
 ) -> (i32, u64) {
     let hashing = plan.hashing().expect("hashes come from a plan that hashes");
     let start = Instant::now();
     let who = format!("{who} {}", quote(&hashing.base));
-    let report = ringio_copy::verify::check_listing(
-        &hashing.base,
-        listing,
-        hashing.manifest.as_deref(),
-        uncached,
-        crate::verify::readers(),
-    );
+    let read = std::sync::atomic::AtomicU64::new(0);
+    let total = listing.entries.iter().map(|e| e.size).sum();
+    let name = if uncached {
+        "verify (device)"
+    } else {
+        "verify"
+    };
+    let report = crate::progress::phase(bar, name, (total, &read), || {
+        ringio_copy::verify::check_listing(
+            &hashing.base,
+            listing,
+            hashing.manifest.as_deref(),
+            uncached,
+            // The files the copy wrote: the destination may hold others.
+            (crate::verify::readers(), &read, false),
+        )
+    });
     (
         crate::verify::manifest_verdict(&report, start, lines, &who),
         report.bytes,
@@ -392,7 +406,9 @@ pub fn run(args: &CpArgs) -> Result<i32> {
         crate::progress::finish(bar, &progress, &totals);
     }
     let program = crate::argv::program();
-    if summary.interrupted {
+    // A signal stops every destination: a tee stopped after the main copy ended is as
+    // interrupted as it (and no manifest claims its files).
+    if summary.interrupted || tee_summaries.iter().any(|t| t.interrupted) {
         eprintln!("{program}: interrupted; partially copied files were removed");
         crate::signals::end_by_received_signal();
         return Ok(130);
@@ -450,7 +466,9 @@ pub fn run(args: &CpArgs) -> Result<i32> {
                 .map(|((_, p), t)| (p, t.hashes.as_ref())),
         ) {
             let (c, b) = match hashes {
-                Some(listing) => verify_hashes(plan, listing, args.uncached, (&who, lines)),
+                Some(listing) => {
+                    verify_hashes(plan, listing, (args.uncached, args.progress), (&who, lines))
+                }
                 None => verify_copy(plan, args.uncached, lines)?,
             };
             bytes += b;
@@ -581,7 +599,21 @@ fn tee_plans(args: &CpArgs) -> Result<Vec<(std::path::PathBuf, CopyPlan)>> {
                 (None, Some(last)) => *last = dir.clone(),
                 (None, None) => bail!("--tee needs a destination"),
             }
-            Ok((dir.clone(), plan(&a)?.without_manifest_file()))
+            let tee = plan(&a)?.without_manifest_file();
+            let main = plan(&{
+                let mut m = args.clone();
+                m.tee.clear();
+                m
+            })?;
+            if tee.layout() != main.layout() {
+                bail!(
+                    "--tee {}: the copy there would be laid out unlike the one in the \
+                     destination (one is a directory to copy into, the other not): make both \
+                     exist, or neither",
+                    quote(dir)
+                );
+            }
+            Ok((dir.clone(), tee))
         })
         .collect()
 }

@@ -18,6 +18,10 @@ fn refused(args: &CpArgs) -> Option<&'static str> {
         Some("cp --mpi: --parents is not supported: name the directories to copy instead")
     } else if args.attributes_only {
         Some("cp --mpi: --attributes-only is not supported: ranks copy data")
+    } else if args.hash.is_some() || args.manifest.is_some() || args.manifest_format.is_some() {
+        Some("cp --mpi: --hash and --manifest are not supported: a file's chunks are copied on several nodes")
+    } else if !args.tee.is_empty() {
+        Some("cp --mpi: --tee is not supported: give each rank's destination instead")
     } else {
         None
     }

@@ -4,7 +4,7 @@
 //! total. Nothing is drawn when stderr is not a terminal.
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -92,4 +92,42 @@ pub fn status_line() -> ProgressBar {
     let line = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     line.set_style(ProgressStyle::with_template("{msg} {elapsed}").expect("template"));
     line
+}
+
+/// Runs `work`, a later phase of the run (`verify (device)`), under a bar of its own when
+/// `wanted` and stderr is a terminal: `name`, the bytes `work` adds to `done` of `total`, rate,
+/// ETA.
+pub fn phase<T: Send>(
+    wanted: bool,
+    name: &str,
+    (total, done): (u64, &AtomicU64),
+    work: impl FnOnce() -> T + Send,
+) -> T {
+    if !wanted || !std::io::stderr().is_terminal() {
+        return work();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{prefix} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+        )
+        .expect("template")
+        .progress_chars("=> "),
+    );
+    bar.set_prefix(name.to_string());
+    let finished = AtomicBool::new(false);
+    let out = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !finished.load(Ordering::Relaxed) {
+                bar.set_position(done.load(Ordering::Relaxed));
+                std::thread::sleep(TICK);
+            }
+        });
+        let out = work();
+        finished.store(true, Ordering::Relaxed);
+        out
+    });
+    bar.set_position(done.load(Ordering::Relaxed));
+    bar.finish();
+    out
 }

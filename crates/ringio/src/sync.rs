@@ -819,6 +819,9 @@ impl Args {
             None => (cores * 8).clamp(16, 64),
         };
         plan.hashing = self.hashing(&plan)?;
+        if !self.tee.is_empty() && self.remove_source_files {
+            bail!("--tee with --remove-source-files: a source could be removed before every DEST has it");
+        }
         Ok((plan, out))
     }
 
@@ -839,6 +842,10 @@ impl Args {
         }
         if plan.dry_run {
             bail!("--manifest lists what DEST holds: it cannot be written by a dry run (-n)");
+        }
+        let stdout = self.manifest.as_ref().is_some_and(|m| m.as_os_str() == "-");
+        if stdout && (self.verbose > 0 || self.itemize_changes > 0 || self.out_format.is_some()) {
+            bail!("--manifest - writes to standard output: it cannot be shared with -v, -i or --out-format");
         }
         let request = ringio_copy::HashRequest {
             algo: algo.unwrap_or(ringio_copy::digest::Algo::Xxh128),

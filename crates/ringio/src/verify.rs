@@ -196,8 +196,8 @@ pub(crate) fn write_manifest(
     }
 }
 
-/// The first file two destinations' hashes disagree on (the source changed between their
-/// reads), if any.
+/// The first file two destinations' listings disagree on (in one only, or hashed
+/// differently), if any.
 pub(crate) fn differing_hash(
     ours: &ringio_copy::manifest::Listing,
     theirs: &ringio_copy::manifest::Listing,
@@ -207,12 +207,32 @@ pub(crate) fn differing_hash(
         .iter()
         .map(|e| (e.path.as_slice(), e.hex.as_str()))
         .collect();
+    let name = |p: &[u8]| {
+        quote(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(p)).to_string()
+    };
+    if let Some(e) = theirs
+        .entries
+        .iter()
+        .find(|e| !by_path.contains_key(e.path.as_slice()))
+    {
+        return Some(format!("{} is in one copy only", name(&e.path)));
+    }
+    if ours.entries.len() != theirs.entries.len() {
+        let theirs: std::collections::HashSet<&[u8]> =
+            theirs.entries.iter().map(|e| e.path.as_slice()).collect();
+        let only = ours
+            .entries
+            .iter()
+            .find(|e| !theirs.contains(e.path.as_slice()))?;
+        return Some(format!("{} is in one copy only", name(&only.path)));
+    }
     theirs.entries.iter().find_map(|e| {
         let mine = by_path.get(e.path.as_slice())?;
         (*mine != e.hex).then(|| {
             format!(
-                "{} was read as different bytes for each: it changed while it was copied",
-                quote(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&e.path))
+                "{} hashed differently for each (the source changed while it was read, or \
+                 one destination already held another version)",
+                name(&e.path)
             )
         })
     })

@@ -26,6 +26,7 @@ pub(crate) fn open_pair(
     opened: Option<OwnedFd>,
 ) -> Result<Option<OpenedPair>, CopyError> {
     let Some(existing) = existing::resolve(job)? else {
+        record_kept(job);
         return Ok(None);
     };
     let (dir, ctx) = (job.dir, job.dir.ctx);
@@ -50,6 +51,7 @@ pub(crate) fn open_pair(
     }) = existing
     {
         if complete_already(dir, dst, src_fd.as_fd(), stat)? {
+            record_kept(job);
             return Ok(None);
         }
     }
@@ -203,6 +205,18 @@ pub(crate) fn opened_as_stated(
     }
     stop_for_tests();
     Ok(opened)
+}
+
+/// `--hash`: a destination the run keeps as it is (`-n`, `-u`, `--resume` finding it complete)
+/// is read and recorded, so the manifest covers what the destination holds.
+fn record_kept(job: &EntryJob<'_, '_>) {
+    let (dir, ctx) = (job.dir, job.dir.ctx);
+    if let Some(recorder) = &ctx.recorder {
+        let path = job.dst_path();
+        if let Err(e) = recorder.existing((dir.dst_fd(), &job.dst, &path), Some(&job.stat)) {
+            ctx.fail(CopyError::io(Op::Read, path, e));
+        }
+    }
 }
 
 /// `--resume`: true when the existing destination `dst` already holds the source's bytes; its

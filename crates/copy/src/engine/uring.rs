@@ -535,6 +535,16 @@ impl<'a> UringMover<'a> {
         if (!op.closed && dst_was_open) || close_failed {
             let _ = sys::unlinkat(op.dir.dst_fd(), &op.name);
         }
+        // Content complete and in place (only its metadata may have failed): in the manifest.
+        if op.closed && !close_failed {
+            if let (Some(recorder), Some(hex), Some(stat)) = (&ctx.recorder, op.hex, op.stat) {
+                let size = Stat {
+                    size: op.offset,
+                    ..stat
+                };
+                recorder.file(&op.dir.dst_path(Some(&op.name)), &size, hex);
+            }
+        }
         match err {
             Some(e) => ctx.fail(e),
             None if op.closed => {
@@ -545,9 +555,6 @@ impl<'a> UringMover<'a> {
                         quote(&op.dir.src_path(Some(&op.name))),
                         op.offset
                     ));
-                }
-                if let (Some(recorder), Some(hex), Some(stat)) = (&ctx.recorder, op.hex, op.stat) {
-                    recorder.file(&op.dir.dst_path(Some(&op.name)), &stat, hex);
                 }
                 count_done(&op.dir, &op.name, &op.name, None)
             }

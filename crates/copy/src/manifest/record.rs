@@ -6,15 +6,22 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
+
+use super::hashing::FileHash;
 use super::{Entry, Listing};
 use crate::digest::Algo;
-use crate::sys::Stat;
+use crate::sys::{self, Kind, Stat};
 
 /// The hashes of one run's files, relative to the destination root.
 #[derive(Debug)]
 pub struct Recorder {
     algo: Algo,
     base: PathBuf,
+    /// The copies get their sources' mtimes (`-p`, `-t`): a copied file's entry carries it.
+    times_kept: bool,
     files: Mutex<Vec<Recorded>>,
 }
 
@@ -28,11 +35,13 @@ struct Recorded {
 }
 
 impl Recorder {
-    /// Hashes by `algo`, of files named relative to `base` (the destination root).
-    pub fn new(algo: Algo, base: PathBuf) -> Self {
+    /// Hashes by `algo`, of files named relative to `base` (the destination root); with
+    /// `times_kept`, a copy's entry carries its source's mtime (which the copy then has).
+    pub fn new(algo: Algo, base: PathBuf, times_kept: bool) -> Self {
         Recorder {
             algo,
             base,
+            times_kept,
             files: Mutex::new(Vec::new()),
         }
     }
@@ -64,7 +73,7 @@ impl Recorder {
         let entry = Entry {
             path: self.name_of(dst),
             size: stat.size,
-            mtime: Some(stat.mtime),
+            mtime: self.times_kept.then_some(stat.mtime),
             hex,
         };
         self.push(entry, stat, false);
@@ -75,10 +84,51 @@ impl Recorder {
         let entry = Entry {
             path: self.name_of(dst),
             size: stat.size,
-            mtime: Some(stat.mtime),
+            mtime: self.times_kept.then_some(stat.mtime),
             hex: String::new(),
         };
         self.push(entry, stat, true);
+    }
+
+    /// `name` in `dir` (shown as `path`) is a file of the destination this run left as it was
+    /// (up to date, skipped, already complete): read there and recorded, so the manifest covers
+    /// the destination as it stands. Not there, or not a regular file: nothing recorded. Its
+    /// `source` (when known) is what later names linked to it take the hash of.
+    pub(crate) fn existing(
+        &self,
+        (dir, name, path): (BorrowedFd<'_>, &CStr, &Path),
+        source: Option<&Stat>,
+    ) -> io::Result<()> {
+        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
+        let fd = match sys::openat(dir, name, flags, 0) {
+            Ok(fd) => fd,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ELOOP)) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let stat = sys::fstatx(fd.as_fd())?;
+        if stat.kind() != Kind::File {
+            return Ok(());
+        }
+        let hash = FileHash::new(self.algo);
+        let mut buf = sys::try_zeroed(1 << 20)?;
+        let mut at = 0u64;
+        loop {
+            let n = sys::pread(fd.as_fd(), &mut buf, at)?;
+            if n == 0 {
+                break;
+            }
+            hash.data(fd.as_fd(), at, &buf[..n]);
+            at += n as u64;
+        }
+        let (hex, len) = hash.finish_in_order()?;
+        let entry = Entry {
+            path: self.name_of(path),
+            size: len,
+            mtime: Some(stat.mtime),
+            hex,
+        };
+        self.push(entry, source.unwrap_or(&stat), false);
+        Ok(())
     }
 
     fn push(&self, entry: Entry, stat: &Stat, linked: bool) {
@@ -109,6 +159,8 @@ impl Recorder {
             })
             .collect();
         entries.sort_by(|a, b| a.path.cmp(&b.path));
+        // One line a name: `cp a a DIR`, a file first written from a `--copy-dest` basis.
+        entries.dedup_by(|a, b| a.path == b.path);
         Listing {
             algo: self.algo,
             entries,

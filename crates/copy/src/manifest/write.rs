@@ -38,6 +38,12 @@ pub fn write(listing: &Listing, format: Format, target: &Path) -> io::Result<Pat
         .suffix(".tmp")
         .tempfile_in(dir)?;
     temp.write_all(&bytes)?;
+    // As any new file: 0666 less the umask (the temporary was made 0600).
+    let mode = 0o666 & !crate::sys::umask();
+    std::fs::set_permissions(
+        temp.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(mode),
+    )?;
     temp.persist(target).map_err(|e| e.error)?;
     Ok(target.to_path_buf())
 }
@@ -65,7 +71,8 @@ fn sum(listing: &Listing) -> Vec<u8> {
 }
 
 /// A JSON array, one object a line: `path` (and `path_bytes`, the raw bytes, for a name that
-/// is not UTF-8), `size`, `mtime` (UTC, ISO 8601), `algorithm`, `hash`.
+/// is not UTF-8), `size`, `mtime` (UTC, ISO 8601; where the copy has its source's, or was left
+/// as it was), `algorithm`, `hash`.
 fn json(listing: &Listing) -> Vec<u8> {
     let mut out = b"[\n".to_vec();
     for (i, e) in listing.entries.iter().enumerate() {

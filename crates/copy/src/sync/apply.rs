@@ -885,7 +885,13 @@ fn write_data(
                 0,
             )
             .map_err(|err| CopyError::io(Op::Open, path(), err))?;
-            copy_data(plan.sparse, (src.as_fd(), fd.as_fd()), e, hash, &path)?;
+            copy_data(
+                plan.sparse,
+                (src.as_fd(), src.as_fd(), fd.as_fd()),
+                e,
+                hash,
+                &path,
+            )?;
             rustix::fs::ftruncate(&fd, e.stat.size)
                 .map_err(|err| CopyError::io(Op::Write, path(), err))?;
             file_attrs(run, (src.as_fd(), fd.as_fd()), &want, &e.stat, &path, None)?;
@@ -911,7 +917,13 @@ fn write_data(
     if dst.is_none() && run.temp_dir.is_none() && !run.no_tmpfile.load(Ordering::Relaxed) {
         match temp::Unnamed::create(dir, mode) {
             Ok(Some(new)) => {
-                copy_data(plan.sparse, (data, new.fd.as_fd()), e, hash, &path)?;
+                copy_data(
+                    plan.sparse,
+                    (src.as_fd(), data, new.fd.as_fd()),
+                    e,
+                    hash,
+                    &path,
+                )?;
                 file_attrs(
                     run,
                     (src.as_fd(), new.fd.as_fd()),
@@ -950,7 +962,7 @@ fn write_data(
     let fd = temp::create(tmp_dir, &mut tmp, mode)
         .map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
-        copy_data(plan.sparse, (data, fd.as_fd()), e, hash, &path)?;
+        copy_data(plan.sparse, (src.as_fd(), data, fd.as_fd()), e, hash, &path)?;
         file_attrs(
             run,
             (src.as_fd(), fd.as_fd()),
@@ -1013,7 +1025,7 @@ fn delay(
     let fd = sys::openat(stage.as_fd(), &e.dst_name, flags, mode)
         .map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
-        copy_data(run.plan.sparse, (data, fd.as_fd()), e, hash, &path)?;
+        copy_data(run.plan.sparse, (src, data, fd.as_fd()), e, hash, &path)?;
         file_attrs(run, (src, fd.as_fd()), want, &e.stat, &path, Some(pair))?;
         make_room(run, pair, e, dst, lines)
     })();
@@ -1066,8 +1078,9 @@ pub(super) fn finish_delayed(run: &Run<'_>) {
     }
 }
 
-/// Copies the whole file (the size the listing saw: a file that changes meanwhile has a new
-/// mtime, which the next run sees): the kernel's copy_file_range (which shares extents where
+/// Copies the whole file from `src` (the source `source`, or a `--copy-dest` basis with its
+/// bytes) to `dst` (the size the listing saw: a file that changes meanwhile has a new mtime,
+/// which the next run sees): the kernel's copy_file_range (which shares extents where
 /// the filesystem can), plain reads and writes where it refuses; under `-S` only the data
 /// extents, so holes stay holes.
 ///
@@ -1076,7 +1089,7 @@ pub(super) fn finish_delayed(run: &Run<'_>) {
 /// of bytes from two versions of it.
 fn copy_data(
     sparse: bool,
-    (src, dst): (BorrowedFd<'_>, BorrowedFd<'_>),
+    (source, src, dst): (BorrowedFd<'_>, BorrowedFd<'_>, BorrowedFd<'_>),
     e: &SrcEntry,
     hash: Option<&FileHash>,
     path: &dyn Fn() -> PathBuf,
@@ -1127,7 +1140,8 @@ fn copy_data(
         }
     }
     if hash.is_some() {
-        if let Err(why) = crate::opened::held_still(src, &e.stat) {
+        // The source itself, whatever the bytes came from (a `--copy-dest` basis).
+        if let Err(why) = crate::opened::held_still(source, &e.stat) {
             return Err(CopyError::Refused(format!(
                 "{} changed while it was copied ({why}): not written, and left out of the \
                  manifest",
@@ -1214,35 +1228,8 @@ pub(super) fn record_existing(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) {
         return;
     }
     let path = pair.dst_of(&e.dst_name);
-    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    let fd = match sys::openat(dir.as_fd(), &e.dst_name, flags, 0) {
-        Ok(fd) => fd,
-        Err(err) if matches!(err.raw_os_error(), Some(libc::ENOENT | libc::ELOOP)) => return,
-        Err(err) => return run.fail(CopyError::io(Op::Open, path, err)),
-    };
-    let hashed = (|| -> io::Result<Option<(String, Stat)>> {
-        let stat = sys::fstatx(fd.as_fd())?;
-        if stat.kind() != Kind::File {
-            return Ok(None);
-        }
-        let hash = FileHash::new(recorder.algo());
-        let mut buf = sys::try_zeroed(1 << 20)?;
-        let mut at = 0u64;
-        loop {
-            let n = sys::pread(fd.as_fd(), &mut buf, at)?;
-            if n == 0 {
-                break;
-            }
-            hash.data(fd.as_fd(), at, &buf[..n]);
-            at += n as u64;
-        }
-        let (hex, len) = hash.finish_in_order()?;
-        Ok(Some((hex, Stat { size: len, ..stat })))
-    })();
-    match hashed {
-        Ok(Some((hex, stat))) => recorder.file(&path, &stat, hex),
-        Ok(None) => {}
-        Err(err) => run.fail(CopyError::io(Op::Read, path, err)),
+    if let Err(err) = recorder.existing((dir.as_fd(), &e.dst_name, &path), Some(&e.stat)) {
+        run.fail(CopyError::io(Op::Read, path, err));
     }
 }
 

@@ -200,7 +200,7 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         recorder: plan
             .hashing
             .as_ref()
-            .map(|h| crate::manifest::Recorder::new(h.algo, h.base.clone())),
+            .map(|h| crate::manifest::Recorder::new(h.algo, h.base.clone(), plan.times)),
     };
     let roots = roots::resolve(&run);
     run.alt_roots = super::alt::open_roots(&run);

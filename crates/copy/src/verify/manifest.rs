@@ -13,7 +13,7 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::digest::Algo;
@@ -109,24 +109,27 @@ pub fn check_manifest(
     threads: usize,
 ) -> Result<ManifestReport, ManifestError> {
     let listing = crate::manifest::read(manifest, algo)?;
+    let read = AtomicU64::new(0);
     Ok(check_listing(
         dir,
         &listing,
         Some(manifest),
         uncached,
-        threads,
+        (threads, &read, true),
     ))
 }
 
 /// Checks `dir` against `listing` (read from `manifest`, which is not taken for an extra file,
-/// or computed by a copy) with `threads` readers. Findings come back in order. An `ascmhl`
-/// folder at the top of `dir` is the manifest's own, not an extra.
+/// or computed by a copy) with `threads` readers, adding the bytes read to `read` as they are
+/// (for a progress bar). Findings come back in order. With `extras`, `dir` is walked for files
+/// the listing lacks (an `ascmhl` folder at its top is the manifest's own, not an extra);
+/// without, only the listed files are checked (a copy into a directory that holds others).
 pub fn check_listing(
     dir: &Path,
     listing: &Listing,
     manifest: Option<&Path>,
     uncached: bool,
-    threads: usize,
+    (threads, read, extras): (usize, &AtomicU64, bool),
 ) -> ManifestReport {
     let lines = &listing.entries;
     let algo = match listing.alternative {
@@ -136,7 +139,7 @@ pub fn check_listing(
     let next = AtomicUsize::new(0);
     let results: Vec<Mutex<Option<Hashed>>> = lines.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, lines.len()) {
+        for _ in 0..threads.clamp(1, lines.len().max(1)) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(line) = lines.get(i) else { break };
@@ -148,7 +151,7 @@ pub fn check_listing(
                     continue;
                 };
                 let inside = PathBuf::from(OsStr::from_bytes(&inside));
-                let got = hash_file(&dir.join(&inside), algo, uncached).map_err(|e| {
+                let got = hash_file(&dir.join(&inside), algo, uncached, read).map_err(|e| {
                     if e.kind() == io::ErrorKind::NotFound {
                         Finding::Missing(rel.clone())
                     } else {
@@ -201,48 +204,49 @@ pub fn check_listing(
     }
     let listed: HashSet<Vec<u8>> = lines.iter().filter_map(|l| below(&l.path)).collect();
     let skip = manifest.and_then(|m| std::fs::canonicalize(m).ok());
-    let (mut extras, mut uncovered) = (Vec::new(), Vec::new());
-    walk_entries(dir, Path::new(""), &mut |met| match met {
-        Met::Entry(rel, file) => {
-            let whole = dir.join(rel);
-            let unlisted = below(rel.as_os_str().as_bytes()).is_none_or(|n| !listed.contains(&n));
-            let own = rel.starts_with("ascmhl")
-                || skip.as_deref() == std::fs::canonicalize(&whole).ok().as_deref();
-            match (unlisted && !own, file) {
-                (true, true) => extras.push(Finding::Extra(rel.to_path_buf())),
-                (true, false) => uncovered.push(rel.to_path_buf()),
-                (false, _) => {}
+    let (mut unlisted, mut uncovered) = (Vec::new(), Vec::new());
+    if extras {
+        walk_entries(dir, Path::new(""), &mut |met| match met {
+            Met::Entry(rel, file) => {
+                let whole = dir.join(rel);
+                let not_listed =
+                    below(rel.as_os_str().as_bytes()).is_none_or(|n| !listed.contains(&n));
+                let own = rel.starts_with("ascmhl")
+                    || skip.as_deref() == std::fs::canonicalize(&whole).ok().as_deref();
+                match (not_listed && !own, file) {
+                    (true, true) => unlisted.push(Finding::Extra(rel.to_path_buf())),
+                    (true, false) => uncovered.push(rel.to_path_buf()),
+                    (false, _) => {}
+                }
             }
-        }
-        Met::Unlistable(rel, e) => extras.push(Finding::Unreadable {
-            path: rel.to_path_buf(),
-            why: format!("cannot list it: {}", crate::quote::reason(&e)),
-        }),
-    });
-    report.findings.extend(extras);
+            Met::Unlistable(rel, e) => unlisted.push(Finding::Unreadable {
+                path: rel.to_path_buf(),
+                why: format!("cannot list it: {}", crate::quote::reason(&e)),
+            }),
+        });
+    }
+    report.findings.extend(unlisted);
     report.uncovered = uncovered;
     report
 }
 
 /// The algorithm of a manifest whose hashes' length two algorithms share (`listing.algo` or
-/// `other`): the one that gives the listed hash of the first file that can be read. Where no
-/// file tells (none readable, or both differ), `listing.algo`.
+/// `other`): the one that gives the listed hash of the first file that either gives (a
+/// corrupt file tells nothing, so the next is tried). Where no file tells, `listing.algo`.
 fn tell_apart(dir: &Path, listing: &Listing, other: Algo) -> Algo {
+    let probe = AtomicU64::new(0);
     for e in &listing.entries {
         let Some(inside) = below(&e.path) else {
             continue;
         };
         let path = dir.join(OsStr::from_bytes(&inside));
-        let Ok((hex, _, _)) = hash_file(&path, listing.algo, false) else {
-            continue;
-        };
-        if hex == e.hex {
-            return listing.algo;
+        for algo in [listing.algo, other] {
+            match hash_file(&path, algo, false, &probe) {
+                Ok((hex, _, _)) if hex == e.hex => return algo,
+                Ok(_) => {}
+                Err(_) => break,
+            }
         }
-        return match hash_file(&path, other, false) {
-            Ok((hex, _, _)) if hex == e.hex => other,
-            _ => listing.algo,
-        };
     }
     listing.algo
 }
@@ -303,10 +307,17 @@ fn walk_entries(root: &Path, rel: &Path, met: &mut dyn FnMut(Met<'_>)) {
 }
 
 /// The hash of the file at `path`, its length, and how it was read.
-fn hash_file(path: &Path, algo: Algo, uncached: bool) -> io::Result<(String, u64, ReadFrom)> {
+/// Bytes read so far are added to `read`.
+fn hash_file(
+    path: &Path,
+    algo: Algo,
+    uncached: bool,
+    read: &AtomicU64,
+) -> io::Result<(String, u64, ReadFrom)> {
     let name = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    let plain = libc::O_RDONLY | libc::O_CLOEXEC;
+    // O_NONBLOCK: a FIFO where a listed file was must not hang the check (no effect on files).
+    let plain = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK;
     let (fd, way) = if uncached {
         match sys::openat(rustix::fs::CWD, &name, plain | libc::O_DIRECT, 0) {
             Ok(fd) => (fd, ReadFrom::Direct),
@@ -327,12 +338,12 @@ fn hash_file(path: &Path, algo: Algo, uncached: bool) -> io::Result<(String, u64
     if sys::fstatx(fd.as_fd())?.kind() != Kind::File {
         return Err(io::Error::other("not a regular file"));
     }
-    match read_all(&fd, algo, way) {
+    match read_all(&fd, algo, way, read) {
         // Some filesystems accept O_DIRECT at open and refuse it at read.
         Err(e) if way == ReadFrom::Direct && e.raw_os_error() == Some(libc::EINVAL) => {
             let fd = sys::openat(rustix::fs::CWD, &name, plain, 0)?;
             sys::drop_cached_pages(fd.as_fd())?;
-            read_all(&fd, algo, ReadFrom::Dropped)
+            read_all(&fd, algo, ReadFrom::Dropped, read)
         }
         other => other,
     }
@@ -341,7 +352,12 @@ fn hash_file(path: &Path, algo: Algo, uncached: bool) -> io::Result<(String, u64
 /// Block size of the reads (a multiple of any device's logical block, for O_DIRECT).
 const BLOCK: usize = 1 << 20;
 
-fn read_all(fd: &OwnedFd, algo: Algo, way: ReadFrom) -> io::Result<(String, u64, ReadFrom)> {
+fn read_all(
+    fd: &OwnedFd,
+    algo: Algo,
+    way: ReadFrom,
+    read: &AtomicU64,
+) -> io::Result<(String, u64, ReadFrom)> {
     let mut buf = ringio_base::buf::AlignedBuf::try_new(BLOCK)?;
     let mut hasher = algo.hasher();
     let mut at = 0u64;
@@ -349,6 +365,7 @@ fn read_all(fd: &OwnedFd, algo: Algo, way: ReadFrom) -> io::Result<(String, u64,
         let n = sys::pread_full(fd.as_fd(), &mut buf[..], at)?;
         hasher.update(&buf[..n]);
         at += n as u64;
+        read.fetch_add(n as u64, Ordering::Relaxed);
         if n < BLOCK {
             return Ok((hasher.finish_hex(), at, way));
         }
@@ -375,6 +392,20 @@ mod tests {
             assert_eq!(r.algo, algo);
             assert!(r.findings.is_empty(), "{algo}: {:?}", r.findings);
         }
+    }
+
+    #[test]
+    fn a_corrupt_first_file_does_not_decide_the_algorithm() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), b"corrupt").unwrap();
+        std::fs::write(dir.path().join("b"), b"good").unwrap();
+        let mut text = sum_line(&hex(Algo::Md5, b"was good"), b"a");
+        text.extend(sum_line(&hex(Algo::Md5, b"good"), b"b"));
+        let manifest = dir.path().join("m");
+        std::fs::write(&manifest, text).unwrap();
+        let r = check_manifest(dir.path(), &manifest, None, false, 1).unwrap();
+        assert_eq!(r.algo, Algo::Md5);
+        assert_eq!(r.findings.len(), 1, "{:?}", r.findings);
     }
 
     #[test]

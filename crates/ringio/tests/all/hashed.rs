@@ -290,6 +290,10 @@ fn mhl_generations_are_written_into_the_destination_and_checked() {
         .run();
     assert_exit(&out, 1);
     assert_stderr_has(&out, "xxh128");
+    assert!(
+        !s.join("other").exists(),
+        "refused before anything was copied"
+    );
 }
 
 /// `cp --verify` of a hashing copy reads only the copy and compares it with the hashes taken
@@ -609,4 +613,96 @@ fn a_failing_tee_destination_leaves_the_others_whole() {
         fs::read(s.join("blocked")).unwrap(),
         b"a file, not a directory"
     );
+}
+
+/// The files a copy keeps as they are (`-n`, `--resume` finding them complete) are read from
+/// the destination and listed; `--verify` of a copy into a directory that holds other files
+/// checks what the copy wrote; an empty tree is no panic.
+#[test]
+fn kept_files_are_listed_and_verify_checks_what_was_copied() {
+    let s = Scratch::new();
+    let src = s.join("src");
+    tree(&src, false);
+    let dst = s.join("dst");
+    // Half the tree is there already.
+    assert_success(&Cp::new().args(["-a"]).arg(&src).arg(&dst).run());
+    fs::remove_file(dst.join("big")).unwrap();
+    write_file(dst.join("other"), b"not from this copy");
+    for opts in [&["-a", "-n"][..], &["-a", "--resume"]] {
+        let manifest = s.join(format!("m{}", opts.len() + opts[1].len()));
+        let out = Cp::new()
+            .args(opts)
+            .args(["-T", "--verify", "--manifest"])
+            .arg(&manifest)
+            .arg(&src)
+            .arg(&dst)
+            .run();
+        assert_exit(&out, 0);
+        let mut want = files(&src);
+        want.retain(|n| n != b"other");
+        assert_eq!(listed(&manifest), want, "{opts:?}");
+    }
+    let empty = s.join("empty");
+    fs::create_dir(&empty).unwrap();
+    let out = Cp::new()
+        .args(["-r", "--hash", "xxh128", "--verify"])
+        .arg(&empty)
+        .arg(s.join("empty-copy"))
+        .run();
+    assert_exit(&out, 0);
+}
+
+/// Options a manifest or a tee cannot honour are refused before anything is copied: a tee
+/// that would be laid out unlike the destination, sync's --tee with --remove-source-files.
+#[test]
+fn tee_refusals() {
+    let s = Scratch::new();
+    let src = s.join("card");
+    write_file(src.join("f"), b"f");
+    fs::create_dir(s.join("exists")).unwrap();
+    let out = Cp::new()
+        .args(["-r", "--tee"])
+        .arg(s.join("new"))
+        .arg(&src)
+        .arg(s.join("exists"))
+        .run();
+    assert_exit(&out, 1);
+    assert_stderr_has(&out, "laid out unlike");
+    assert!(!s.join("new").exists() && !s.join("exists/card").exists());
+    let out = Cp::bare()
+        .args(["sync", "-a", "--remove-source-files", "--tee"])
+        .arg(s.join("t"))
+        .arg(format!("{}/", src.display()))
+        .arg(s.join("d"))
+        .run();
+    assert!(!out.status.success());
+    assert!(src.join("f").exists() && !s.join("d").exists());
+}
+
+/// `sync --copy-dest`: a file written from the other tree's copy is listed once.
+#[test]
+fn sync_copy_dest_files_are_listed_once() {
+    let s = Scratch::new();
+    let src = s.join("src");
+    tree(&src, false);
+    let other = s.join("other");
+    assert_success(
+        &Cp::bare()
+            .args(["sync", "-a"])
+            .arg(format!("{}/", src.display()))
+            .arg(&other)
+            .run(),
+    );
+    let (dst, manifest) = (s.join("dst"), s.join("m.sum"));
+    let out = Cp::bare()
+        .args(["sync", "-a", "--copy-dest"])
+        .arg(&other)
+        .arg("--manifest")
+        .arg(&manifest)
+        .arg(format!("{}/", src.display()))
+        .arg(&dst)
+        .run();
+    assert_success(&out);
+    assert_eq!(listed(&manifest), files(&dst));
+    assert_exit(&verify(&manifest, &dst, &[]), 0);
 }

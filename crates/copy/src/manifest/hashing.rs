@@ -1,11 +1,12 @@
 //! One file's hash computed from the bytes on their way to the destination ([`FileHash`]):
-//! in order, whatever order the bytes were copied in.
+//! in order, whatever order the bytes were written in.
 //!
-//! A file copied front to back feeds its buffers straight to the hasher. A big file split into
-//! chunks is copied by several workers at once, out of order, and most algorithms (all but
-//! BLAKE3's tree) need the bytes in order: a block written ahead of the hashed front is noted,
-//! and the worker that brings the front up to it reads it back from the source, where the copy
-//! has just left it in the page cache. Holes are hashed as the zeros they read as.
+//! A file copied front to back feeds its buffers straight to the hasher, and one read whole
+//! takes the one-shot function. Bytes that arrive ahead of the hashed front (a copier that
+//! writes out of order; a file found longer than its first read) are noted, and the worker
+//! that brings the front up to them reads them back from the source, where the copy has just
+//! left them in the page cache. Holes are hashed as the zeros they read as. (cp does not split
+//! a file it hashes into chunks: measured faster front to back, see `engine/file.rs`.)
 
 use std::collections::BTreeMap;
 use std::io;
@@ -34,6 +35,9 @@ struct State {
     ahead: BTreeMap<u64, (u64, bool)>,
     /// Reading a range back failed: the hash cannot be had.
     failed: Option<io::Error>,
+    /// A worker is reading a range back, the lock let go and the hasher with it: the others
+    /// only note what they copy, and it takes up what became contiguous when it is done.
+    busy: bool,
 }
 
 /// Zeros to hash for holes, a block at a time.
@@ -50,6 +54,7 @@ impl FileHash {
                 front: 0,
                 ahead: BTreeMap::new(),
                 failed: None,
+                busy: false,
             }),
         }
     }
@@ -76,11 +81,11 @@ impl FileHash {
             st.ahead.insert(0, (whole, false));
             st.front = 0;
         }
-        if at == st.front {
+        if at == st.front && !st.busy {
             st.hasher().update(bytes);
             st.front += bytes.len() as u64;
-            st.catch_up(src);
-        } else if at > st.front {
+            self.catch_up(st, src);
+        } else if at >= st.front {
             st.note(at, at + bytes.len() as u64, false);
         }
     }
@@ -91,11 +96,42 @@ impl FileHash {
             return;
         }
         let mut st = self.state.lock().expect("file hash");
-        if at == st.front {
+        if at == st.front && !st.busy {
             st.zeros(end);
-            st.catch_up(src);
-        } else if at > st.front {
+            self.catch_up(st, src);
+        } else if at >= st.front {
             st.note(at, end, true);
+        }
+    }
+
+    /// Hashes the ranges noted ahead that now start at the front: holes as zeros, data read
+    /// back from `src` with the lock let go (the other workers go on copying and noting).
+    fn catch_up<'s>(&'s self, mut st: std::sync::MutexGuard<'s, State>, src: BorrowedFd<'_>) {
+        loop {
+            let front = st.front;
+            if st.failed.is_some()
+                || st.busy
+                || st.ahead.first_key_value().map(|(k, _)| *k) != Some(front)
+            {
+                return;
+            }
+            let (end, hole) = st.ahead.pop_first().expect("the first range").1;
+            if hole {
+                st.zeros(end);
+                continue;
+            }
+            st.busy = true;
+            let mut hasher = st.hasher.take().unwrap_or_else(|| st.algo.hasher());
+            let start = st.front;
+            drop(st);
+            let read = read_back(src, (start, end), &mut hasher);
+            st = self.state.lock().expect("file hash");
+            st.hasher = Some(hasher);
+            st.busy = false;
+            match read {
+                Ok(()) => st.front = end,
+                Err(e) => st.failed = Some(e),
+            }
         }
     }
 
@@ -117,9 +153,21 @@ impl FileHash {
             if start > st.front {
                 st.zeros(start);
             }
-            st.catch_up(src);
-            if st.failed.is_some() {
-                break;
+            let (end, hole) = st.ahead.pop_first().expect("the first range").1;
+            if hole {
+                st.zeros(end);
+            } else {
+                let start = st.front;
+                let mut hasher = st.hasher.take().unwrap_or_else(|| st.algo.hasher());
+                let read = read_back(src, (start, end), &mut hasher);
+                st.hasher = Some(hasher);
+                match read {
+                    Ok(()) => st.front = end,
+                    Err(e) => {
+                        st.failed = Some(e);
+                        break;
+                    }
+                }
             }
         }
         if let Some(e) = st.failed.take() {
@@ -181,44 +229,30 @@ impl State {
             self.front += n as u64;
         }
     }
+}
 
-    /// Hashes the ranges noted ahead that now start at the front, reading data back from `src`.
-    fn catch_up(&mut self, src: BorrowedFd<'_>) {
-        while let Some(entry) = self.ahead.first_entry() {
-            if *entry.key() != self.front || self.failed.is_some() {
-                return;
-            }
-            let (end, hole) = entry.remove();
-            if hole {
-                self.zeros(end);
-                continue;
-            }
-            if let Err(e) = self.read_back(src, end) {
-                self.failed = Some(e);
-            }
-        }
+/// Hashes `[start, end)` of `src` into `hasher`, read back (from the page cache the copy has
+/// just filled) through this thread's buffer.
+fn read_back(src: BorrowedFd<'_>, (start, end): (u64, u64), hasher: &mut Hasher) -> io::Result<()> {
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-
-    fn read_back(&mut self, src: BorrowedFd<'_>, end: u64) -> io::Result<()> {
-        thread_local! {
-            static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    BUF.with_borrow_mut(|buf| {
+        if buf.is_empty() {
+            *buf = sys::try_zeroed(1 << 20)?;
         }
-        BUF.with_borrow_mut(|buf| {
-            if buf.is_empty() {
-                *buf = sys::try_zeroed(1 << 20)?;
+        let mut at = start;
+        while at < end {
+            let want = (end - at).min(buf.len() as u64) as usize;
+            let n = sys::pread(src, &mut buf[..want], at)?;
+            if n == 0 {
+                return Err(io::Error::other("the file shrank while it was hashed"));
             }
-            while self.front < end {
-                let want = (end - self.front).min(buf.len() as u64) as usize;
-                let n = sys::pread(src, &mut buf[..want], self.front)?;
-                if n == 0 {
-                    return Err(io::Error::other("the file shrank while it was hashed"));
-                }
-                self.hasher().update(&buf[..n]);
-                self.front += n as u64;
-            }
-            Ok(())
-        })
-    }
+            hasher.update(&buf[..n]);
+            at += n as u64;
+        }
+        Ok(())
+    })
 }
 
 #[cfg(test)]

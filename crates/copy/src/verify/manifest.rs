@@ -132,17 +132,21 @@ pub fn check_listing(
     (threads, read, extras): (usize, &AtomicU64, bool),
 ) -> ManifestReport {
     let lines = &listing.entries;
+    let results: Vec<Mutex<Option<Hashed>>> = lines.iter().map(|_| Mutex::new(None)).collect();
     let algo = match listing.alternative {
-        Some(other) => tell_apart(dir, listing, other),
+        Some(other) => tell_apart(dir, listing, other, (uncached, read), &results),
         None => listing.algo,
     };
     let next = AtomicUsize::new(0);
-    let results: Vec<Mutex<Option<Hashed>>> = lines.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
         for _ in 0..threads.clamp(1, lines.len().max(1)) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(line) = lines.get(i) else { break };
+                if results[i].lock().expect("result").is_some() {
+                    // Hashed while the algorithm was told apart.
+                    continue;
+                }
                 let rel = PathBuf::from(OsStr::from_bytes(&line.path));
                 let Some(inside) = below(&line.path) else {
                     let why = "its name leads out of the tree checked".to_string();
@@ -151,7 +155,9 @@ pub fn check_listing(
                     continue;
                 };
                 let inside = PathBuf::from(OsStr::from_bytes(&inside));
-                let got = hash_file(&dir.join(&inside), algo, uncached, read).map_err(|e| {
+                let got = hash_file(&dir.join(&inside), &[algo], uncached, read);
+                let got = got.map(|(mut hexes, len, way)| (hexes.remove(0), len, way));
+                let got = got.map_err(|e| {
                     if e.kind() == io::ErrorKind::NotFound {
                         Finding::Missing(rel.clone())
                     } else {
@@ -231,18 +237,37 @@ pub fn check_listing(
 }
 
 /// The algorithm of a manifest whose hashes' length two algorithms share (`listing.algo` or
-/// `other`): the one that gives the listed hash of the first file that either gives (a
-/// corrupt file tells nothing, so the next is tried). Where no file tells, `listing.algo`.
-fn tell_apart(dir: &Path, listing: &Listing, other: Algo) -> Algo {
-    let probe = AtomicU64::new(0);
-    for e in &listing.entries {
-        let Some(inside) = below(&e.path) else {
-            continue;
-        };
-        let path = dir.join(OsStr::from_bytes(&inside));
+/// `other`): the one that gives the listed hash of a file, tried on the smallest of the first
+/// listed files (its result kept in `results`, so it is not read again): by `listing.algo`
+/// first (ringio's own manifests), by `other` only if that does not match. A corrupt file tells
+/// nothing, so the next is tried; where none tells, `listing.algo`.
+fn tell_apart(
+    dir: &Path,
+    listing: &Listing,
+    other: Algo,
+    (uncached, read): (bool, &AtomicU64),
+    results: &[Mutex<Option<Hashed>>],
+) -> Algo {
+    let mut candidates: Vec<(u64, usize, PathBuf)> = listing
+        .entries
+        .iter()
+        .enumerate()
+        .take(256)
+        .filter_map(|(i, e)| {
+            let path = dir.join(OsStr::from_bytes(&below(&e.path)?));
+            let size = std::fs::symlink_metadata(&path).ok()?.len();
+            Some((size, i, path))
+        })
+        .collect();
+    candidates.sort();
+    for (_, i, path) in candidates {
+        let listed = &listing.entries[i].hex;
         for algo in [listing.algo, other] {
-            match hash_file(&path, algo, false, &probe) {
-                Ok((hex, _, _)) if hex == e.hex => return algo,
+            match hash_file(&path, &[algo], uncached, read) {
+                Ok((hexes, len, way)) if hexes[0] == *listed => {
+                    *results[i].lock().expect("result") = Some(Ok((hexes[0].clone(), len, way)));
+                    return algo;
+                }
                 Ok(_) => {}
                 Err(_) => break,
             }
@@ -306,14 +331,14 @@ fn walk_entries(root: &Path, rel: &Path, met: &mut dyn FnMut(Met<'_>)) {
     }
 }
 
-/// The hash of the file at `path`, its length, and how it was read.
+/// The hashes by `algos` of the file at `path` (in one read), its length, and how it was read.
 /// Bytes read so far are added to `read`.
 fn hash_file(
     path: &Path,
-    algo: Algo,
+    algos: &[Algo],
     uncached: bool,
     read: &AtomicU64,
-) -> io::Result<(String, u64, ReadFrom)> {
+) -> io::Result<(Vec<String>, u64, ReadFrom)> {
     let name = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // O_NONBLOCK: a FIFO where a listed file was must not hang the check (no effect on files).
@@ -338,12 +363,12 @@ fn hash_file(
     if sys::fstatx(fd.as_fd())?.kind() != Kind::File {
         return Err(io::Error::other("not a regular file"));
     }
-    match read_all(&fd, algo, way, read) {
+    match read_all(&fd, algos, way, read) {
         // Some filesystems accept O_DIRECT at open and refuse it at read.
         Err(e) if way == ReadFrom::Direct && e.raw_os_error() == Some(libc::EINVAL) => {
             let fd = sys::openat(rustix::fs::CWD, &name, plain, 0)?;
             sys::drop_cached_pages(fd.as_fd())?;
-            read_all(&fd, algo, ReadFrom::Dropped, read)
+            read_all(&fd, algos, ReadFrom::Dropped, read)
         }
         other => other,
     }
@@ -354,20 +379,23 @@ const BLOCK: usize = 1 << 20;
 
 fn read_all(
     fd: &OwnedFd,
-    algo: Algo,
+    algos: &[Algo],
     way: ReadFrom,
     read: &AtomicU64,
-) -> io::Result<(String, u64, ReadFrom)> {
+) -> io::Result<(Vec<String>, u64, ReadFrom)> {
     let mut buf = ringio_base::buf::AlignedBuf::try_new(BLOCK)?;
-    let mut hasher = algo.hasher();
+    let mut hashers: Vec<_> = algos.iter().map(|a| a.hasher()).collect();
     let mut at = 0u64;
     loop {
         let n = sys::pread_full(fd.as_fd(), &mut buf[..], at)?;
-        hasher.update(&buf[..n]);
+        for h in &mut hashers {
+            h.update(&buf[..n]);
+        }
         at += n as u64;
         read.fetch_add(n as u64, Ordering::Relaxed);
         if n < BLOCK {
-            return Ok((hasher.finish_hex(), at, way));
+            let hexes = hashers.into_iter().map(|h| h.finish_hex()).collect();
+            return Ok((hexes, at, way));
         }
     }
 }

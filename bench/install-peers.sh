@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the peer tools that `ringio bench copy` compares ringio with: rsync, hyperfine and fio
-# from apt, xcp, fcp and cpz with cargo. Idempotent: whatever is already on PATH (or in
+# Installs the peer tools that `ringio bench copy` compares ringio with: rsync, hyperfine, fio and
+# xxhsum (Debian's xxhash) from apt, xcp, fcp, cpz and b3sum with cargo (the two-pass peers of a
+# verified copy: `cp -a`, then b3sum or xxhsum over the copy). Idempotent: whatever is already on PATH (or in
 # ~/.cargo/bin) is skipped. Not run by CI.
 set -euo pipefail
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -12,6 +13,7 @@ install_apt_packages() {
   for tool in rsync hyperfine fio; do
     if have "$tool"; then echo "present: $tool"; else missing+=("$tool"); fi
   done
+  if have xxhsum; then echo "present: xxhsum"; else missing+=(xxhash); fi
   [ "${#missing[@]}" -eq 0 ] && return 0
   local sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -22,7 +24,7 @@ install_apt_packages() {
 
 install_cargo_crates() {
   local missing=()
-  for crate in xcp fcp cpz; do   # the binary has the crate's name; cpz is from the fuc project
+  for crate in xcp fcp cpz b3sum; do   # the binary has the crate's name; cpz is from the fuc project
     if have "$crate"; then echo "present: $crate"; else missing+=("$crate"); fi
   done
   [ "${#missing[@]}" -eq 0 ] && return 0

@@ -293,9 +293,11 @@ pub struct CpArgs {
     #[arg(long, requires = "verify")]
     pub uncached: bool,
 
-    /// Hash every file's bytes on their way to the destination, with ALGO (default xxh128
-    /// when --manifest is given). The source is read once: no second pass. With --verify,
-    /// only the copy is read again, and compared with these hashes.
+    /// Hash every file's bytes on their way to the destination, with ALGO (xxh3, xxh64,
+    /// xxh128, blake3, sha256, sha1, md5; default xxh128 when --manifest is given). The source
+    /// is read once: no second pass. The bytes then pass through memory: no clones or
+    /// copy_file_range (on btrfs and xfs, the copy takes its own space). With --verify, only the
+    /// copy is read again, and compared with these hashes.
     #[arg(long, value_name = "ALGO")]
     pub hash: Option<String>,
 

@@ -28,13 +28,6 @@ pub(crate) fn weight(stat: &Stat, sparse: Sparse) -> u64 {
     }
 }
 
-/// A file being hashed from this size up is copied whole by one worker, not in chunks: its
-/// bytes must reach the hash in order, and chunks copied ahead of the hashed front are read
-/// back. Measured cold, with xxh128 (docs/BENCHMARKS.md): one 1 GiB file front to back took
-/// 0.46 s (the kernel's readahead keeps the device busy), in chunks 0.67 s, and cp without a
-/// hash 0.49 s; 16 files of 64 MiB in chunks 0.50 s, whole 0.56 s, without a hash 0.46 s.
-const HASHED_WHOLE_FROM: u64 = 256 << 20;
-
 /// True when a file of this weight is split into chunks of `--chunk-size`.
 pub(crate) fn worth_splitting(tuning: &Tuning, weight: u64) -> bool {
     tuning.chunk_size > 0 && weight >= 2 * tuning.chunk_size
@@ -141,11 +134,13 @@ fn copy_opened<'a>(
             }
         };
     }
-    // --debug reports each file's copy whole, so it is not split. Nor is a big file being
-    // hashed (see HASHED_WHOLE_FROM).
+    // --debug reports each file's copy whole, so it is not split. A file being hashed is, as
+    // any other: chunks written ahead of the hashed front are read back from the cache (see
+    // manifest/hashing.rs). Measured cold, 1 GiB with xxh128, five rounds each: in chunks
+    // 0.66-0.86 s (median 0.68), front to back by one worker 0.65-1.54 s (median 0.85), cp
+    // without a hash 0.48-0.62 s (docs/BENCHMARKS.md).
     let split = tuning.threads > 1
         && !ctx.reporter.debug()
-        && (ctx.recorder.is_none() || stat.size < HASHED_WHOLE_FROM)
         && worth_splitting(tuning, weight(stat, ctx.plan.sparse))
         && mover.data_path().splits_files();
     if let (Some(queue), true) = (queue, split) {

@@ -5,8 +5,8 @@
 //! takes the one-shot function. Bytes that arrive ahead of the hashed front (a copier that
 //! writes out of order; a file found longer than its first read) are noted, and the worker
 //! that brings the front up to them reads them back from the source, where the copy has just
-//! left them in the page cache. Holes are hashed as the zeros they read as. (cp does not split
-//! a file it hashes into chunks: measured faster front to back, see `engine/file.rs`.)
+//! left them in the page cache. Holes are hashed as the zeros they read as. (cp splits a big
+//! file it hashes into chunks as any other: measured against front to back, `engine/file.rs`.)
 
 use std::collections::BTreeMap;
 use std::io;
@@ -140,8 +140,14 @@ impl FileHash {
     /// zeros.
     pub fn finish(self, src: BorrowedFd<'_>, size: u64) -> io::Result<String> {
         let mut st = self.state.into_inner().expect("file hash");
-        if let Some(hex) = st.done.take().filter(|_| st.front == size) {
-            return Ok(hex);
+        if let Some(hex) = st.done.take() {
+            if st.front == size {
+                return Ok(hex);
+            }
+            // Hashed whole, then told of more: hashed again in order, read back.
+            let whole = st.front;
+            st.ahead.insert(0, (whole, false));
+            st.front = 0;
         }
         // Every range is in: a gap before the next one is a hole.
         while let Some((&start, _)) = st.ahead.first_key_value() {

@@ -320,8 +320,9 @@ pub struct CpArgs {
     #[arg(long, value_name = "DIR")]
     pub tee: Vec<PathBuf>,
 
-    /// At the end, print one JSON object on stdout: counts per destination, and each phase
-    /// (copy, verify) with its bytes, time and throughput.
+    /// At the end, print one JSON object on stdout: entries, bytes, the engine, counts per
+    /// destination, each phase (copy, verify) with its bytes, time and throughput, and every
+    /// error with its path and reason. Every other line goes to stderr.
     #[arg(long)]
     pub json: bool,
 

@@ -222,10 +222,14 @@ struct Terminal {
     /// `--debug`.
     debug: bool,
     asking: std::sync::Mutex<()>,
+    /// `--json`: stdout is the JSON's alone (every line goes to stderr), and each error is
+    /// kept for it.
+    json: Option<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Terminal {
     fn line(&self, to_stderr: bool, text: &str) {
+        let to_stderr = to_stderr || self.json.is_some();
         let print = || {
             if to_stderr {
                 let _ = writeln!(std::io::stderr().lock(), "{text}");
@@ -252,6 +256,12 @@ impl ringio_copy::Reporter for Terminal {
 
     fn error(&self, err: &CopyError) {
         self.line(true, &format!("{}: {err}", crate::argv::program()));
+        if let Some(errors) = &self.json {
+            errors
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(err.to_string());
+        }
     }
 
     fn copied(&self, src: &Path, dst: &Path) {
@@ -373,6 +383,7 @@ pub fn run(args: &CpArgs) -> Result<i32> {
         verbose: args.verbose || args.debug,
         debug: args.debug,
         asking: std::sync::Mutex::new(()),
+        json: args.json.then(Default::default),
     };
     let started = Instant::now();
     let done = std::sync::atomic::AtomicBool::new(false);
@@ -488,8 +499,15 @@ pub fn run(args: &CpArgs) -> Result<i32> {
     if args.progress {
         print_phases(&summary, &phases, plan.hashing());
     }
-    if args.json {
-        print_json(&summary, &tee_summaries, &phases, plan.hashing(), code);
+    if let Some(errors) = &term.json {
+        let errors = errors.lock().unwrap_or_else(|e| e.into_inner());
+        print_json(
+            &summary,
+            &tee_summaries,
+            (&phases, &errors),
+            plan.hashing(),
+            code,
+        );
     }
     Ok(code)
 }
@@ -548,12 +566,12 @@ fn print_phases(summary: &Summary, phases: &[Phase], hashing: Option<&ringio_cop
     eprintln!("{line}");
 }
 
-/// `--json`: one object on stdout: the counts, each destination's, and each phase's bytes,
-/// time and throughput.
+/// `--json`: one object on stdout: the counts, each destination's, each phase's bytes, time and
+/// throughput, and every error's message (its path and reason).
 fn print_json(
     summary: &Summary,
     tees: &[Summary],
-    phases: &[Phase],
+    (phases, errors): (&[Phase], &[String]),
     hashing: Option<&ringio_copy::Hashing>,
     code: i32,
 ) {
@@ -577,6 +595,7 @@ fn print_json(
         "dirs": summary.dirs,
         "bytes": summary.bytes,
         "errors": summary.errors,
+        "error_messages": errors,
         "engine": summary.engine,
         "hash": hashing.map(|h| h.algo.to_string()),
         "destinations": destinations,

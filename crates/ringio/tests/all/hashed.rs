@@ -706,3 +706,28 @@ fn sync_copy_dest_files_are_listed_once() {
     assert_eq!(listed(&manifest), files(&dst));
     assert_exit(&verify(&manifest, &dst, &[]), 0);
 }
+
+/// `cp --json`: stdout is one JSON object (every `-v` line goes to stderr), with the counts,
+/// the phases, and each error's message naming its path.
+#[test]
+fn cp_json_is_alone_on_stdout_and_names_each_error() {
+    let s = Scratch::new();
+    let src = s.join("src");
+    write_file(src.join("f"), b"data");
+    std::os::unix::fs::symlink("missing-target", src.join("dangling")).unwrap();
+    let out = Cp::new()
+        .args(["-rLv", "--json"])
+        .arg(&src)
+        .arg(s.join("dst"))
+        .run();
+    assert_exit(&out, 1);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["errors"], 1);
+    let messages = report["error_messages"].as_array().unwrap();
+    assert!(
+        messages[0].as_str().unwrap().contains("dangling"),
+        "{report}"
+    );
+    assert_eq!(report["phases"][0]["phase"], "copy");
+    assert_stderr_has(&out, "-> ");
+}

@@ -259,7 +259,7 @@ impl PlanBuilder {
             parents: self.parents,
             strip_trailing_slashes: self.strip_trailing_slashes,
         };
-        let (mut roots, target, into) = operands.resolve(plan.overwrite.resume().is_some())?;
+        let (mut roots, target, into) = operands.resolve()?;
         if plan.direct && plan.engine != Engine::Aio {
             return Err(PlanError::refused("--direct is for --engine aio"));
         }
@@ -445,10 +445,11 @@ struct Operands {
 
 impl Operands {
     /// Resolves cp's forms into source → destination pairs, as GNU's do_copy does: `SRC DST`,
-    /// `SRC... DIR`, `-t DIR SRC...`, `-T SRC DST`, each with `--parents`; with `--resume`, a
-    /// `DST` that an interrupted `cp -r SRC DST` made is the copy. Returns the roots and the
-    /// target's stat (following symlinks), taken once.
-    fn resolve(self, resume: bool) -> Result<Resolved, PlanError> {
+    /// `SRC... DIR`, `-t DIR SRC...`, `-T SRC DST`, each with `--parents`, the same with or
+    /// without `--resume` (the DST an interrupted `cp -r SRC DST` made is a directory like any
+    /// other: `-T` says it is the copy). Returns the roots and the target's stat (following
+    /// symlinks), taken once.
+    fn resolve(self) -> Result<Resolved, PlanError> {
         let mut paths = self.paths;
         if paths.len() <= usize::from(self.target_directory.is_none()) {
             return Err(match paths.first() {
@@ -486,17 +487,6 @@ impl Operands {
         } else {
             sources
         };
-        // Re-running `cp -r SRC DST` finds the DST the interrupted run made: it is the copy,
-        // not a directory to copy into.
-        let into = match into {
-            None if resume
-                && sources.len() == 1
-                && resume_target_is_copy(&sources[0], &target, &meta) =>
-            {
-                Some(false)
-            }
-            other => other,
-        };
         let roots = if self.parents {
             if into == Some(false) || (into.is_none() && sources.len() == 1 && !target_is_dir) {
                 return Err(PlanError::usage(
@@ -522,36 +512,6 @@ fn strip_trailing_slashes(path: &Path) -> PathBuf {
         .rposition(|&b| b != b'/')
         .map_or(1.min(bytes.len()), |i| i + 1);
     std::ffi::OsStr::from_bytes(&bytes[..end]).into()
-}
-
-/// `--resume` of `cp -r SRC DST` where DST (stat'ed as `target_meta`) is now a directory: true
-/// when DST is the copy an interrupted run made (so the copy goes on in DST), false when SRC
-/// was being copied into it (DST/NAME). DST is taken as the copy unless DST/NAME exists or DST
-/// holds a name SRC lacks. An empty DST is taken as the copy; `-T` or `-t` says it without
-/// guessing.
-fn resume_target_is_copy(
-    src: &Path,
-    target: &Path,
-    target_meta: &io::Result<fs::Metadata>,
-) -> bool {
-    let (Ok(s), Ok(t)) = (fs::metadata(src), target_meta) else {
-        return false;
-    };
-    if !s.is_dir() || !t.is_dir() {
-        return false;
-    }
-    if let Some(name) = last_component(src) {
-        if fs::symlink_metadata(target.join(name)).is_ok_and(|m| m.is_dir()) {
-            return false;
-        }
-    }
-    let Ok(entries) = fs::read_dir(target) else {
-        return false;
-    };
-    entries.flatten().all(|e| {
-        let name = e.file_name();
-        fs::symlink_metadata(src.join(&name)).is_ok() || crate::temp::is_ours(name.as_bytes())
-    })
 }
 
 /// Resolves cp's three forms into source → destination pairs: `SRC DST`, `SRC... DIR` (also

@@ -197,7 +197,10 @@ pub struct CpArgs {
     )]
     pub update: Option<UpdateWhen>,
 
-    /// Finish an interrupted copy: run the same command again with --resume. A destination file
+    /// Finish an interrupted copy: run the same command again with --resume. The layout is the
+    /// same as without it: where the first run made DST itself (`cp -r SRC DST`), DST now
+    /// exists and is copied into; say -T (`cp -rT --resume SRC DST`) to finish it. Symlinks and
+    /// special files already as the copy would make them are left untouched. A destination file
     /// is kept only when it is provably complete: under -a/-p when its size and ns mtime match
     /// the source's, otherwise when its size and content match (`checksum`: always compare
     /// content). Every other file is copied again, the temporaries of an interrupted --atomic

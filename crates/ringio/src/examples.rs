@@ -27,8 +27,8 @@ pub const USAGES: &[Usage] = &[
                 "copy a tree with all metadata",
             ),
             (
-                "ringio cp -a --resume src/ /backup/src",
-                "finish an interrupted copy; files already complete are kept",
+                "ringio cp -aT --resume src/ /backup/src",
+                "finish an interrupted `cp -a src/ /backup/src`; files already complete are kept",
             ),
             (
                 "ringio cp -a --atomic --fsync conf/ /etc/app/",

@@ -37,10 +37,31 @@ pub(super) fn copy_other(job: &EntryJob<'_, '_>) -> Result<(), CopyError> {
     }
 }
 
+/// `--resume`: the destination already holds this symlink or special file as the copy would
+/// make it (`Policy::resume_keeps_made`).
+fn already_made(job: &EntryJob<'_, '_>) -> bool {
+    let (dir, ctx, stat) = (job.dir, job.dir.ctx, &job.stat);
+    let Ok(dst) = sys::statx_at(dir.dst_fd(), &job.dst, false) else {
+        return false;
+    };
+    let link = |fd, name: &std::ffi::CStr, st: &crate::sys::Stat| {
+        (st.kind() == Kind::Symlink)
+            .then(|| sys::readlinkat(fd, name, st.size).ok())
+            .flatten()
+    };
+    let src_link = link(dir.src_fd(), &job.src, stat);
+    let dst_link = link(dir.dst_fd(), &job.dst, &dst);
+    ctx.policy
+        .resume_keeps_made((stat, src_link.as_deref()), (&dst, dst_link.as_deref()))
+}
+
 /// Recreates a symlink or a special file in place of what was at its name (the rules for an
 /// existing destination have removed it), and counts it.
 fn create_other(job: &EntryJob<'_, '_>) -> Result<(), CopyError> {
     let (dir, ctx, stat) = (job.dir, job.dir.ctx, &job.stat);
+    if ctx.plan.overwrite.resume().is_some() && already_made(job) {
+        return Ok(());
+    }
     let Some(existing) = existing::resolve(job)? else {
         return Ok(());
     };

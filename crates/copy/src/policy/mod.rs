@@ -71,6 +71,33 @@ impl Policy {
         }
     }
 
+    /// `--resume`: a symlink or special file that the destination already has as the copy would
+    /// make it (the same type, link text or device number, and, where times are kept, the mtime
+    /// the copy sets last) is left as it is: no write, no `-v` line. `src_link` and `dst_link`
+    /// are the link texts of symlinks.
+    pub fn resume_keeps_made(
+        &self,
+        (src, src_link): (&Stat, Option<&[u8]>),
+        (dst, dst_link): (&Stat, Option<&[u8]>),
+    ) -> bool {
+        if self.overwrite.resume().is_none()
+            || self.remove_destination
+            || self.backup.is_some()
+            || self.link != LinkMode::Copy
+            || src.kind() != dst.kind()
+        {
+            return false;
+        }
+        let same = match src.kind() {
+            Kind::Symlink => src_link.is_some() && src_link == dst_link,
+            Kind::Special => {
+                src.rdev == dst.rdev && src.mode & libc::S_IFMT == dst.mode & libc::S_IFMT
+            }
+            _ => false,
+        };
+        same && (!self.preserve_timestamps || src.mtime == dst.mtime)
+    }
+
     /// True when the source's bytes are written into the destination (a regular file, or a
     /// special file read as data), as opposed to the entry being recreated (symlinks, special
     /// files under -r) or linked (`-l`, `-s`).

@@ -76,7 +76,7 @@ fn killed_copies_resume_to_the_same_tree(engine: &str) {
                 Duration::from_millis(after_ms),
             );
             let mut again = extra.to_vec();
-            again.extend(["--resume", "src", &dst]);
+            again.extend(["-T", "--resume", "src", &dst]);
             let out = cp(engine, &again, scratch.path()).run();
             assert_success(&out);
             assert_trees_equal(&src, &scratch.join(&dst), NO_ATIME);
@@ -97,7 +97,14 @@ fn killed_copies_resume_to_the_same_tree(engine: &str) {
         cp(engine, &["-r", "src", "plain"], scratch.path()),
         Duration::from_millis(15),
     );
-    assert_success(&cp(engine, &["-r", "--resume", "src", "plain"], scratch.path()).run());
+    assert_success(
+        &cp(
+            engine,
+            &["-r", "-T", "--resume", "src", "plain"],
+            scratch.path(),
+        )
+        .run(),
+    );
     assert_trees_equal(&src, &scratch.join("plain"), Check::CONTENT);
 }
 
@@ -114,7 +121,14 @@ fn resume_keeps_complete_files_and_recopies_the_rest(engine: &str) {
     assert_success(&cp(engine, &["-a", "src", "dst"], scratch.path()).run());
     let before = fs::metadata(scratch.join("dst/sub/b")).unwrap();
     std::thread::sleep(Duration::from_millis(20));
-    assert_success(&cp(engine, &["-a", "--resume", "src", "dst"], scratch.path()).run());
+    assert_success(
+        &cp(
+            engine,
+            &["-a", "-T", "--resume", "src", "dst"],
+            scratch.path(),
+        )
+        .run(),
+    );
     let after = fs::metadata(scratch.join("dst/sub/b")).unwrap();
     assert_eq!(
         (before.ino(), before.ctime(), before.ctime_nsec()),
@@ -128,12 +142,19 @@ fn resume_keeps_complete_files_and_recopies_the_rest(engine: &str) {
     let mtime = lstat_times(&b).1;
     fs::write(&b, "BRAVO\n").unwrap();
     set_times(&b, None, Some(mtime)).unwrap();
-    assert_success(&cp(engine, &["-a", "--resume", "src", "dst"], scratch.path()).run());
+    assert_success(
+        &cp(
+            engine,
+            &["-a", "-T", "--resume", "src", "dst"],
+            scratch.path(),
+        )
+        .run(),
+    );
     assert_eq!(fs::read(&b).unwrap(), b"BRAVO\n");
     assert_success(
         &cp(
             engine,
-            &["-a", "--resume=checksum", "src", "dst"],
+            &["-a", "-T", "--resume=checksum", "src", "dst"],
             scratch.path(),
         )
         .run(),
@@ -142,19 +163,40 @@ fn resume_keeps_complete_files_and_recopies_the_rest(engine: &str) {
 
     // Under -a a different mtime means unfinished.
     fs::write(&b, "BRAVO\n").unwrap();
-    assert_success(&cp(engine, &["-a", "--resume", "src", "dst"], scratch.path()).run());
+    assert_success(
+        &cp(
+            engine,
+            &["-a", "-T", "--resume", "src", "dst"],
+            scratch.path(),
+        )
+        .run(),
+    );
     assert_eq!(fs::read(&b).unwrap(), b"bravo\n");
 
     // Without -p the content decides.
     assert_success(&cp(engine, &["-r", "src", "plain"], scratch.path()).run());
     fs::write(scratch.join("plain/a"), "ALPHA\n").unwrap();
-    assert_success(&cp(engine, &["-r", "--resume", "src", "plain"], scratch.path()).run());
+    assert_success(
+        &cp(
+            engine,
+            &["-r", "-T", "--resume", "src", "plain"],
+            scratch.path(),
+        )
+        .run(),
+    );
     assert_eq!(fs::read(scratch.join("plain/a")).unwrap(), b"alpha\n");
 
     // A hard-link name the interrupted run copied on its own is linked again.
     fs::remove_file(scratch.join("dst/sub/a-link")).unwrap();
     write_file(scratch.join("dst/sub/a-link"), "alpha\n");
-    assert_success(&cp(engine, &["-a", "--resume", "src", "dst"], scratch.path()).run());
+    assert_success(
+        &cp(
+            engine,
+            &["-a", "-T", "--resume", "src", "dst"],
+            scratch.path(),
+        )
+        .run(),
+    );
     assert_eq!(
         fs::metadata(scratch.join("dst/a")).unwrap().ino(),
         fs::metadata(scratch.join("dst/sub/a-link")).unwrap().ino()
@@ -163,7 +205,14 @@ fn resume_keeps_complete_files_and_recopies_the_rest(engine: &str) {
     // A file that only looks like an --atomic temporary is the user's: it stays. (Stale
     // temporaries of ringio's own are in `resume_removes_only_its_own_stale_temporaries`.)
     write_file(scratch.join("dst/sub/.b.ringio-1-2"), "the user's");
-    assert_success(&cp(engine, &["-a", "--resume", "src", "dst"], scratch.path()).run());
+    assert_success(
+        &cp(
+            engine,
+            &["-a", "-T", "--resume", "src", "dst"],
+            scratch.path(),
+        )
+        .run(),
+    );
     assert_eq!(
         fs::read(scratch.join("dst/sub/.b.ringio-1-2")).unwrap(),
         b"the user's"
@@ -279,7 +328,7 @@ fn resume_removes_only_its_own_stale_temporaries(engine: &str) {
     assert_success(
         &cp(
             engine,
-            &["-a", "--atomic", "--resume", "src", "dst"],
+            &["-a", "--atomic", "-T", "--resume", "src", "dst"],
             scratch.path(),
         )
         .run(),
@@ -344,4 +393,89 @@ fn swapped_destination_directories_never_redirect_writes() {
         total_swaps > 0,
         "the swapper never won a race: the test proved nothing"
     );
+}
+
+/// `--resume` guesses no layout: into an existing (empty) directory, the same command line
+/// with and without it makes DST/SRC; `-T` names DST as the copy.
+#[test]
+fn resume_lays_the_copy_out_as_without_it() {
+    let scratch = Scratch::new();
+    let src = source(&scratch);
+    for (i, resume) in [false, true].into_iter().enumerate() {
+        let dst = scratch.join(format!("e{i}"));
+        fs::create_dir(&dst).unwrap();
+        let mut args = vec!["-a"];
+        if resume {
+            args.push("--resume");
+        }
+        args.extend(["src", dst.to_str().unwrap()]);
+        assert_success(&Cp::new().current_dir(scratch.path()).args(&args).run());
+        assert_trees_equal(&src, &dst.join("src"), NO_ATIME);
+    }
+    let dst = scratch.join("t");
+    fs::create_dir(&dst).unwrap();
+    assert_success(
+        &Cp::new()
+            .current_dir(scratch.path())
+            .args(["-aT", "--resume", "src", "t"])
+            .run(),
+    );
+    assert_trees_equal(&src, &dst, NO_ATIME);
+}
+
+/// `--resume` over a complete copy touches no symlink or FIFO that is already right: no
+/// write (their ctimes stay), no `-v` line; one that differs is made again.
+#[test]
+fn resume_leaves_symlinks_and_fifos_that_are_right() {
+    let scratch = Scratch::new();
+    let src = scratch.join("src");
+    write_file(src.join("f"), "f\n");
+    for i in 0..20 {
+        symlink(format!("target-{i}"), src.join(format!("l{i}"))).unwrap();
+    }
+    mkfifo(&src.join("p"), 0o644);
+    assert_success(
+        &Cp::new()
+            .current_dir(scratch.path())
+            .args(["-a", "src", "dst"])
+            .run(),
+    );
+    let ctime = |p: &str| {
+        let m = fs::symlink_metadata(scratch.join("dst").join(p)).unwrap();
+        (m.ino(), m.ctime(), m.ctime_nsec())
+    };
+    let before: Vec<_> = (0..20)
+        .map(|i| ctime(&format!("l{i}")))
+        .chain([ctime("p")])
+        .collect();
+    std::thread::sleep(Duration::from_millis(20));
+    let out = Cp::new()
+        .current_dir(scratch.path())
+        .args(["-av", "-T", "--resume", "src", "dst"])
+        .run();
+    assert_success(&out);
+    let after: Vec<_> = (0..20)
+        .map(|i| ctime(&format!("l{i}")))
+        .chain([ctime("p")])
+        .collect();
+    assert_eq!(before, after, "an entry already right was made again");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("'src/l") && !text.contains("'src/p'"),
+        "{text}"
+    );
+    // One that points elsewhere is made again.
+    fs::remove_file(scratch.join("dst/l3")).unwrap();
+    symlink("elsewhere", scratch.join("dst/l3")).unwrap();
+    assert_success(
+        &Cp::new()
+            .current_dir(scratch.path())
+            .args(["-a", "-T", "--resume", "src", "dst"])
+            .run(),
+    );
+    assert_eq!(
+        fs::read_link(scratch.join("dst/l3")).unwrap(),
+        Path::new("target-3")
+    );
+    assert_trees_equal(&src, &scratch.join("dst"), NO_ATIME);
 }

@@ -266,6 +266,11 @@ fn root_name(root: &Path) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "root".into());
+    xml_safe(&name)
+}
+
+/// `name` with every character XML cannot hold, or that would read as layout, made `_`.
+fn xml_safe(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_control() || !is_xml_char(c) {
@@ -285,15 +290,7 @@ fn hostname() -> String {
         .filter(|n| !n.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok().filter(|n| !n.is_empty()))
         .unwrap_or_else(|| "localhost".into());
-    name.chars()
-        .map(|c| {
-            if c.is_control() || !is_xml_char(c) {
-                '_'
-            } else {
-                c
-            }
-        })
-        .collect()
+    xml_safe(&name)
 }
 
 /// Writes `bytes` to a new file of a temporary name in `folder` (not ending in `.mhl`, so no

@@ -500,28 +500,7 @@ fn an_uncached_check_of_a_copy_finds_a_flipped_byte_on_the_device() {
             .arg(&dst)
             .run(),
     );
-    assert!(std::process::Command::new("sync")
-        .status()
-        .unwrap()
-        .success());
-    let image = fs::File::open(fs_.image()).unwrap();
-    let mut buf = vec![0u8; 4 << 20];
-    let (mut offset, mut at) = (0u64, None);
-    while at.is_none() {
-        let n = image.read_at(&mut buf, offset).unwrap();
-        assert!(n > marker.len(), "the marker is not on the device");
-        at = buf[..n]
-            .windows(marker.len())
-            .position(|w| w == marker)
-            .map(|i| offset + i as u64);
-        offset += (n - marker.len()) as u64;
-    }
-    fs::OpenOptions::new()
-        .write(true)
-        .open(fs_.image())
-        .unwrap()
-        .write_at(b"X", at.unwrap())
-        .unwrap();
+    fs_.flip_on_device(marker);
     let cached = verify(&manifest, &dst, &[]);
     assert_exit(&cached, 0);
     assert!(String::from_utf8_lossy(&cached.stderr).contains("read through the page cache"));

@@ -693,36 +693,27 @@ fn a_foreign_or_broken_manifest_is_exit_2_with_its_line() {
     }
     // A hash length two algorithms share, from a name that says neither: the first file
     // tells them apart (sha256 or blake3); where neither gives the listed hash, it differs.
-    fs::write(
-        s.join("m"),
-        b"5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03  a\n",
-    )
-    .unwrap();
-    let out = Cp::bare()
-        .arg("verify")
-        .arg("--manifest")
-        .arg(s.join("m"))
-        .arg(s.join("tree"))
-        .run();
+    let foreign = b"5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03  a\n";
+    let check = || {
+        Cp::bare()
+            .arg("verify")
+            .arg("--manifest")
+            .arg(s.join("m"))
+            .arg(s.join("tree"))
+            .run()
+    };
+    fs::write(s.join("m"), foreign).unwrap();
+    let out = check();
     assert_exit(&out, 1);
     assert!(String::from_utf8_lossy(&out.stdout).contains("differs: 'a'"));
     for (algo, name) in [(&["sha256sum"][..], "sha256"), (&["b3sum"][..], "blake3")] {
         if sums(algo, &s.join("tree"), &["a"], &s.join("m")) {
-            let out = Cp::bare()
-                .arg("verify")
-                .arg("--manifest")
-                .arg(s.join("m"))
-                .arg(s.join("tree"))
-                .run();
+            let out = check();
             assert_exit(&out, 0);
             assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("({name},")));
         }
     }
-    fs::write(
-        s.join("m"),
-        b"5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03  a\n",
-    )
-    .unwrap();
+    fs::write(s.join("m"), foreign).unwrap();
     let out = Cp::bare()
         .args(["verify", "--hash", "whirlpool", "--manifest"])
         .arg(s.join("m"))
@@ -828,32 +819,8 @@ fn an_uncached_check_reads_what_the_disk_holds() {
     write_file(tree.join("big"), &data);
     write_file(s.join("good/big"), &data);
     assert!(sums(&["sha256sum"], &tree, &["big"], &s.join("SHA256SUMS")));
-    // Written to the device; the page cache keeps the good copy.
-    assert!(std::process::Command::new("sync")
-        .status()
-        .unwrap()
-        .success());
-    // Found in the image in 4 MiB steps that overlap by the marker's length.
-    let image = fs::File::open(fs_.image()).unwrap();
-    let mut buf = vec![0u8; 4 << 20];
-    let mut at = None;
-    let mut offset = 0u64;
-    while at.is_none() {
-        let n = image.read_at(&mut buf, offset).unwrap();
-        assert!(n > marker.len(), "the marker is not on the device");
-        at = buf[..n]
-            .windows(marker.len())
-            .position(|w| w == marker)
-            .map(|i| offset + i as u64);
-        offset += (n - marker.len()) as u64;
-    }
-    let at = at.unwrap();
-    fs::OpenOptions::new()
-        .write(true)
-        .open(fs_.image())
-        .unwrap()
-        .write_at(b"X", at)
-        .unwrap();
+    // Flipped on the device; the page cache keeps the good copy.
+    fs_.flip_on_device(marker);
     let check = |extra: &[&str]| {
         Cp::bare()
             .arg("verify")

@@ -63,9 +63,32 @@ impl LoopFs {
         &self.mount
     }
 
-    /// The image file the filesystem lives in (what its loop device reads).
-    pub fn image(&self) -> &Path {
-        &self.image
+    /// Flips the first byte of `marker` where it lies on the device (written back first:
+    /// `sync`), under the page cache, which keeps the good copy. The image is searched in 4 MiB
+    /// steps that overlap by the marker's length.
+    pub fn flip_on_device(&self, marker: &[u8]) {
+        use std::os::unix::fs::FileExt;
+        let synced = Command::new("sync").status().expect("sync");
+        assert!(synced.success());
+        let image = std::fs::File::open(&self.image).unwrap();
+        let mut buf = vec![0u8; 4 << 20];
+        let (mut offset, mut at) = (0u64, None);
+        while at.is_none() {
+            let n = image.read_at(&mut buf, offset).unwrap();
+            assert!(n > marker.len(), "the marker is not on the device");
+            at = buf[..n]
+                .windows(marker.len())
+                .position(|w| w == marker)
+                .map(|i| offset + i as u64);
+            offset += (n - marker.len()) as u64;
+        }
+        let flipped = [marker[0] ^ 0x20];
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&self.image)
+            .unwrap()
+            .write_at(&flipped, at.unwrap())
+            .unwrap();
     }
 }
 

@@ -414,13 +414,26 @@ pub fn run(args: &CpArgs) -> Result<i32> {
     });
     let copied = started.elapsed().as_secs_f64();
     if let Some(bar) = &term.bar {
-        crate::progress::finish(bar, &progress, &totals);
+        if summary.interrupted {
+            // What was really done, not a total filled in.
+            bar.abandon_with_message(format!(
+                "interrupted: {} files, {} copied",
+                summary.files,
+                HumanBytes(summary.bytes)
+            ));
+        } else {
+            crate::progress::finish(bar, &progress, &totals);
+        }
     }
     let program = crate::argv::program();
     // A signal stops every destination: a tee stopped after the main copy ended is as
     // interrupted as it (and no manifest claims its files).
     if summary.interrupted || tee_summaries.iter().any(|t| t.interrupted) {
-        eprintln!("{program}: interrupted; partially copied files were removed");
+        eprintln!(
+            "{program}: interrupted after {} entries ({}); partially copied files were removed",
+            summary.files,
+            HumanBytes(summary.bytes)
+        );
         crate::signals::end_by_received_signal();
         return Ok(130);
     }

@@ -673,8 +673,7 @@ fn interrupted_by_a_signal(engine: &str) {
             describe(&out)
         );
         assert!(
-            String::from_utf8_lossy(&out.stderr)
-                .contains("interrupted; partially copied files were removed"),
+            String::from_utf8_lossy(&out.stderr).contains("; partially copied files were removed"),
             "{}",
             describe(&out)
         );

@@ -39,13 +39,18 @@ pub const USAGES: &[Usage] = &[
                 "show progress, then compare the copy with its source",
             ),
             (
+                "ringio cp -a --hash blake3 --manifest card.b3 --tee /mnt/b/card --verify --uncached /media/card /mnt/a/card",
+                "offload to two disks in one read of the card, with a manifest b3sum -c checks; re-read both from the disks",
+            ),
+            (
                 "ln -s \"$(command -v ringio)\" ~/bin/cp",
                 "run ringio as GNU cp: the same options, messages and exit status",
             ),
         ],
         exit_status: "0 when every entry was copied; 1 when any entry failed (the copy goes on \
 with the rest and says why for each), and for a usage error, as GNU cp. Stopped by SIGINT or \
-SIGTERM, it removes the file it was writing and dies by that signal (the shell sees 130 or 143).",
+SIGTERM, it removes the file it was writing and dies by that signal (the shell sees 130 or 143). \
+An unknown --hash or --manifest-format is 2.",
     },
     Usage {
         command: "verify",
@@ -57,6 +62,10 @@ SIGTERM, it removes the file it was writing and dies by that signal (the shell s
             (
                 "ringio verify --content-only src/ copy/",
                 "compare names, types, sizes and bytes only",
+            ),
+            (
+                "ringio verify --manifest card.b3 --uncached /mnt/b/card",
+                "check a tree against a manifest (sum, JSON or ASC MHL), reading the disk",
             ),
         ],
         exit_status: "0 when the trees are the same; 1 when they differ (every difference is \

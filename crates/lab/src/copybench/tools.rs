@@ -92,7 +92,12 @@ pub fn resolve_tool(spec: &str, ringio: &Path) -> Result<Tool, LabError> {
         "fcp" | "cpz" | "wcp" => peer(
             spec,
             &["{src}", "{dst}"],
-            format!("cargo install {spec}, {hint}"),
+            // bench/install-peers.sh installs fcp and cpz, not wcp.
+            if spec == "wcp" {
+                "cargo install wcp".to_string()
+            } else {
+                format!("cargo install {spec}, {hint}")
+            },
             content,
         ),
         // The floor of a copy: reading its source. `find` hands the files to as few `cat`s as

@@ -521,7 +521,7 @@ fn killed_rank_then_resume() {
     let landed = killed_mid_copy(&scratch, "dst4");
     let out = run(mpi_cp(
         4,
-        &["-a", "--resume", "src", "dst4"],
+        &["-aT", "--resume", "src", "dst4"],
         scratch.path(),
     ));
     assert_success(&out);
@@ -530,7 +530,7 @@ fn killed_rank_then_resume() {
     // Resumed by one plain `ringio cp`.
     let landed_again = killed_mid_copy(&scratch, "dst1");
     let out = Cp::new()
-        .args(["-a", "--resume", "src", "dst1"])
+        .args(["-aT", "--resume", "src", "dst1"])
         .current_dir(scratch.path())
         .run();
     assert_success(&out);

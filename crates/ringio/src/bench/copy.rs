@@ -30,7 +30,7 @@ pub struct Args {
     /// Copy this tree.
     #[arg(long, value_name = "DIR", conflicts_with = "workload")]
     pub src: Option<PathBuf>,
-    /// Standard workloads, comma-separated, or `all`.
+    /// Standard workloads, comma-separated, or `all` [default: 1024x32k, the small one].
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub workload: Vec<String>,
     /// Tools, comma-separated.
@@ -82,11 +82,41 @@ pub fn run(args: &Args) -> Result<i32> {
     if args.runs == 0 {
         bail!("--runs must be at least 1");
     }
-    let sources = super::suite::sources(args.src.as_deref(), &args.workload, &args.dir)?;
+    // No workload named: the small one, not every one (2.5 GB written); `all` asks for all.
+    let workloads = if args.workload.is_empty() && args.src.is_none() {
+        eprintln!(
+            "no --workload given: the small 1024x32k (32 MiB); --workload all runs every one"
+        );
+        vec!["1024x32k".to_string()]
+    } else {
+        args.workload.clone()
+    };
+    let sources = super::suite::sources(args.src.as_deref(), &workloads, &args.dir)?;
     for t in &tools {
         if t.program.is_none() {
             eprintln!("skipping {}: not installed ({})", t.name, t.install);
         }
+    }
+    // The plan, before anything is timed.
+    let names: Vec<&str> = tools
+        .iter()
+        .filter(|t| t.program.is_some())
+        .map(|t| t.name.as_str())
+        .collect();
+    eprintln!(
+        "plan: {} workload(s) ({}), {} tool(s) ({}), {} timed run(s) each{}, round-robin, every copy verified",
+        sources.len(),
+        sources.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", "),
+        names.len(),
+        names.join(", "),
+        args.runs,
+        if args.warmup > 0 { format!(" after {} warm-up", args.warmup) } else { String::new() },
+    );
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if args.cold && unsafe { libc::geteuid() } == 0 {
+        eprintln!(
+            "note: --cold as root drops the whole machine's page cache (drop_caches) before every run"
+        );
     }
     let work = args.dir.join("copies");
     std::fs::create_dir_all(&work).with_context(|| format!("cannot create {}", quote(&work)))?;

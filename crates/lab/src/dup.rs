@@ -413,10 +413,26 @@ pub struct CompareRow {
     pub outcome: Result<Usage, String>,
     /// Runs made.
     pub runs: usize,
+    /// The fastest and the slowest run's wall time: the spread a median hides.
+    pub wall_range: (std::time::Duration, std::time::Duration),
 }
 
-/// Runs `exe dup SRC TMP --method M` for every method, `runs` times each, each in its own
-/// process; checks every copy byte for byte; the table row holds the medians.
+impl CompareRow {
+    /// True when this method's slowest run beat every other working method's fastest: faster
+    /// beyond the noise of these runs.
+    pub fn clearly_fastest(&self, rows: &[CompareRow]) -> bool {
+        self.outcome.is_ok()
+            && rows
+                .iter()
+                .filter(|r| r.method != self.method && r.outcome.is_ok())
+                .all(|r| self.wall_range.1 < r.wall_range.0)
+    }
+}
+
+/// Runs `exe dup SRC TMP --method M` for every method, `runs` rounds, each run in its own
+/// process, the methods taking turns within each round (so a slow moment of the machine is
+/// shared, not one method's); checks every copy byte for byte; the table row holds the medians
+/// and the wall-time range.
 pub fn compare(
     exe: &Path,
     src: &Path,
@@ -433,13 +449,15 @@ pub fn compare(
         .prefix(".ringio-dup-")
         .tempdir_in(&dir)
         .map_err(|e| LabError::io("create a scratch directory in", &dir, e))?;
-    let mut rows = Vec::new();
-    for &method in methods {
-        let dst = scratch.path().join(method.name());
-        let mut usages = Vec::new();
-        let mut failed = None;
-        for run in 0..runs.max(1) {
+    let mut usages: Vec<Vec<Usage>> = methods.iter().map(|_| Vec::new()).collect();
+    let mut failed: Vec<Option<String>> = methods.iter().map(|_| None).collect();
+    for run in 0..runs.max(1) {
+        for (i, &method) in methods.iter().enumerate() {
+            if failed[i].is_some() {
+                continue;
+            }
             progress(method, run);
+            let dst = scratch.path().join(method.name());
             let _ = std::fs::remove_file(&dst);
             let mut cmd = Command::new(exe);
             cmd.arg("dup")
@@ -451,25 +469,38 @@ pub fn compare(
             }
             let done = child::run(&mut cmd).map_err(|e| LabError::io("run", exe, e))?;
             if !done.status.success() {
-                failed = Some(done.stderr_text());
-                break;
+                failed[i] = Some(done.stderr_text());
+                continue;
             }
             if let Some(why) = differs(src, &dst)? {
-                failed = Some(format!("WRONG COPY: {why}"));
-                break;
+                failed[i] = Some(format!("WRONG COPY: {why}"));
+                continue;
             }
-            usages.push(done.usage);
+            let _ = std::fs::remove_file(&dst);
+            usages[i].push(done.usage);
         }
-        let outcome = match failed {
-            Some(why) => Err(why),
-            None => Ok(median_usage(&usages)),
-        };
-        rows.push(CompareRow {
-            method,
-            outcome,
-            runs: usages.len(),
-        });
     }
+    let rows = methods
+        .iter()
+        .zip(usages)
+        .zip(failed)
+        .map(|((&method, usages), failed)| {
+            let walls = usages.iter().map(|u| u.wall);
+            let range = (
+                walls.clone().min().unwrap_or_default(),
+                walls.max().unwrap_or_default(),
+            );
+            CompareRow {
+                method,
+                runs: usages.len(),
+                outcome: match failed {
+                    Some(why) => Err(why),
+                    None => Ok(median_usage(&usages)),
+                },
+                wall_range: range,
+            }
+        })
+        .collect();
     Ok(rows)
 }
 

@@ -14,10 +14,12 @@ use crate::units::parse_size;
     after_help = "Methods: rw (read/write, --bs, 1 KiB by default as in the sendfile \
 report), bigbuf (the whole file in one buffer), sendfile, splice, copy-range, uring, reflink \
 (btrfs, xfs), auto (reflink, else copy_file_range, else sendfile, else read/write).\n\n\
---compare runs every method in a child process of its own, --runs times, checks each copy byte \
+--compare runs every method in a child process of its own, --runs rounds with the methods taking \
+turns, checks each copy byte \
 for byte, and prints the medians of wall, user and system time, context switches and page \
-faults (wait4's rusage). Given DST too, it then writes DST with the fastest method and says \
-which.\n\n\
+faults (wait4's rusage), with the fastest and slowest run's wall time. Given DST too, it then \
+writes DST with the method of the lowest median, called the fastest only when its slowest run \
+beat every other method's fastest (else: level with the methods it overlaps).\n\n\
 DST is truncated only once it proved to be another file than SRC: a DST that is SRC under any \
 name (a hard link, a symlink, ./SRC, /proc/self/fd/N) is refused with \"'SRC' and 'DST' are \
 the same file\", exit status 1, and both are left as they were. Every method copies to end of \
@@ -76,8 +78,8 @@ fn dup_or_compare(args: &Args) -> Result<i32> {
         )?;
         status.finish_and_clear();
         let mut table = ringio_lab::table::new(&[
-            "method", "wall s", "user s", "sys s", "vol cs", "invol cs", "minflt", "majflt",
-            "rss KiB",
+            "method", "wall s", "min s", "max s", "user s", "sys s", "vol cs", "invol cs",
+            "minflt", "majflt", "rss KiB",
         ]);
         let mut failed = Vec::new();
         for row in &rows {
@@ -86,6 +88,8 @@ fn dup_or_compare(args: &Args) -> Result<i32> {
                     table.add_row(vec![
                         row.method.name().to_string(),
                         format!("{:.4}", u.wall.as_secs_f64()),
+                        format!("{:.4}", row.wall_range.0.as_secs_f64()),
+                        format!("{:.4}", row.wall_range.1.as_secs_f64()),
                         format!("{:.4}", u.user.as_secs_f64()),
                         format!("{:.4}", u.sys.as_secs_f64()),
                         u.voluntary_switches.to_string(),
@@ -108,21 +112,40 @@ fn dup_or_compare(args: &Args) -> Result<i32> {
         let Some(dst) = &args.dst else {
             return Ok(0);
         };
-        let fastest = rows
+        let best = rows
             .iter()
-            .filter_map(|r| Some((r.method, r.outcome.as_ref().ok()?.wall)))
-            .min_by_key(|&(_, wall)| wall);
-        let Some((method, wall)) = fastest else {
+            .filter(|r| r.outcome.is_ok())
+            .min_by_key(|r| r.outcome.as_ref().map(|u| u.wall).unwrap_or_default());
+        let Some(best) = best else {
             anyhow::bail!("no method worked here, so {} was not written", quote(&dst));
+        };
+        let method = best.method;
+        let wall = best.outcome.as_ref().map(|u| u.wall).unwrap_or_default();
+        // Fastest only beyond the spread of the runs; otherwise the methods it overlaps.
+        let verdict = if best.clearly_fastest(&rows) {
+            "the fastest here".to_string()
+        } else {
+            let level: Vec<&str> = rows
+                .iter()
+                .filter(|r| r.method != method && r.outcome.is_ok())
+                .filter(|r| r.wall_range.0 <= best.wall_range.1)
+                .map(|r| r.method.name())
+                .collect();
+            format!(
+                "the lowest median, level with {} (their runs overlap)",
+                level.join(", ")
+            )
         };
         let bs = bs.unwrap_or_else(|| method.default_block_size());
         let done = dup::dup(&args.src, dst, method, bs)?;
         println!(
-            "wrote {} ({} bytes) with {}, the fastest here ({:.4} s median)",
+            "wrote {} ({} bytes) with {}, {verdict} ({:.4} s median, {:.4}-{:.4} s)",
             quote(&dst),
             done.bytes,
             done.used,
-            wall.as_secs_f64()
+            wall.as_secs_f64(),
+            best.wall_range.0.as_secs_f64(),
+            best.wall_range.1.as_secs_f64(),
         );
         return Ok(0);
     }

@@ -208,7 +208,7 @@ fn dup_compare_rows_have_every_rusage_column() {
             .find(|r| r.starts_with(method))
             .unwrap_or_else(|| panic!("{out}"));
         let fields: Vec<&str> = row.split_whitespace().collect();
-        assert_eq!(fields.len(), 9, "{row}");
+        assert_eq!(fields.len(), 11, "{row}");
         assert!(
             fields[1..].iter().all(|f| f.parse::<f64>().is_ok()),
             "{row}"
@@ -241,7 +241,11 @@ fn dup_compare_writes_dst_with_the_fastest_method() {
         .lines()
         .find(|l| l.starts_with("wrote "))
         .unwrap_or_else(|| panic!("{out}"));
-    assert!(said.contains("the fastest here"), "{said}");
+    // One run each: a verdict either way, with the range it rests on.
+    assert!(
+        said.contains("the fastest here") || said.contains("level with"),
+        "{said}"
+    );
     assert_eq!(fs::read(&dst).unwrap(), content);
 }
 

@@ -113,15 +113,32 @@ pub struct Row {
     pub ns: Vec<f64>,
 }
 
-/// Measures every call at 10^3, 10^4, ... up to `max_calls`.
+/// Measurements of each call at a count up to [`REPEATED_UP_TO`]: the median is kept, so one
+/// slow moment (a timer interrupt, the host) is not a point of the table. Larger counts average
+/// such moments away in one measurement.
+const REPEATS: usize = 5;
+const REPEATED_UP_TO: u64 = 100_000;
+
+/// Measures every call at 10^3, 10^4, ... up to `max_calls`: up to [`REPEATED_UP_TO`] calls,
+/// each the median of [`REPEATS`] measurements, the calls taking turns.
 pub fn table(max_calls: u64, progress: &mut dyn FnMut(&Row)) -> Result<Vec<Row>, LabError> {
     let mut rows = Vec::new();
     let mut calls = 1000u64.min(max_calls.max(1));
     loop {
-        let ns = Call::ALL
-            .iter()
-            .map(|&c| measure(c, calls))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut samples: Vec<Vec<f64>> = Call::ALL.iter().map(|_| Vec::new()).collect();
+        let repeats = if calls <= REPEATED_UP_TO { REPEATS } else { 1 };
+        for _ in 0..repeats {
+            for (i, &c) in Call::ALL.iter().enumerate() {
+                samples[i].push(measure(c, calls)?);
+            }
+        }
+        let ns = samples
+            .into_iter()
+            .map(|mut v| {
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            })
+            .collect();
         let row = Row { calls, ns };
         progress(&row);
         rows.push(row);

@@ -604,6 +604,21 @@ pub fn best_of(points: &[SweepPoint]) -> SweepPoint {
         .expect("at least one point")
 }
 
+/// The block sizes within noise of the best: those whose fastest run reached the best's
+/// slowest (their ranges overlap), smallest and largest. A recommendation inside that range is
+/// as good as the best as far as these runs can tell.
+pub fn within_noise_of_best(points: &[SweepPoint]) -> (usize, usize) {
+    let best = best_of(points);
+    let level = points.iter().filter(|p| p.max >= best.min);
+    let low = level
+        .clone()
+        .map(|p| p.block_size)
+        .min()
+        .unwrap_or(best.block_size);
+    let high = level.map(|p| p.block_size).max().unwrap_or(best.block_size);
+    (low, high)
+}
+
 /// What `--calibrate` found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Calibration {

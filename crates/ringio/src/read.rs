@@ -137,8 +137,10 @@ pub fn run(args: &Args) -> Result<i32> {
             },
         )?;
         let best = read::best_of(&points);
+        let (low, high) = read::within_noise_of_best(&points);
         println!(
-            "best block size: {} bytes ({:.0} MiB/s median)",
+            "best block size: {} bytes ({:.0} MiB/s median); within the noise of these runs, \
+             anything from {low} to {high} bytes does as well",
             best.block_size, best.median
         );
         if let Some(svg) = &args.plot {

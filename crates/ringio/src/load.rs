@@ -246,6 +246,19 @@ pub fn print_report(r: &LoadReport) {
         "latency us: p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}",
         l.p50, l.p90, l.p99, l.p999, l.max
     );
+    let per_response = |cpu: f64| cpu * 1e6 / (r.responses.max(1) as f64);
+    let mut cpu = format!(
+        "cpu s: load generator {:.3} ({:.2} us a response)",
+        r.cpu_s,
+        per_response(r.cpu_s)
+    );
+    if let Some(server) = r.watched_cpu_s {
+        cpu.push_str(&format!(
+            ", watched server {server:.3} ({:.2} us a response)",
+            per_response(server)
+        ));
+    }
+    println!("{cpu}");
     for e in &r.first_errors {
         println!("error: {e}");
     }

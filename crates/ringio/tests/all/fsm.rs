@@ -173,8 +173,8 @@ fn a_thousand_verifying_clients() {
         }
         let server = Server::start(m);
         let out = Command::new(env!("CARGO_BIN_EXE_ringio"))
+            .args(["load", "--watch-pid", &server.pid().to_string()])
             .args([
-                "load",
                 "--clients",
                 "1000",
                 "--duration",
@@ -197,6 +197,8 @@ fn a_thousand_verifying_clients() {
             "{m}: {text}"
         );
         assert!(text.contains("errors 0"), "{m}: {text}");
+        // The watched server's CPU is in the text, not only in --json.
+        assert!(text.contains("watched server "), "{m}: {text}");
         conformance(&server);
         server.stop();
     });

@@ -36,6 +36,11 @@ impl Server {
     }
 
     /// A client connection: TCP_NODELAY, 10 s read timeout.
+    /// The server's process id (for `load --watch-pid`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn connect(&self) -> TcpStream {
         let s = TcpStream::connect(self.addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();

@@ -61,7 +61,53 @@ pub fn table(results: &[ToolRuns], size: &TreeSize) -> String {
             verdict(r),
         ]);
     }
-    crate::table::render(&out)
+    let mut text = crate::table::render(&out);
+    let copiers: Vec<&(&ToolRuns, Stats)> = ranked.iter().filter(|(r, _)| !r.reference).collect();
+    if let Some(line) = ranking(&copiers) {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    if results
+        .iter()
+        .filter_map(|r| r.stats())
+        .any(|s| rss_cell(&s).starts_with('≤'))
+    {
+        text.push_str(
+            "≤N MiB: the tool's peak RSS stayed at or below the harness's own size when it was \
+             spawned (the kernel bills a child's memory before exec to it): smaller than N, no \
+             closer figure\n",
+        );
+    }
+    text
+}
+
+/// Who is fastest, said only where the runs show it: the copier of the lowest median is
+/// "fastest" when its slowest run beat every other's fastest, else it is "level" with those
+/// whose runs overlap its own.
+fn ranking(copiers: &[&(&ToolRuns, Stats)]) -> Option<String> {
+    let best = copiers
+        .iter()
+        .min_by(|a, b| a.1.median.total_cmp(&b.1.median))?;
+    if copiers.len() < 2 {
+        return None;
+    }
+    let level: Vec<&str> = copiers
+        .iter()
+        .filter(|(r, s)| r.tool != best.0.tool && s.min <= best.1.max)
+        .map(|(r, _)| r.tool.as_str())
+        .collect();
+    Some(if level.is_empty() {
+        format!(
+            "fastest: {} (its slowest run beat every other copier's fastest)",
+            best.0.tool
+        )
+    } else {
+        format!(
+            "level: {} (lowest median) with {} (their runs overlap)",
+            best.0.tool,
+            level.join(", ")
+        )
+    })
 }
 
 /// Peak RSS in MiB, or `≤N` when the tool stayed at or below the harness's own size at spawn

@@ -88,6 +88,13 @@ fn bench_copy_runs_verifies_and_writes_json() {
             .unwrap_or_else(|| panic!("{table}"));
         assert!(row.ends_with("ok"), "{row}");
     }
+    // A ranking only as sure as the runs: "fastest" or "level".
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("fastest: ") || l.starts_with("level: ")),
+        "{table}"
+    );
     // `cat` reads the source as a reference: not verified, not ranked.
     let cat = table
         .lines()

@@ -323,6 +323,11 @@ pub struct CpArgs {
     #[arg(long, value_name = "DIR")]
     pub tee: Vec<PathBuf>,
 
+    /// Log the lines -v prints (each copy, each error) to FILE, appended, each with rsync's
+    /// `--log-file` prefix (`YYYY/MM/DD HH:MM:SS [PID] `), whether or not -v is given.
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+
     /// At the end, print one JSON object on stdout: entries, bytes, the engine, counts per
     /// destination, each phase (copy, verify) with its bytes, time and throughput, and every
     /// error with its path and reason. Every other line goes to stderr.

@@ -225,9 +225,23 @@ struct Terminal {
     /// `--json`: stdout is the JSON's alone (every line goes to stderr), and each error is
     /// kept for it.
     json: Option<std::sync::Mutex<Vec<String>>>,
+    /// `--log-file`: every `-v` line and error, with rsync's log prefix.
+    log: Option<std::sync::Mutex<std::fs::File>>,
 }
 
 impl Terminal {
+    /// A `-v` line (or an error): to the log file if there is one, and to the terminal when
+    /// `shown` (-v asked for it, or it is an error).
+    fn entry(&self, to_stderr: bool, shown: bool, text: &str) {
+        if let Some(log) = &self.log {
+            let mut file = log.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = writeln!(file, "{}{text}", ringio_copy::sync::log_prefix());
+        }
+        if shown {
+            self.line(to_stderr, text);
+        }
+    }
+
     fn line(&self, to_stderr: bool, text: &str) {
         let to_stderr = to_stderr || self.json.is_some();
         let print = || {
@@ -247,7 +261,8 @@ impl Terminal {
 
 impl ringio_copy::Reporter for Terminal {
     fn verbose(&self) -> bool {
-        self.verbose
+        // The log wants the -v lines too.
+        self.verbose || self.log.is_some()
     }
 
     fn debug(&self) -> bool {
@@ -255,7 +270,7 @@ impl ringio_copy::Reporter for Terminal {
     }
 
     fn error(&self, err: &CopyError) {
-        self.line(true, &format!("{}: {err}", crate::argv::program()));
+        self.entry(true, true, &format!("{}: {err}", crate::argv::program()));
         if let Some(errors) = &self.json {
             errors
                 .lock()
@@ -265,11 +280,15 @@ impl ringio_copy::Reporter for Terminal {
     }
 
     fn copied(&self, src: &Path, dst: &Path) {
-        self.line(false, &format!("{} -> {}", quote(&src), quote(&dst)));
+        self.entry(
+            false,
+            self.verbose,
+            &format!("{} -> {}", quote(&src), quote(&dst)),
+        );
     }
 
     fn verbose_line(&self, line: &str) {
-        self.line(false, line);
+        self.entry(false, self.verbose, line);
     }
 
     fn note(&self, msg: &str) {
@@ -384,6 +403,22 @@ pub fn run(args: &CpArgs) -> Result<i32> {
         debug: args.debug,
         asking: std::sync::Mutex::new(()),
         json: args.json.then(Default::default),
+        log: match &args.log_file {
+            Some(path) => Some(std::sync::Mutex::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|e| {
+                        anyhow::anyhow!(
+                            "cannot open the log file {}: {}",
+                            quote(path),
+                            ringio_copy::quote::reason(&e)
+                        )
+                    })?,
+            )),
+            None => None,
+        },
     };
     let started = Instant::now();
     let done = std::sync::atomic::AtomicBool::new(false);

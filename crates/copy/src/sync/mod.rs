@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use crate::filter::FilterRules;
 pub use crate::policy::sync::QuickCheck;
-pub use output::{Output, Progress};
+pub use output::{log_prefix, Output, Progress};
 pub use stats::Stats;
 
 /// When extraneous destination entries are deleted.

@@ -72,8 +72,9 @@ fn local_time(secs: i64) -> String {
     )
 }
 
-/// What begins each `--log-file` line, as rsync writes it: `YYYY/MM/DD HH:MM:SS [PID] `.
-fn log_prefix() -> String {
+/// What begins each `--log-file` line, as rsync writes it: `YYYY/MM/DD HH:MM:SS [PID] `
+/// (sync's and cp's).
+pub fn log_prefix() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);

@@ -710,3 +710,35 @@ fn cp_json_is_alone_on_stdout_and_names_each_error() {
     assert_eq!(report["phases"][0]["phase"], "copy");
     assert_stderr_has(&out, "-> ");
 }
+
+/// `cp --log-file`: the lines `-v` prints (and each error) go to the file with rsync's log
+/// prefix, with or without `-v`; without it the terminal gets none of them.
+#[test]
+fn cp_log_file_gets_the_verbose_lines_and_the_errors() {
+    let s = Scratch::new();
+    let src = s.join("src");
+    write_file(src.join("f"), b"data");
+    std::os::unix::fs::symlink("missing-target", src.join("dangling")).unwrap();
+    let log = s.join("cp.log");
+    let out = Cp::new()
+        .current_dir(s.path())
+        .args(["-rL", "--log-file", "cp.log", "src", "dst"])
+        .run();
+    assert_exit(&out, 1);
+    assert!(out.stdout.is_empty(), "{}", describe(&out));
+    let text = fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines.iter().any(|l| l.ends_with("'src/f' -> 'dst/f'")),
+        "{text}"
+    );
+    assert!(lines.iter().any(|l| l.contains("dangling")), "{text}");
+    for l in &lines {
+        // `YYYY/MM/DD HH:MM:SS [PID] `
+        let b = l.as_bytes();
+        assert!(
+            b.len() > 21 && b[4] == b'/' && b[10] == b' ' && b[20] == b'[',
+            "{l}"
+        );
+    }
+}

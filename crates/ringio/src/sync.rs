@@ -546,6 +546,23 @@ fn parse_size(text: &str, option: &str) -> Result<u64> {
     Ok((value as i128 + i128::from(adjust)).max(0) as u64)
 }
 
+/// What a manifest's names are relative to: DEST, unless DEST is the name one file is synced
+/// to (a single source that is not a directory, DEST no directory and not written `DEST/`),
+/// where it is DEST's directory, as for cp.
+fn dest_root(plan: &SyncPlan) -> PathBuf {
+    let one_file = match &plan.sources[..] {
+        [only] => std::fs::metadata(&only.path).is_ok_and(|m| !m.is_dir()),
+        _ => false,
+    };
+    if one_file && !plan.dest_is_dir && !plan.dest.is_dir() {
+        return match plan.dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+    }
+    plan.dest.clone()
+}
+
 /// A user or group by name or number.
 fn id_of(text: &str, user: bool) -> Result<u32> {
     if let Ok(n) = text.parse::<u32>() {
@@ -860,7 +877,7 @@ impl Args {
             Err("--force")
         };
         request
-            .settle(plan.dest.clone(), &sources, force)
+            .settle(dest_root(plan), &sources, force)
             .map(Some)
             .map_err(anyhow::Error::msg)
     }
@@ -1035,8 +1052,9 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
         .map(|dir| {
             let mut p = plan.clone();
             p.dest = dir.clone();
+            let base = dest_root(&p);
             if let Some(h) = &mut p.hashing {
-                h.base = dir.clone();
+                h.base = base;
                 h.manifest = None;
             }
             (dir.clone(), p)

@@ -51,11 +51,6 @@ impl Recorder {
         self.algo
     }
 
-    /// The destination root the names are relative to.
-    pub fn base(&self) -> &Path {
-        &self.base
-    }
-
     /// The name `dst` has in the manifest: relative to the destination root.
     pub(crate) fn name_of(&self, dst: &Path) -> Vec<u8> {
         let rel = dst.strip_prefix(&self.base).unwrap_or(dst);

@@ -742,3 +742,30 @@ fn cp_log_file_gets_the_verbose_lines_and_the_errors() {
         );
     }
 }
+
+/// A single file synced or copied to a new name: the manifest names it relative to its
+/// directory (`verify --manifest M DIR` and `sha256sum -c` there find it), however DEST is
+/// spelled.
+#[test]
+fn a_single_file_to_a_new_name_is_listed_by_that_name() {
+    let s = Scratch::new();
+    write_file(s.join("src/a"), b"one file");
+    for (i, dest) in ["copy", "./copy2"].iter().enumerate() {
+        for command in [&["sync", "-a"][..], &["cp", "-a"]] {
+            let manifest = format!("m{i}{}", command[0]);
+            let out = Cp::bare()
+                .current_dir(s.path())
+                .args(command)
+                .args(["--manifest", &manifest, "src/a", dest])
+                .run();
+            assert_success(&out);
+            let name = dest.trim_start_matches("./");
+            assert_eq!(
+                listed(&s.join(&manifest)),
+                [name.as_bytes().to_vec()],
+                "{command:?} {dest}"
+            );
+            let _ = fs::remove_file(s.join(name));
+        }
+    }
+}

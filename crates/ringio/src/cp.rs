@@ -389,7 +389,7 @@ pub fn run(args: &CpArgs) -> Result<i32> {
         return Ok(2);
     }
     let plan = plan(args)?;
-    let tees = tee_plans(args)?;
+    let tees = tee_plans(args, &plan)?;
     let progress = Progress::new();
     crate::signals::stop_on_signals(&progress.cancel_flag())?;
     // One stop switch for every destination.
@@ -654,8 +654,8 @@ fn print_json(
 }
 
 /// `--tee DIR`: the same copy with DIR as its destination (in place of the last operand, or of
-/// -t's directory), hashing as the main copy does but writing no manifest file of its own.
-fn tee_plans(args: &CpArgs) -> Result<Vec<(std::path::PathBuf, CopyPlan)>> {
+/// -t's directory), hashing as the main copy does but writing no manifest file of its own; refused where it would be laid out unlike `main`.
+fn tee_plans(args: &CpArgs, main: &CopyPlan) -> Result<Vec<(std::path::PathBuf, CopyPlan)>> {
     args.tee
         .iter()
         .map(|dir| {
@@ -667,11 +667,6 @@ fn tee_plans(args: &CpArgs) -> Result<Vec<(std::path::PathBuf, CopyPlan)>> {
                 (None, None) => bail!("--tee needs a destination"),
             }
             let tee = plan(&a)?.without_manifest_file();
-            let main = plan(&{
-                let mut m = args.clone();
-                m.tee.clear();
-                m
-            })?;
             if tee.layout() != main.layout() {
                 bail!(
                     "--tee {}: the copy there would be laid out unlike the one in the \

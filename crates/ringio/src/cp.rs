@@ -654,7 +654,8 @@ fn print_json(
 }
 
 /// `--tee DIR`: the same copy with DIR as its destination (in place of the last operand, or of
-/// -t's directory), hashing as the main copy does but writing no manifest file of its own; refused where it would be laid out unlike `main`.
+/// -t's directory), hashing as the main copy does but writing no manifest file of its own;
+/// refused where it would be laid out unlike `main`.
 fn tee_plans(args: &CpArgs, main: &CopyPlan) -> Result<Vec<(std::path::PathBuf, CopyPlan)>> {
     args.tee
         .iter()

@@ -17,6 +17,9 @@ pub struct Progress {
     pub dirs: AtomicU64,
     /// File bytes copied.
     pub bytes: AtomicU64,
+    /// Entries left as they were by cp's rules (`-n`, `-u`, `--resume` finding them complete,
+    /// an `-i` answered no, a name already linked).
+    pub skipped: AtomicU64,
     cancel: Arc<AtomicBool>,
 }
 
@@ -92,6 +95,8 @@ pub struct Summary {
     pub bytes: u64,
     /// Entries that failed.
     pub errors: u64,
+    /// Entries left as they were (see [`Progress::skipped`]).
+    pub skipped: u64,
     /// Stopped by [`Progress::cancel`] (SIGINT).
     pub interrupted: bool,
     /// The engine that actually ran.

@@ -316,6 +316,7 @@ impl<'a> Setup<'a> {
             dirs: progress.dirs.load(Ordering::Relaxed),
             bytes: progress.bytes.load(Ordering::Relaxed),
             errors: ctx.errors.load(Ordering::Relaxed),
+            skipped: progress.skipped.load(Ordering::Relaxed),
             interrupted: progress.cancelled(),
             engine: engine.to_string(),
             hashes: None,

@@ -328,8 +328,8 @@ pub struct CpArgs {
     #[arg(long, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
 
-    /// At the end, print one JSON object on stdout: entries, bytes, the engine, counts per
-    /// destination, each phase (copy, verify) with its bytes, time and throughput, and every
+    /// At the end, print one JSON object on stdout: entries, bytes, entries left as they were
+    /// (skipped: -n, -u, --resume), the engine, counts per destination, each phase (copy, verify) with its bytes, time and throughput, and every
     /// error with its path and reason. Every other line goes to stderr.
     #[arg(long)]
     pub json: bool,

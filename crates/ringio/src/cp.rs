@@ -596,11 +596,14 @@ fn print_phases(summary: &Summary, phases: &[Phase], hashing: Option<&ringio_cop
         copy.seconds,
         HumanBytes(copy.rate()),
         summary.engine,
-        if summary.errors > 0 {
-            format!(", {} errors", summary.errors)
-        } else {
-            String::new()
-        }
+        [
+            (summary.skipped, "left as they were"),
+            (summary.errors, "errors")
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!(", {n} {what}"))
+        .collect::<String>()
     );
     for p in &phases[1..] {
         line.push_str(&format!(
@@ -636,12 +639,13 @@ fn print_json(
         .collect();
     let destinations: Vec<serde_json::Value> = std::iter::once(summary)
         .chain(tees)
-        .map(|s| serde_json::json!({"files": s.files, "bytes": s.bytes, "errors": s.errors}))
+        .map(|s| serde_json::json!({"files": s.files, "bytes": s.bytes, "skipped": s.skipped, "errors": s.errors}))
         .collect();
     let out = serde_json::json!({
         "files": summary.files,
         "dirs": summary.dirs,
         "bytes": summary.bytes,
+        "skipped": summary.skipped,
         "errors": summary.errors,
         "error_messages": errors,
         "engine": summary.engine,

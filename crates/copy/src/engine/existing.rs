@@ -46,7 +46,12 @@ pub(crate) fn resolve(job: &EntryJob<'_, '_>) -> Result<Option<Existing>, CopyEr
     loop {
         match policy::decide(&ctx.policy, &src, Some(&dst)) {
             policy::Decision::Look(what) => look(job, what, &mut src, &mut dst)?,
-            policy::Decision::Skip(_) => return Ok(None),
+            policy::Decision::Skip(_) => {
+                ctx.progress
+                    .skipped
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                return Ok(None);
+            }
             policy::Decision::Create => return Ok(Some(Existing::Nothing { backup: None })),
             policy::Decision::WriteOver(how) => return Ok(Some(Existing::WriteOver(how))),
             policy::Decision::Refuse(rule) => {

@@ -711,6 +711,38 @@ fn cp_json_is_alone_on_stdout_and_names_each_error() {
     assert_stderr_has(&out, "-> ");
 }
 
+/// `cp --json` counts what cp's rules left alone: a second `-n` copy skips every file, a
+/// `--resume` over a complete copy too.
+#[test]
+fn cp_json_counts_the_entries_left_as_they_were() {
+    let s = Scratch::new();
+    let src = s.join("src");
+    for name in ["a", "b", "sub/c"] {
+        write_file(src.join(name), name.as_bytes());
+    }
+    let dst = s.join("dst");
+    let json = |extra: &str| {
+        let out = Cp::new()
+            .args(["-a", extra, "--json", "-T"])
+            .arg(&src)
+            .arg(&dst)
+            .run();
+        assert_success(&out);
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let first = json("-n");
+    assert_eq!(
+        (first["files"].clone(), first["skipped"].clone()),
+        (3.into(), 0.into()),
+        "{first}"
+    );
+    for again in ["-n", "--resume"] {
+        let report = json(again);
+        assert_eq!(report["skipped"], 3, "{again}: {report}");
+        assert_eq!(report["destinations"][0]["skipped"], 3, "{again}: {report}");
+    }
+}
+
 /// `cp --log-file`: the lines `-v` prints (and each error) go to the file with rsync's log
 /// prefix, with or without `-v`; without it the terminal gets none of them.
 #[test]

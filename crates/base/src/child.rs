@@ -5,10 +5,10 @@ use std::io::{self, Read};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What one child run cost, from `wait4`'s rusage and a wall clock around spawn and reap.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Usage {
     /// Wall time from spawn to reap.
     pub wall: Duration,
@@ -28,6 +28,7 @@ pub struct Usage {
     pub involuntary_switches: u64,
     /// The caller's resident size when it spawned the child, KiB: `max_rss_kib` is never below
     /// it (see [`run`]).
+    #[serde(default)]
     pub rss_floor_kib: u64,
 }
 

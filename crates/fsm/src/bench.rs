@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::affinity::pin_current;
 use crate::load::LoadReport;
@@ -92,7 +92,7 @@ pub struct BenchOptions {
 }
 
 /// One model at one client count, one round.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Point {
     /// The model.
     pub model: String,
@@ -115,12 +115,16 @@ pub struct Point {
     /// Load generator CPU time over the phase's wall time (1.0: a CPU kept busy).
     pub load_cpu_share: f64,
     /// The load generator's engine.
-    pub load_engine: &'static str,
+    #[serde(default)]
+    pub load_engine: String,
     /// The load generator was saturated: do not rank servers on this point.
+    #[serde(default)]
     pub load_bound: bool,
     /// The CPU the server was pinned to.
+    #[serde(default)]
     pub server_cpu: Option<usize>,
     /// The CPU the load generator was pinned to.
+    #[serde(default)]
     pub load_cpu: Option<usize>,
 }
 
@@ -388,7 +392,7 @@ fn one_point(
         server_cpu_total_s,
         load_cpu_s: report.cpu_s,
         load_cpu_share,
-        load_engine: engine.name(),
+        load_engine: engine.name().to_string(),
         load_bound: load_cpu_share >= LOAD_BOUND_SHARE,
         server_cpu: opts.server_cpu,
         load_cpu: opts.load_cpu,

@@ -16,7 +16,7 @@ use crate::error::LabError;
 /// over, and emptied between timed runs only when the disk runs out of room, followed by the
 /// full wait.
 pub(super) const MANY_INODES: u64 = 1000;
-const RECENTLY_DELETED: std::time::Duration = std::time::Duration::from_secs(361);
+pub(super) const RECENTLY_DELETED: std::time::Duration = std::time::Duration::from_secs(361);
 
 /// The trash of a benchmark's work directory: the copies and whatever else timed runs leave,
 /// moved aside by rename (which frees no inode) and deleted only once no timed run follows, or

@@ -1,12 +1,14 @@
-//! The terminal table of one workload's results.
+//! The table of one workload's results, for the terminal or as Markdown (`bench report`).
 
 use super::results::{Stats, ToolRuns};
 use super::suite::TreeSize;
+use crate::table::Style;
 
-/// The terminal table for one workload: median/min/max/stddev, MiB/s, files/s, peak RSS,
+/// The table for one workload: median/min/max/stddev, MiB/s, files/s, peak RSS,
 /// verification, and ratios against the fastest verified copier, against `cp`, and against
-/// reading the source (`cat`, a reference that is never ranked).
-pub fn table(results: &[ToolRuns], size: &TreeSize) -> String {
+/// reading the source (`cat`, a reference that is never ranked); then who ranks first, and
+/// what `≤N` RSS means where it appears.
+pub fn table(results: &[ToolRuns], size: &TreeSize, style: Style) -> String {
     let ranked: Vec<(&ToolRuns, Stats)> = results
         .iter()
         .filter(|r| r.verified())
@@ -61,22 +63,34 @@ pub fn table(results: &[ToolRuns], size: &TreeSize) -> String {
             verdict(r),
         ]);
     }
-    let mut text = crate::table::render(&out);
+    let mut notes = Vec::new();
     let copiers: Vec<&(&ToolRuns, Stats)> = ranked.iter().filter(|(r, _)| !r.reference).collect();
     if let Some(line) = ranking(&copiers) {
-        text.push_str(&line);
-        text.push('\n');
+        notes.push(line);
     }
     if results
         .iter()
         .filter_map(|r| r.stats())
         .any(|s| rss_cell(&s).starts_with('≤'))
     {
-        text.push_str(
+        notes.push(
             "≤N MiB: the tool's peak RSS stayed at or below the harness's own size when it was \
              spawned (the kernel bills a child's memory before exec to it): smaller than N, no \
-             closer figure\n",
+             closer figure"
+                .to_string(),
         );
+    }
+    with_notes(crate::table::render_as(&out, style), &notes, style)
+}
+
+/// A table followed by its notes: a line each in the terminal, a paragraph each in Markdown.
+pub fn with_notes(mut text: String, notes: &[String], style: Style) -> String {
+    for note in notes {
+        if style == Style::Markdown {
+            text.push('\n');
+        }
+        text.push_str(note);
+        text.push('\n');
     }
     text
 }

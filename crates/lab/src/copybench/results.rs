@@ -2,12 +2,12 @@
 //! statistics.
 
 use ringio_copy::verify::VerifyOptions;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use ringio_base::child::Usage;
 
 /// One timed copy.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Run {
     /// Wall seconds.
     pub seconds: f64,
@@ -19,16 +19,19 @@ pub struct Run {
     pub problems: Vec<String>,
     /// What the copy was checked for: `content` (names, types, sizes, every byte, symlink
     /// targets) or `content+metadata` (and the attributes in `metadata_checked`).
-    pub verified: &'static str,
+    #[serde(default)]
+    pub verified: String,
     /// The metadata compared on top of content: mode, ownership, mtime, xattrs, hard-links,
     /// sparseness.
-    pub metadata_checked: Vec<&'static str>,
+    #[serde(default)]
+    pub metadata_checked: Vec<String>,
     /// The outcome: the tool exited 0 and the copy passed every check.
+    #[serde(default)]
     pub ok: bool,
 }
 
 /// The metadata `keeps` compares beyond content, by name.
-pub(super) fn metadata_checked(keeps: &VerifyOptions) -> Vec<&'static str> {
+pub(super) fn metadata_checked(keeps: &VerifyOptions) -> Vec<String> {
     [
         (keeps.mode, "mode"),
         (keeps.ownership, "ownership"),
@@ -38,18 +41,20 @@ pub(super) fn metadata_checked(keeps: &VerifyOptions) -> Vec<&'static str> {
         (keeps.sparseness, "sparseness"),
     ]
     .into_iter()
-    .filter_map(|(on, name)| on.then_some(name))
+    .filter(|(on, _)| *on)
+    .map(|(_, name)| name.to_string())
     .collect()
 }
 
 /// A tool's runs on one workload.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolRuns {
     /// The tool.
     pub tool: String,
     /// Why it did not run (not installed).
     pub skipped: Option<String>,
     /// A reference that reads the source and copies nothing (`cat`): not verified, not ranked.
+    #[serde(default)]
     pub reference: bool,
     /// Its timed runs.
     pub runs: Vec<Run>,

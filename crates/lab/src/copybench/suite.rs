@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
 use crate::gen::{self, Shape};
@@ -111,7 +111,7 @@ pub fn prepare(dir: &Path, workload: &Workload) -> Result<Option<PathBuf>, LabEr
 }
 
 /// Files, directories and bytes of a tree.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct TreeSize {
     /// Non-directory entries.
     pub files: u64,

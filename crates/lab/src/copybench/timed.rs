@@ -44,7 +44,7 @@ pub fn judge(tool: &Tool, done: &ChildRun, src: &Path, dst: &Path) -> Run {
             exit_code: done.status.code(),
             ok: problems.is_empty(),
             problems,
-            verified: "none (a reference: reads the source, copies nothing)",
+            verified: "none (a reference: reads the source, copies nothing)".into(),
             metadata_checked: Vec::new(),
         };
     }
@@ -71,7 +71,8 @@ pub fn judge(tool: &Tool, done: &ChildRun, src: &Path, dst: &Path) -> Run {
             "content"
         } else {
             "content+metadata"
-        },
+        }
+        .into(),
         metadata_checked: metadata,
     }
 }

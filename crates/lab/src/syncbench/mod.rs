@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use ringio_copy::verify::VerifyOptions;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::copybench::{
     judge, round_order, rss_cell, run_tool, settle, tree_size, verdict, Tool, ToolRuns, Trash,
@@ -44,12 +44,12 @@ pub struct SyncOptions {
 }
 
 /// One scenario's runs on one workload.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ScenarioRuns {
     /// Its name (`first`, `nochange`, `changed1`, `addel10`, `rename`).
-    pub scenario: &'static str,
+    pub scenario: String,
     /// What it measures.
-    pub description: &'static str,
+    pub description: String,
     /// What was changed in the source (the scenarios that change it).
     pub change: Option<String>,
     /// Why the scenario did not run on this tree.
@@ -82,8 +82,8 @@ pub fn bench_sync(
     let mut out = Vec::new();
     for &scenario in &opts.scenarios {
         let mut entry = ScenarioRuns {
-            scenario: scenario.name(),
-            description: scenario.description(),
+            scenario: scenario.name().to_string(),
+            description: scenario.description().to_string(),
             change: None,
             skipped: None,
             results: tools.iter().map(ToolRuns::start).collect(),
@@ -164,7 +164,7 @@ fn ratios(results: &[ToolRuns], reference: &str) -> BTreeMap<String, f64> {
 
 /// The terminal table of one workload: a row per scenario and tool, with median/min/max,
 /// the ratio to rsync in the same scenario, peak RSS and the verification.
-pub fn sync_table(scenarios: &[ScenarioRuns]) -> String {
+pub fn sync_table(scenarios: &[ScenarioRuns], style: crate::table::Style) -> String {
     let mut out = crate::table::new(&[
         "scenario", "tool", "median s", "min s", "max s", "stddev", "×rsync", "RSS MiB", "verified",
     ]);
@@ -205,5 +205,5 @@ pub fn sync_table(scenarios: &[ScenarioRuns]) -> String {
             out.add_row(row);
         }
     }
-    crate::table::render(&out)
+    crate::table::render_as(&out, style)
 }

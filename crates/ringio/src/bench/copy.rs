@@ -11,6 +11,7 @@ use ringio_lab::copybench::{
 };
 use ringio_lab::gen::Shape;
 use ringio_lab::plot::{bar_chart, line_chart, LineChart, Series};
+use ringio_lab::table::Style;
 
 /// `ringio bench copy`.
 #[derive(Debug, clap::Args)]
@@ -54,6 +55,10 @@ pub struct Args {
     /// Where workloads, copies and trash live.
     #[arg(long, value_name = "DIR", default_value = "/var/tmp/ringio-bench")]
     pub dir: PathBuf,
+    /// Go on without asking when the run would write more than 4 GiB (asked only on a
+    /// terminal).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 fn default_tools() -> Vec<String> {
@@ -82,36 +87,37 @@ pub fn run(args: &Args) -> Result<i32> {
     if args.runs == 0 {
         bail!("--runs must be at least 1");
     }
-    // No workload named: the small one, not every one (2.5 GB written); `all` asks for all.
-    let workloads = if args.workload.is_empty() && args.src.is_none() {
-        eprintln!(
-            "no --workload given: the small 1024x32k (32 MiB); --workload all runs every one"
-        );
-        vec!["1024x32k".to_string()]
-    } else {
-        args.workload.clone()
-    };
-    let sources = super::suite::sources(args.src.as_deref(), &workloads, &args.dir)?;
     for t in &tools {
         if t.program.is_none() {
             eprintln!("skipping {}: not installed ({})", t.name, t.install);
         }
     }
-    // The plan, before anything is timed.
     let names: Vec<&str> = tools
         .iter()
         .filter(|t| t.program.is_some())
         .map(|t| t.name.as_str())
         .collect();
-    eprintln!(
-        "plan: {} workload(s) ({}), {} tool(s) ({}), {} timed run(s) each{}, round-robin, every copy verified",
-        sources.len(),
-        sources.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", "),
-        names.len(),
-        names.join(", "),
-        args.runs,
-        if args.warmup > 0 { format!(" after {} warm-up", args.warmup) } else { String::new() },
-    );
+    let copiers = tools
+        .iter()
+        .filter(|t| t.program.is_some() && !t.reference)
+        .count();
+    let plan = super::suite::Plan {
+        what: format!(
+            "{} tool(s) ({}), {} timed run(s) each{}",
+            names.len(),
+            names.join(", "),
+            args.runs,
+            if args.warmup > 0 {
+                format!(" after {} untimed", args.warmup)
+            } else {
+                String::new()
+            }
+        ),
+        runs_per_tree: copiers * (args.runs + args.warmup),
+        cold: args.cold,
+        yes: args.yes,
+    };
+    let sources = super::suite::sources(args.src.as_deref(), &args.workload, &args.dir, &plan)?;
     // SAFETY: geteuid has no preconditions and cannot fail.
     if args.cold && unsafe { libc::geteuid() } == 0 {
         eprintln!(
@@ -121,6 +127,11 @@ pub fn run(args: &Args) -> Result<i32> {
     let work = args.dir.join("copies");
     std::fs::create_dir_all(&work).with_context(|| format!("cannot create {}", quote(&work)))?;
     let machine = ringio_lab::machine::describe(&work);
+    if machine.filesystem.starts_with("ext") {
+        if let Some(note) = copybench::recent_deletes(&work) {
+            eprintln!("note: {note}");
+        }
+    }
     let mode = if args.cold { "cold" } else { "warm" };
     let opts = BenchOptions {
         runs: args.runs,
@@ -157,7 +168,7 @@ pub fn run(args: &Args) -> Result<i32> {
             &mut |note| status.suspend(|| eprintln!("note: {note}")),
         )?;
         status.finish_and_clear();
-        print!("{}", copybench::table(&results, &size));
+        print!("{}", copybench::table(&results, &size, Style::Terminal));
         if let Some(dir) = &args.plot {
             plot_workload(dir, name, mode, &results)?;
         }

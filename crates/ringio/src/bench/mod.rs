@@ -3,6 +3,7 @@
 pub mod copy;
 pub mod gen;
 pub mod mpi_sim;
+pub mod report;
 pub mod server;
 mod suite;
 pub mod sync;
@@ -30,6 +31,10 @@ pub enum Command {
     /// `cp --mpi` at 16 to 4,096 virtual ranks, simulated: termination latency, steal
     /// success, messages per rank, idle time, files/s against the metadata server's limit.
     MpiSim(mpi_sim::Args),
+    /// The tables of `bench copy`, `sync` and `server` made again from their JSON, as
+    /// Markdown; or the marked tables of a Markdown file regenerated (--update) or checked
+    /// (--check).
+    Report(report::Args),
 }
 
 pub fn run(args: &Args) -> anyhow::Result<i32> {
@@ -40,5 +45,6 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         Command::Server(a) => server::run(a),
         Command::Loopback(a) => server::run_loopback(a),
         Command::MpiSim(a) => mpi_sim::run(a),
+        Command::Report(a) => report::run(a),
     }
 }

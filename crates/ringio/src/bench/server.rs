@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use ringio_fsm::bench::{self, BenchOptions, LoadEngine};
+use ringio_fsm::bench::{self, BenchOptions, LoadEngine, Point};
 use ringio_fsm::loopback::{self, LoopbackReport, Transport};
 use ringio_fsm::{affinity, Model};
 use ringio_lab::plot::{line_chart, LineChart, Series};
@@ -183,37 +183,7 @@ pub fn run(args: &Args) -> Result<i32> {
     if opts.rounds > 1 {
         println!("medians of {} rounds", opts.rounds);
     }
-    let mut table = ringio_lab::table::new(&[
-        "model",
-        "clients",
-        "rt/s",
-        "p50 us",
-        "p99 us",
-        "p99.9 us",
-        "errors",
-        "refused",
-        "cpu us/rt",
-        "load cpu",
-        "",
-    ]);
-    ringio_lab::table::align_left(&mut table, 10);
-    for p in &points {
-        let l = &p.load;
-        table.add_row(vec![
-            p.model.clone(),
-            p.clients.to_string(),
-            format!("{:.0}", p.rt_per_s),
-            format!("{:.1}", l.latency_us.p50),
-            format!("{:.1}", l.latency_us.p99),
-            format!("{:.1}", l.latency_us.p999),
-            l.errors.to_string(),
-            l.refused.to_string(),
-            format!("{:.2}", p.server_cpu_us_per_rt),
-            format!("{:.0}%", p.load_cpu_share * 100.0),
-            if p.load_bound { "load-bound" } else { "" }.to_string(),
-        ]);
-    }
-    print!("{}", ringio_lab::table::render(&table));
+    print!("{}", table(&points, ringio_lab::table::Style::Terminal));
     if let Some(dir) = &args.plot {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", quote(&dir)))?;
         let mut rate: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
@@ -262,6 +232,8 @@ pub fn run(args: &Args) -> Result<i32> {
     if let Some(path) = &args.json {
         let doc = serde_json::json!({
             "command": std::iter::once("ringio".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>(),
+            "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+            "machine": ringio_lab::machine::describe(std::path::Path::new(".")),
             "duration_s": args.duration.as_secs_f64(),
             "pipeline": args.pipeline,
             "rate": args.rate,
@@ -280,6 +252,41 @@ pub fn run(args: &Args) -> Result<i32> {
     } else {
         0
     })
+}
+
+/// The table of the medians: a row per model and client count.
+pub fn table(points: &[Point], style: ringio_lab::table::Style) -> String {
+    let mut table = ringio_lab::table::new(&[
+        "model",
+        "clients",
+        "rt/s",
+        "p50 us",
+        "p99 us",
+        "p99.9 us",
+        "errors",
+        "refused",
+        "cpu us/rt",
+        "load cpu",
+        "",
+    ]);
+    ringio_lab::table::align_left(&mut table, 10);
+    for p in points {
+        let l = &p.load;
+        table.add_row(vec![
+            p.model.clone(),
+            p.clients.to_string(),
+            format!("{:.0}", p.rt_per_s),
+            format!("{:.1}", l.latency_us.p50),
+            format!("{:.1}", l.latency_us.p99),
+            format!("{:.1}", l.latency_us.p999),
+            l.errors.to_string(),
+            l.refused.to_string(),
+            format!("{:.2}", p.server_cpu_us_per_rt),
+            format!("{:.0}%", p.load_cpu_share * 100.0),
+            if p.load_bound { "load-bound" } else { "" }.to_string(),
+        ]);
+    }
+    ringio_lab::table::render_as(&table, style)
 }
 
 /// `ringio bench loopback`.

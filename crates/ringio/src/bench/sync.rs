@@ -45,7 +45,8 @@ pub struct Args {
     /// Sync this tree.
     #[arg(long, value_name = "DIR", conflicts_with = "workload")]
     pub src: Option<PathBuf>,
-    /// Standard workloads (as `bench copy`), comma-separated, or `all`.
+    /// Standard workloads (as `bench copy`), comma-separated, or `all` [default: 1024x32k, the
+    /// small one].
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub workload: Vec<String>,
     /// Tools, comma-separated.
@@ -72,6 +73,10 @@ pub struct Args {
     /// Where workloads, changed sources, destinations and trash live.
     #[arg(long, value_name = "DIR", default_value = "/var/tmp/ringio-bench")]
     pub dir: PathBuf,
+    /// Go on without asking when the run would write more than 4 GiB (asked only on a
+    /// terminal).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 pub fn run(args: &Args) -> Result<i32> {
@@ -96,15 +101,48 @@ pub fn run(args: &Args) -> Result<i32> {
             .map(|s| s.parse())
             .collect::<Result<Vec<Scenario>, _>>()?
     };
-    let sources = super::suite::sources(args.src.as_deref(), &args.workload, &args.dir)?;
     for t in &tools {
         if t.program.is_none() {
             eprintln!("skipping {}: not installed ({})", t.name, t.install);
         }
     }
+    let names: Vec<&str> = tools
+        .iter()
+        .filter(|t| t.program.is_some())
+        .map(|t| t.name.as_str())
+        .collect();
+    let plan = super::suite::Plan {
+        what: format!(
+            "{} tool(s) ({}) in {} scenario(s) ({}), {} timed run(s) each{}",
+            names.len(),
+            names.join(", "),
+            scenarios.len(),
+            scenarios
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+            args.runs,
+            if args.warmup > 0 {
+                format!(" after {} untimed", args.warmup)
+            } else {
+                String::new()
+            }
+        ),
+        // The first sync writes the whole tree; the others write their changes.
+        runs_per_tree: names.len() * (args.runs + args.warmup),
+        cold: args.cold,
+        yes: args.yes,
+    };
+    let sources = super::suite::sources(args.src.as_deref(), &args.workload, &args.dir, &plan)?;
     let work = args.dir.join("syncs");
     std::fs::create_dir_all(&work).with_context(|| format!("cannot create {}", quote(&work)))?;
     let machine = ringio_lab::machine::describe(&work);
+    if machine.filesystem.starts_with("ext") {
+        if let Some(note) = copybench::recent_deletes(&work) {
+            eprintln!("note: {note}");
+        }
+    }
     let mode = if args.cold { "cold" } else { "warm" };
     let opts = SyncOptions {
         runs: args.runs,
@@ -155,7 +193,10 @@ pub fn run(args: &Args) -> Result<i32> {
                 println!("{}: {change}", s.scenario);
             }
         }
-        print!("{}", sync_table(&results));
+        print!(
+            "{}",
+            sync_table(&results, ringio_lab::table::Style::Terminal)
+        );
         if let Some(dir) = &args.plot {
             plot_workload(dir, name, mode, &results)?;
         }

@@ -100,6 +100,8 @@ pub fn line_chart(path: &Path, chart: &LineChart<'_>) -> Result<(), PlotError> {
     builder
         .caption(chart.title, ("sans-serif", 20))
         .margin(12)
+        // Room for the last x label, centred on the axis's end.
+        .margin_right(40)
         .x_label_area_size(40)
         .y_label_area_size(70);
     // plotters types the chart by its axis kinds, so each combination is built on its own.
@@ -109,6 +111,8 @@ pub fn line_chart(path: &Path, chart: &LineChart<'_>) -> Result<(), PlotError> {
             c.configure_mesh()
                 .x_desc(chart.x_label)
                 .y_desc(chart.y_label)
+                .x_label_formatter(&|v| tick(*v))
+                .y_label_formatter(&|v| tick(*v))
                 .draw()
                 .map_err(|e| err(&e))?;
             for (i, s) in chart.series.iter().enumerate() {
@@ -144,50 +148,103 @@ pub fn line_chart(path: &Path, chart: &LineChart<'_>) -> Result<(), PlotError> {
     root.present().map_err(|e| err(&e))
 }
 
-/// Writes a bar chart of `(label, value)` bars as an SVG file at `path`.
-pub fn bar_chart(
-    path: &Path,
-    title: &str,
-    y_label: &str,
-    bars: &[(String, f64)],
-) -> Result<(), PlotError> {
+/// One bar: a tool's median, with the range of its runs drawn as a whisker.
+#[derive(Debug, Clone)]
+pub struct Bar {
+    /// The label beside it.
+    pub label: String,
+    /// Its length (the median).
+    pub value: f64,
+    /// The fastest and slowest run, drawn as a line across the bar's end.
+    pub range: (f64, f64),
+}
+
+/// Writes a chart of horizontal bars, the first at the top, each label beside its bar (so
+/// that no two labels overlap, however many and however long), as an SVG file at `path`.
+pub fn bar_chart(path: &Path, title: &str, x_label: &str, bars: &[Bar]) -> Result<(), PlotError> {
     let err = |e: &dyn std::fmt::Display| PlotError {
         path: path.to_path_buf(),
         message: e.to_string(),
     };
-    let top = bars.iter().map(|b| b.1).fold(0.0_f64, f64::max).max(1e-9) * 1.1;
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    let top = bars
+        .iter()
+        .map(|b| b.value.max(b.range.1))
+        .fold(0.0_f64, f64::max)
+        .max(1e-9)
+        * 1.08;
+    let n = bars.len().max(1);
+    // Row i (from the top) sits in segment n-1-i: plotters counts up from the bottom.
+    let row = |i: usize| n - 1 - i;
+    let longest = bars.iter().map(|b| b.label.len()).max().unwrap_or(4) as u32;
+    let height = (90 + 34 * n as u32).max(240);
+    let root = SVGBackend::new(path, (SIZE.0, height)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let mut c = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
-        .x_label_area_size(60)
-        .y_label_area_size(70)
-        .build_cartesian_2d((0..bars.len()).into_segmented(), 0.0..top)
+        .margin_right(40)
+        .x_label_area_size(40)
+        .y_label_area_size(20 + 8 * longest)
+        .build_cartesian_2d(0.0..top, (0..n - 1).into_segmented())
         .map_err(|e| err(&e))?;
     c.configure_mesh()
-        .disable_x_mesh()
-        .y_desc(y_label)
-        .x_labels(bars.len().max(1))
-        .x_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) => bars.get(*i).map(|b| b.0.clone()).unwrap_or_default(),
+        .disable_y_mesh()
+        .x_desc(x_label)
+        .x_label_formatter(&|v| tick(*v))
+        .y_labels(n)
+        .y_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(r) if *r < n => bars
+                .get(n - 1 - r)
+                .map(|b| b.label.clone())
+                .unwrap_or_default(),
             _ => String::new(),
         })
         .draw()
         .map_err(|e| err(&e))?;
-    c.draw_series(bars.iter().enumerate().map(|(i, (_, v))| {
+    c.draw_series(bars.iter().enumerate().map(|(i, b)| {
         let mut bar = Rectangle::new(
             [
-                (SegmentValue::Exact(i), 0.0),
-                (SegmentValue::Exact(i + 1), *v),
+                (0.0, SegmentValue::Exact(row(i))),
+                (b.value, SegmentValue::Exact(row(i) + 1)),
             ],
             palette(i).filled(),
         );
-        bar.set_margin(0, 0, 8, 8);
+        bar.set_margin(6, 6, 0, 0);
         bar
     }))
     .map_err(|e| err(&e))?;
+    c.draw_series(bars.iter().enumerate().map(|(i, b)| {
+        PathElement::new(
+            vec![
+                (b.range.0, SegmentValue::CenterOf(row(i))),
+                (b.range.1, SegmentValue::CenterOf(row(i))),
+            ],
+            BLACK.stroke_width(2),
+        )
+    }))
+    .map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))
+}
+
+/// An axis tick as a reader writes it: `1k`, not `1000.0`; `0.25`; `2.5M` for millions.
+fn tick(v: f64) -> String {
+    let trim = |t: String| {
+        if t.contains('.') {
+            t.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            t
+        }
+    };
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{}M", trim(format!("{:.2}", v / 1e6)))
+    } else if a >= 1e3 {
+        format!("{}k", trim(format!("{:.1}", v / 1e3)))
+    } else if a >= 100.0 || v == v.round() {
+        format!("{v:.0}")
+    } else {
+        trim(format!("{v:.3}"))
+    }
 }
 
 #[cfg(test)]
@@ -222,15 +279,38 @@ mod tests {
             assert!(svg.starts_with("<svg") && svg.contains("polyline"), "{svg}");
         }
         let path = dir.path().join("bar.svg");
+        let bar = |label: &str, value, range| Bar {
+            label: label.into(),
+            value,
+            range,
+        };
         bar_chart(
             &path,
             "t",
             "s",
-            &[("cp".into(), 2.0), ("ringio".into(), 1.0)],
+            &[bar("cp", 2.0, (1.5, 2.5)), bar("ringio", 1.0, (0.9, 1.2))],
         )
         .unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.contains("ringio") && svg.contains("<rect"));
+    }
+
+    #[test]
+    fn ticks_read_as_numbers_are_written() {
+        for (v, text) in [
+            (1000.0, "1k"),
+            (999.0, "999"),
+            (100000.0, "100k"),
+            (12500.0, "12.5k"),
+            (10_000_000.0, "10M"),
+            (0.25, "0.25"),
+            (0.5, "0.5"),
+            (3.0, "3"),
+            (123.4, "123"),
+            (0.0, "0"),
+        ] {
+            assert_eq!(tick(v), text, "{v}");
+        }
     }
 
     #[test]

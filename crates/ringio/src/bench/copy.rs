@@ -10,7 +10,7 @@ use ringio_lab::copybench::{
     self, bench, resolve_tool, tree_size, BenchOptions, ToolRuns, KNOWN_TOOLS,
 };
 use ringio_lab::gen::Shape;
-use ringio_lab::plot::{bar_chart, line_chart, LineChart, Series};
+use ringio_lab::plot::{bar_chart, line_chart, Bar, LineChart, Series};
 use ringio_lab::table::Style;
 
 /// `ringio bench copy`.
@@ -207,19 +207,30 @@ pub fn run(args: &Args) -> Result<i32> {
 
 fn plot_workload(dir: &Path, name: &str, mode: &str, results: &[ToolRuns]) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", quote(&dir)))?;
-    let bars: Vec<(String, f64)> = results
-        .iter()
-        .filter(|r| r.verified())
-        .filter_map(|r| Some((r.tool.clone(), r.stats()?.median)))
-        .collect();
     let path = dir.join(format!("{name}-{mode}.svg"));
     bar_chart(
         &path,
-        &format!("{name}, {mode} cache: median seconds (verified copies)"),
+        &format!("{name}, {mode} cache: median seconds, fastest to slowest run (verified copies)"),
         "seconds",
-        &bars,
+        &bars(results),
     )?;
     Ok(())
+}
+
+/// A bar per verified tool: its median, and the range of its runs.
+pub fn bars(results: &[ToolRuns]) -> Vec<Bar> {
+    results
+        .iter()
+        .filter(|r| r.verified())
+        .filter_map(|r| {
+            let s = r.stats()?;
+            Some(Bar {
+                label: r.tool.clone(),
+                value: s.median,
+                range: (s.min, s.max),
+            })
+        })
+        .collect()
 }
 
 /// Time against number of files, a line per tool, for one file size.

@@ -220,21 +220,15 @@ pub fn run(args: &Args) -> Result<i32> {
 fn plot_workload(dir: &Path, name: &str, mode: &str, results: &[ScenarioRuns]) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", quote(&dir)))?;
     for s in results.iter().filter(|s| s.skipped.is_none()) {
-        let bars: Vec<(String, f64)> = s
-            .results
-            .iter()
-            .filter(|r| r.verified())
-            .filter_map(|r| Some((r.tool.clone(), r.stats()?.median)))
-            .collect();
         let path = dir.join(format!("{name}-sync-{}-{mode}.svg", s.scenario));
         bar_chart(
             &path,
             &format!(
-                "{name}, {}, {mode} cache: median seconds (verified)",
+                "{name}, {}, {mode} cache: median seconds, fastest to slowest run (verified)",
                 s.scenario
             ),
             "seconds",
-            &bars,
+            &super::copy::bars(&s.results),
         )?;
     }
     Ok(())

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use ringio_copy::quote::quote;
 use ringio_fsm::bench::Point;
-use ringio_lab::copybench::{self, ToolRuns, TreeSize};
+use ringio_lab::copybench::{self, Stats, ToolRuns, TreeSize};
 use ringio_lab::machine::Machine;
 use ringio_lab::syncbench::{sync_table, ScenarioRuns};
 use ringio_lab::table::Style;
@@ -38,11 +38,23 @@ pub struct Args {
     /// Only these workloads of a copy or sync document, comma-separated.
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub workload: Vec<String>,
+    /// One row per workload (and sync scenario) instead of the full tables: TOOL's median and
+    /// range against the fastest other verified tool's, and whether their runs overlap.
+    #[arg(long, value_name = "TOOL")]
+    pub summary: Option<String>,
+    /// With --summary: compare with the fastest of these tools only, comma-separated.
+    #[arg(
+        long,
+        value_name = "TOOLS",
+        value_delimiter = ',',
+        requires = "summary"
+    )]
+    pub against: Vec<String>,
     /// Regenerate each marked block of this Markdown file from its JSON.
-    #[arg(long, value_name = "MD", conflicts_with_all = ["check", "files", "workload"])]
+    #[arg(long, value_name = "MD", conflicts_with_all = ["check", "files", "workload", "summary"])]
     pub update: Option<PathBuf>,
     /// Check each marked block of this Markdown file against its JSON: exit 1 if one differs.
-    #[arg(long, value_name = "MD", conflicts_with_all = ["files", "workload"])]
+    #[arg(long, value_name = "MD", conflicts_with_all = ["files", "workload", "summary"])]
     pub check: Option<PathBuf>,
 }
 
@@ -103,7 +115,7 @@ pub fn run(args: &Args) -> Result<i32> {
         if i > 0 {
             text.push('\n');
         }
-        text.push_str(&report(path, &path.display().to_string(), &args.workload)?);
+        text.push_str(&report(path, &path.display().to_string(), args)?);
     }
     print!("{text}");
     Ok(0)
@@ -165,7 +177,7 @@ fn blocks(md: &Path, text: &str) -> Result<Vec<Block>> {
                 if i > 0 {
                     wanted.push('\n');
                 }
-                let doc = report(&base.join(file), &file.display().to_string(), &m.workload)
+                let doc = report(&base.join(file), &file.display().to_string(), &m)
                     .with_context(|| format!("{}:{line}", md.display()))?;
                 wanted.push_str(&doc);
             }
@@ -217,9 +229,10 @@ struct Body {
     machine_note: Option<String>,
 }
 
-/// The Markdown report of the document at `path` (named `link` in the text), restricted to
-/// `only` workloads when some are named.
-fn report(path: &Path, link: &str, only: &[String]) -> Result<String> {
+/// The Markdown report of the document at `path` (named `link` in the text): its tables, or
+/// the summary, of the workloads `pick` names (all when it names none).
+fn report(path: &Path, link: &str, pick: &Args) -> Result<String> {
+    let only = &pick.workload;
     let text = read(path)?;
     let not_ours = || {
         format!(
@@ -248,10 +261,15 @@ fn report(path: &Path, link: &str, only: &[String]) -> Result<String> {
             );
         }
     }
-    for w in workloads
+    let picked = workloads
         .iter()
-        .filter(|w| only.is_empty() || only.contains(&w.workload))
-    {
+        .filter(|w| only.is_empty() || only.contains(&w.workload));
+    if let Some(tool) = &pick.summary {
+        out.push('\n');
+        out.push_str(&summary(picked, tool, &pick.against)?);
+        return Ok(out);
+    }
+    for w in picked {
         let t = &w.tree;
         out.push_str(&format!(
             "\n**{}** ({}): {}, {}, {:.1} MiB\n\n",
@@ -268,6 +286,94 @@ fn report(path: &Path, link: &str, only: &[String]) -> Result<String> {
         }
     }
     Ok(out)
+}
+
+/// One row per workload (and scenario): `tool` against the fastest other verified copier (of
+/// `against`, when it names some).
+fn summary<'w>(
+    workloads: impl Iterator<Item = &'w Workload>,
+    tool: &str,
+    against: &[String],
+) -> Result<String> {
+    let range = |s: &Stats| format!("{:.3} ({:.3}–{:.3})", s.median, s.min, s.max);
+    let mut rows = Vec::new();
+    let mut sync = false;
+    for w in workloads {
+        let sets: Vec<(&str, &[ToolRuns])> = match (&w.results, &w.scenarios) {
+            (Some(results), _) => vec![("", results)],
+            (None, Some(scenarios)) => {
+                sync = true;
+                scenarios
+                    .iter()
+                    .filter(|s| s.skipped.is_none())
+                    .map(|s| (s.scenario.as_str(), s.results.as_slice()))
+                    .collect()
+            }
+            (None, None) => Vec::new(),
+        };
+        for (scenario, results) in sets {
+            let Some(mine) = results.iter().find(|r| r.tool == tool) else {
+                bail!("{}: no tool {tool} in this document", w.workload);
+            };
+            let Some(s) = mine.stats() else { continue };
+            let best = results
+                .iter()
+                .filter(|r| r.tool != tool && !r.reference && r.verified())
+                .filter(|r| against.is_empty() || against.contains(&r.tool))
+                .filter_map(|r| Some((r, r.stats()?)))
+                .min_by(|a, b| a.1.median.total_cmp(&b.1.median));
+            let mut row = vec![w.workload.clone(), scenario.to_string(), range(&s)];
+            match best {
+                _ if !mine.verified() => {
+                    row.extend(["", "", ""].map(String::from));
+                    row.push(copybench::verdict(mine));
+                }
+                None => row.extend(["-", "", "", ""].map(String::from)),
+                Some((r, b)) => row.extend([
+                    r.tool.clone(),
+                    range(&b),
+                    format!("{:.2}", s.median / b.median.max(1e-9)),
+                    if s.max < b.min {
+                        "all faster"
+                    } else if s.min > b.max {
+                        "all slower"
+                    } else {
+                        "overlap"
+                    }
+                    .to_string(),
+                ]),
+            }
+            row.push(copybench::rss_cell(&s));
+            if !sync {
+                row.remove(1);
+            }
+            rows.push(row);
+        }
+    }
+    let (mine, rss) = (format!("{tool} s (min–max)"), format!("{tool} RSS MiB"));
+    let mut header = vec![
+        "workload",
+        "scenario",
+        &mine,
+        "fastest other",
+        "its s (min–max)",
+    ];
+    header.extend(["×", "runs", &rss]);
+    let mut left = vec![3, 6];
+    if sync {
+        left.push(1);
+    } else {
+        header.remove(1);
+        left = vec![2, 5];
+    }
+    let mut table = ringio_lab::table::new(&header);
+    for i in left {
+        ringio_lab::table::align_left(&mut table, i);
+    }
+    for row in rows {
+        table.add_row(row);
+    }
+    Ok(ringio_lab::table::render_as(&table, Style::Markdown))
 }
 
 /// `n` things, in the singular for one.

@@ -286,7 +286,8 @@ pub struct Backup {
     pub suffix: String,
 }
 
-/// Engine knobs. Defaults come from measurements recorded in docs/BENCHMARKS.md. Any value is
+/// Engine knobs. Defaults come from measurements recorded in docs/bench/ (listed in
+/// docs/BENCHMARKS.md). Any value is
 /// accepted: a run fits them to its descriptor and memory budgets before it starts (fewer
 /// threads, smaller and fewer buffers, bigger chunks), so no option can exhaust memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

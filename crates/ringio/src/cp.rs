@@ -431,7 +431,8 @@ pub fn run(args: &CpArgs) -> Result<i32> {
             scope.spawn(move || crate::progress::drive(bar, progress, totals, done));
         }
         // `--tee`: each destination is a copy of its own, side by side, so the source is read
-        // from the device once: the others' reads find its pages in the cache (BENCHMARKS.md).
+        // from the device once: the others' reads find its pages in the cache
+        // (docs/bench/2026-11-25-verified-copies.md).
         let term = &term;
         let others: Vec<_> = tees
             .iter()

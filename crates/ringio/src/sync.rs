@@ -830,7 +830,7 @@ impl Args {
         }
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         // Cold, a walk waits on the disk for each directory and inode it reads: more workers
-        // than cores keep more of those reads in flight (BENCHMARKS.md, issue 27).
+        // than cores keep more of those reads in flight (docs/bench/2026-11-25-sync.md).
         plan.threads = match self.threads {
             Some(n) => n as usize,
             None => (cores * 8).clamp(16, 64),

@@ -151,7 +151,8 @@ impl DataPath {
     /// as `--sparse` says.
     pub fn new(plan: &CopyPlan, tuning: &Tuning, kernel: bool) -> Self {
         // Hashing needs the bytes in memory: no clones, no copy_file_range (measured against
-        // copy_file_range plus a read of the cached data: docs/BENCHMARKS.md).
+        // copy_file_range plus a read of the cached data:
+        // docs/bench/2026-11-25-verified-copies.md).
         let kernel = kernel
             && plan.reflink != Reflink::Never
             && plan.sparse != Sparse::Always

@@ -138,7 +138,7 @@ fn copy_opened<'a>(
     // any other: chunks written ahead of the hashed front are read back from the cache (see
     // manifest/hashing.rs). Measured cold, 1 GiB with xxh128, five rounds each: in chunks
     // 0.66-0.86 s (median 0.68), front to back by one worker 0.65-1.54 s (median 0.85), cp
-    // without a hash 0.48-0.62 s (docs/BENCHMARKS.md).
+    // without a hash 0.48-0.62 s (docs/bench/2026-11-25-verified-copies.md).
     let split = tuning.threads > 1
         && !ctx.reporter.debug()
         && worth_splitting(tuning, weight(stat, ctx.plan.sparse))
@@ -161,7 +161,7 @@ fn copy_opened<'a>(
         }
         // A file already in the page cache goes whole to one worker (a task of its own, so
         // other workers take other files): chunks of one cached file only contend for its
-        // inode lock (measured: docs/BENCHMARKS.md, "Nine workloads"). Reading
+        // inode lock (measured: docs/bench/2026-11-23-nine-workloads.md). Reading
         // from the disk is what chunks speed up.
         let chunk = if sys::fully_cached(pair.src.as_fd(), stat.size) == Some(true) {
             stat.size

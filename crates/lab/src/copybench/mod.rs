@@ -25,7 +25,7 @@ use std::path::Path;
 use crate::error::LabError;
 use hygiene::{empty_trash, trash_entries, RECENTLY_DELETED};
 pub use hygiene::{settle, Trash, COLD_NOT_ROOT};
-pub use report::{rss_cell, table, verdict, with_notes};
+pub use report::{bars, rss_cell, table, verdict, with_notes};
 pub use results::{Run, Stats, ToolRuns};
 pub use suite::{
     prepare, reference_copy, standard_workloads, tree_size, TreeSize, Workload, WorkloadSource,

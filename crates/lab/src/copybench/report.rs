@@ -157,3 +157,19 @@ pub fn verdict(r: &ToolRuns) -> String {
         format!("FAILED: {first}")
     }
 }
+
+/// A bar per verified tool: its median, and the range of its runs.
+pub fn bars(results: &[ToolRuns]) -> Vec<crate::plot::Bar> {
+    results
+        .iter()
+        .filter(|r| r.verified())
+        .filter_map(|r| {
+            let s = r.stats()?;
+            Some(crate::plot::Bar {
+                label: r.tool.clone(),
+                value: s.median,
+                range: (s.min, s.max),
+            })
+        })
+        .collect()
+}

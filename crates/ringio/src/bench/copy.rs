@@ -10,7 +10,7 @@ use ringio_lab::copybench::{
     self, bench, resolve_tool, tree_size, BenchOptions, ToolRuns, KNOWN_TOOLS,
 };
 use ringio_lab::gen::Shape;
-use ringio_lab::plot::{bar_chart, line_chart, Bar, LineChart, Series};
+use ringio_lab::plot::{bar_chart, line_chart, LineChart, Series};
 use ringio_lab::table::Style;
 
 /// `ringio bench copy`.
@@ -212,25 +212,9 @@ fn plot_workload(dir: &Path, name: &str, mode: &str, results: &[ToolRuns]) -> Re
         &path,
         &format!("{name}, {mode} cache: median seconds, fastest to slowest run (verified copies)"),
         "seconds",
-        &bars(results),
+        &copybench::bars(results),
     )?;
     Ok(())
-}
-
-/// A bar per verified tool: its median, and the range of its runs.
-pub fn bars(results: &[ToolRuns]) -> Vec<Bar> {
-    results
-        .iter()
-        .filter(|r| r.verified())
-        .filter_map(|r| {
-            let s = r.stats()?;
-            Some(Bar {
-                label: r.tool.clone(),
-                value: s.median,
-                range: (s.min, s.max),
-            })
-        })
-        .collect()
 }
 
 /// Time against number of files, a line per tool, for one file size.

@@ -112,7 +112,7 @@ pub fn sources(
 }
 
 /// The size of workload `w` before it is made: measured if it was made before under `dir`,
-/// else what its shape makes (the mix: 6.1 KiB a file on average, as seed 1 gives) or the
+/// else what its shape makes (the mix: 10.4 KiB a file on average, as seed 1 gives) or the
 /// size of the real tree it copies (`None`: this machine has none).
 fn expected_size(dir: &Path, w: &Workload) -> Result<Option<TreeSize>> {
     let made = dir.join("workloads").join(w.name);
@@ -130,7 +130,7 @@ fn expected_size(dir: &Path, w: &Workload) -> Result<Option<TreeSize>> {
         WorkloadSource::Generated(Shape::Mix { files }) => Some(TreeSize {
             files: *files,
             dirs: files / 16,
-            bytes: files * 6_270,
+            bytes: files * 10_600,
         }),
         WorkloadSource::RealTree(_) => match w.source.origin() {
             Some(origin) => Some(tree_size(&origin)?),
@@ -178,7 +178,8 @@ impl Plan {
             .sum();
         eprintln!(
             "plan: {}, round-robin, every result verified; trees: {}; about {:.1} GiB written \
-             ({runs} copies of each tree, kept in a trash until the end); roughly {} (a guess)",
+             ({runs} copies of each tree, moved to a trash that is emptied at the end, or \
+             sooner if the disk runs short); roughly {} (a guess)",
             self.what,
             listed.join(", "),
             written as f64 / (1u64 << 30) as f64,

@@ -228,7 +228,7 @@ fn plot_workload(dir: &Path, name: &str, mode: &str, results: &[ScenarioRuns]) -
                 s.scenario
             ),
             "seconds",
-            &super::copy::bars(&s.results),
+            &copybench::bars(&s.results),
         )?;
     }
     Ok(())

@@ -16,7 +16,7 @@ use crate::error::LabError;
 /// over, and emptied between timed runs only when the disk runs out of room, followed by the
 /// full wait.
 pub(super) const MANY_INODES: u64 = 1000;
-pub(super) const RECENTLY_DELETED: std::time::Duration = std::time::Duration::from_secs(361);
+const RECENTLY_DELETED: std::time::Duration = std::time::Duration::from_secs(361);
 
 /// The trash of a benchmark's work directory: the copies and whatever else timed runs leave,
 /// moved aside by rename (which frees no inode) and deleted only once no timed run follows, or
@@ -136,6 +136,10 @@ pub(super) fn empty_trash(
         return Ok(());
     }
     fs::remove_dir_all(trash).map_err(|e| LabError::io("remove", trash, e))?;
+    if inodes >= MANY_INODES {
+        // Said before the wait: a run stopped during it leaves the next one its note.
+        stamp_deletes(trash.parent().unwrap_or(trash))?;
+    }
     if wait && inodes >= MANY_INODES {
         rustix::fs::sync();
         note(&format!(
@@ -205,4 +209,36 @@ fn touch_memory(bytes: u64) {
         ])
         .stderr(std::process::Stdio::null())
         .status();
+}
+
+/// The file left when a benchmark deleted many copies, its mtime saying when: beside the work
+/// directory, so that `bench copy` and `bench sync` (`DIR/copies`, `DIR/syncs`) see each
+/// other's.
+fn deleted_stamp(work: &Path) -> std::path::PathBuf {
+    work.parent().unwrap_or(work).join("deleted-copies")
+}
+
+/// Records that the copies of the work directory `work` were just deleted.
+pub(super) fn stamp_deletes(work: &Path) -> Result<(), LabError> {
+    let stamp = deleted_stamp(work);
+    fs::write(&stamp, b"").map_err(|e| LabError::io("write", &stamp, e))
+}
+
+/// What to say before the first run when an earlier run deleted its copies in `work` less than
+/// ext4's recently-deleted window ago: this run's first creates will be slower for it.
+pub fn recent_deletes(work: &Path) -> Option<String> {
+    let age = fs::metadata(deleted_stamp(work))
+        .ok()?
+        .modified()
+        .ok()?
+        .elapsed()
+        .ok()?;
+    let left = RECENTLY_DELETED.checked_sub(age)?;
+    Some(format!(
+        "an earlier benchmark deleted its copies here {} s ago: on ext4 without a journal, files \
+         created on this filesystem are slower for another {} s (its recently-deleted scan), so \
+         the first runs may be slow; wait that long for clean figures",
+        age.as_secs(),
+        left.as_secs()
+    ))
 }

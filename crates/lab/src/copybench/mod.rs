@@ -23,8 +23,8 @@ mod tools;
 use std::path::Path;
 
 use crate::error::LabError;
-use hygiene::{empty_trash, trash_entries, RECENTLY_DELETED};
-pub use hygiene::{settle, Trash, COLD_NOT_ROOT};
+use hygiene::{empty_trash, stamp_deletes, trash_entries};
+pub use hygiene::{recent_deletes, settle, Trash, COLD_NOT_ROOT};
 pub use report::{bars, rss_cell, table, verdict, with_notes};
 pub use results::{Run, Stats, ToolRuns};
 pub use suite::{
@@ -107,15 +107,14 @@ pub fn bench(
 }
 
 /// Empties what [`bench`] left in `work` once no timed run follows, and says so when the
-/// next few minutes of creates on that filesystem will be slower for it (and leaves a stamp
-/// for [`recent_deletes`] to find).
+/// next few minutes of creates on that filesystem will be slower for it (and leaves the stamp
+/// [`recent_deletes`] reads).
 pub fn finish(work: &Path, note: &mut dyn FnMut(&str)) -> Result<(), LabError> {
     let trash = work.join("trash");
     let entries = trash_entries(&trash);
     empty_trash(&trash, 0, false, note)?;
     if entries > 0 {
-        let stamp = deleted_stamp(work);
-        std::fs::write(&stamp, b"").map_err(|e| LabError::io("write", &stamp, e))?;
+        stamp_deletes(work)?;
         note(
             "deleted the copies: on ext4 without a journal, files created on this filesystem \
              in the next 6 minutes are slower (its recently-deleted scan); wait before timing \
@@ -123,30 +122,4 @@ pub fn finish(work: &Path, note: &mut dyn FnMut(&str)) -> Result<(), LabError> {
         );
     }
     Ok(())
-}
-
-/// The file [`finish`] leaves when it deleted copies, its mtime saying when: beside the work
-/// directory, so that `bench copy` and `bench sync` (`DIR/copies`, `DIR/syncs`) see each
-/// other's.
-fn deleted_stamp(work: &Path) -> std::path::PathBuf {
-    work.parent().unwrap_or(work).join("deleted-copies")
-}
-
-/// What to say before the first run when an earlier run deleted its copies in `work` less than
-/// ext4's recently-deleted window ago: this run's first creates will be slower for it.
-pub fn recent_deletes(work: &Path) -> Option<String> {
-    let age = std::fs::metadata(deleted_stamp(work))
-        .ok()?
-        .modified()
-        .ok()?
-        .elapsed()
-        .ok()?;
-    let left = RECENTLY_DELETED.checked_sub(age)?;
-    Some(format!(
-        "an earlier benchmark deleted its copies here {} s ago: on ext4 without a journal, files \
-         created on this filesystem are slower for another {} s (its recently-deleted scan), so \
-         the first runs may be slow; wait that long for clean figures",
-        age.as_secs(),
-        left.as_secs()
-    ))
 }

@@ -61,24 +61,15 @@ fn bench_copy_runs_verifies_and_writes_json() {
     );
     let json = s.join("out.json");
     let plots = s.join("plots");
-    let out = Cp::bare()
-        .args([
-            "bench",
-            "copy",
-            "--tools",
-            "cp,ringio,ringio-a,cat",
-            "--runs",
-            "2",
-            "--src",
-        ])
-        .arg(s.join("src"))
-        .arg("--dir")
-        .arg(s.join("work"))
-        .arg("--json")
-        .arg(&json)
-        .arg("--plot")
-        .arg(&plots)
-        .run();
+    let out = Cp::bench_on(
+        s.path(),
+        &["copy", "--tools", "cp,ringio,ringio-a,cat", "--runs", "2"],
+    )
+    .arg("--json")
+    .arg(&json)
+    .arg("--plot")
+    .arg(&plots)
+    .run();
     assert_exit(&out, 0);
     let table = String::from_utf8_lossy(&out.stdout);
     for tool in ["cp ", "ringio ", "ringio-a "] {
@@ -173,17 +164,12 @@ fn a_wrong_copy_is_failed_and_a_missing_tool_skipped() {
         "[ \"$1\" = --deep ] || exit 3\ncp -r \"$2\" \"$3\"",
     );
     let json = s.join("out.json");
-    let out = Cp::bare()
-        .args(["bench", "copy", "--runs", "1", "--tools"])
-        .arg(format!(
-            "cp,cmd:broken={},cmd:ghost=/nonexistent/copier,wcp,cmd:flagged={} --deep",
-            script.display(),
-            flagged.display()
-        ))
-        .arg("--src")
-        .arg(s.join("src"))
-        .arg("--dir")
-        .arg(s.join("work"))
+    let tools = format!(
+        "cp,cmd:broken={},cmd:ghost=/nonexistent/copier,wcp,cmd:flagged={} --deep",
+        script.display(),
+        flagged.display()
+    );
+    let out = Cp::bench_on(s.path(), &["copy", "--runs", "1", "--tools", &tools])
         .arg("--json")
         .arg(&json)
         .run();
@@ -234,15 +220,12 @@ fn cold_without_root_evicts_file_by_file_and_says_so() {
     s.give_to(NOBODY.0, NOBODY.1);
     gen(&s.join("src"), &["--files", "10", "--size", "100"]);
     chown_tree(s.path(), NOBODY.0, NOBODY.1);
-    let out = Cp::bare()
-        .args([
-            "bench", "copy", "--cold", "--runs", "1", "--tools", "cp", "--src",
-        ])
-        .arg(s.join("src"))
-        .arg("--dir")
-        .arg(s.join("work"))
-        .run_as(NOBODY.0, NOBODY.1)
-        .run();
+    let out = Cp::bench_on(
+        s.path(),
+        &["copy", "--cold", "--runs", "1", "--tools", "cp"],
+    )
+    .run_as(NOBODY.0, NOBODY.1)
+    .run();
     assert_exit(&out, 0);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -260,19 +243,7 @@ fn bench_report_makes_the_tables_again_and_checks_them() {
     gen(&s.join("src"), &["--files", "300", "--size", "200"]);
     let json = s.join("docs/bench/run.json");
     fs::create_dir_all(json.parent().unwrap()).unwrap();
-    let out = Cp::bare()
-        .args([
-            "bench",
-            "copy",
-            "--tools",
-            "cp,ringio",
-            "--runs",
-            "2",
-            "--src",
-        ])
-        .arg(s.join("src"))
-        .arg("--dir")
-        .arg(s.join("work"))
+    let out = Cp::bench_on(s.path(), &["copy", "--tools", "cp,ringio", "--runs", "2"])
         .arg("--json")
         .arg(&json)
         .run();
@@ -280,12 +251,7 @@ fn bench_report_makes_the_tables_again_and_checks_them() {
     // The copies deleted at the end are stamped; on ext4 the next run says so before its first
     // (a few inodes, deleted at once, are not).
     assert!(s.join("work/deleted-copies").exists());
-    let again = Cp::bare()
-        .args(["bench", "copy", "--tools", "cp", "--runs", "1", "--src"])
-        .arg(s.join("src"))
-        .arg("--dir")
-        .arg(s.join("work"))
-        .run();
+    let again = Cp::bench_on(s.path(), &["copy", "--tools", "cp", "--runs", "1"]).run();
     assert_exit(&again, 0);
     let fs_type = std::process::Command::new("stat")
         .args(["-f", "-c", "%T"])

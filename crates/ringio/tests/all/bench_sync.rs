@@ -26,19 +26,8 @@ fn bench_sync_runs_every_scenario_and_verifies() {
         .run();
     assert_exit(&gen, 0);
     let json = s.join("out.json");
-    let out = Cp::bare()
-        .args([
-            "bench",
-            "sync",
-            "--runs",
-            "1",
-            "--tools",
-            "ringio-sync,ringio-resume,rsync",
-            "--src",
-        ])
-        .arg(s.join("src"))
-        .arg("--dir")
-        .arg(s.join("work"))
+    let tools = "ringio-sync,ringio-resume,rsync";
+    let out = Cp::bench_on(s.path(), &["sync", "--runs", "1", "--tools", tools])
         .arg("--json")
         .arg(&json)
         .run();

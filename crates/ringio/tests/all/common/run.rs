@@ -43,6 +43,18 @@ impl Cp {
         }
     }
 
+    /// `ringio bench ARGS --src ROOT/src --dir ROOT/work`: a benchmark of the tree `src` under
+    /// `root`, with its copies and trash in `work` there.
+    pub fn bench_on(root: &Path, args: &[&str]) -> Cp {
+        Cp::bare()
+            .arg("bench")
+            .args(args)
+            .arg("--src")
+            .arg(root.join("src"))
+            .arg("--dir")
+            .arg(root.join("work"))
+    }
+
     /// ringio run under the name `cp` (GNU cp's drop-in): a symlink `cp` to the binary in
     /// `dir`, made if missing.
     pub fn named_cp(dir: &Path) -> Cp {

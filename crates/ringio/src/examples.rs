@@ -123,6 +123,26 @@ size while read; 2 for a usage error.",
         exit_status: WORKS_OR_NOT,
     },
     Usage {
+        command: "bench report",
+        examples: &[
+            (
+                "ringio bench report warm.json cold.json",
+                "the tables of two runs again, as Markdown",
+            ),
+            (
+                "ringio bench report warm.json --summary ringio --against cp,xcp",
+                "a row per workload: ringio against the fastest of cp and xcp",
+            ),
+            (
+                "ringio bench report --update docs/BENCHMARKS.md",
+                "regenerate every marked table of a Markdown file from its JSON",
+            ),
+        ],
+        exit_status: "0 when the tables were written, or all agree with their JSON; 1 when a \
+block differs from its JSON (--check), or a file cannot be read or is not a benchmark's JSON; \
+2 for a usage error.",
+    },
+    Usage {
         command: "serve",
         examples: &[(
             "ringio serve --model uring --addr 127.0.0.1:9090",

@@ -194,7 +194,7 @@ pub fn bar_chart(path: &Path, title: &str, x_label: &str, bars: &[Bar]) -> Resul
         .y_labels(n)
         .y_label_formatter(&|v| match v {
             SegmentValue::CenterOf(r) if *r < n => bars
-                .get(n - 1 - r)
+                .get(row(*r))
                 .map(|b| b.label.clone())
                 .unwrap_or_default(),
             _ => String::new(),

@@ -84,7 +84,7 @@ pub fn table(results: &[ToolRuns], size: &TreeSize, style: Style) -> String {
 }
 
 /// A table followed by its notes: a line each in the terminal, a paragraph each in Markdown.
-pub fn with_notes(mut text: String, notes: &[String], style: Style) -> String {
+fn with_notes(mut text: String, notes: &[String], style: Style) -> String {
     for note in notes {
         if style == Style::Markdown {
             text.push('\n');

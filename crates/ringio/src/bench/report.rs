@@ -196,9 +196,9 @@ fn blocks(md: &Path, text: &str) -> Result<Vec<Block>> {
     Ok(blocks)
 }
 
-/// What every document of `bench copy`, `bench sync` and `bench server` begins with.
+/// A JSON document of `bench copy`, `bench sync` (`workloads`) or `bench server` (`medians`).
 #[derive(Debug, Deserialize)]
-struct Header {
+struct Document {
     command: Vec<String>,
     unix_time: Option<i64>,
     cache: Option<String>,
@@ -206,6 +206,13 @@ struct Header {
     #[serde(default)]
     warmup: usize,
     machine: Option<Machine>,
+    workloads: Option<Vec<Workload>>,
+    medians: Option<Vec<Point>>,
+    rounds: Option<usize>,
+    duration_s: Option<f64>,
+    server_cpu: Option<usize>,
+    load_cpu: Option<usize>,
+    machine_note: Option<String>,
 }
 
 /// One workload of a copy or sync document.
@@ -216,17 +223,6 @@ struct Workload {
     tree: TreeSize,
     results: Option<Vec<ToolRuns>>,
     scenarios: Option<Vec<ScenarioRuns>>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Body {
-    workloads: Option<Vec<Workload>>,
-    medians: Option<Vec<Point>>,
-    rounds: Option<usize>,
-    duration_s: Option<f64>,
-    server_cpu: Option<usize>,
-    load_cpu: Option<usize>,
-    machine_note: Option<String>,
 }
 
 /// The Markdown report of the document at `path` (named `link` in the text): its tables, or
@@ -240,15 +236,14 @@ fn report(path: &Path, link: &str, pick: &Args) -> Result<String> {
             quote(path)
         )
     };
-    let header: Header = serde_json::from_str(&text).with_context(not_ours)?;
-    let body: Body = serde_json::from_str(&text).with_context(not_ours)?;
-    let mut out = about(&header, &body, link);
-    if let Some(points) = &body.medians {
+    let doc: Document = serde_json::from_str(&text).with_context(not_ours)?;
+    let mut out = about(&doc, link);
+    if let Some(points) = &doc.medians {
         out.push('\n');
         out.push_str(&super::server::table(points, Style::Markdown));
         return Ok(out);
     }
-    let Some(workloads) = &body.workloads else {
+    let Some(workloads) = &doc.workloads else {
         bail!(not_ours());
     };
     for name in only {
@@ -383,7 +378,7 @@ fn count(n: u64, thing: &str) -> String {
 
 /// The paragraph above the tables: the command, when, the cache, the runs, the machine, and
 /// the JSON's link.
-fn about(h: &Header, body: &Body, link: &str) -> String {
+fn about(h: &Document, link: &str) -> String {
     let mut facts = Vec::new();
     if let Some(t) = h.unix_time {
         let iso = ringio_copy::manifest::utc_iso8601(t, 0);
@@ -392,8 +387,8 @@ fn about(h: &Header, body: &Body, link: &str) -> String {
     if let Some(cache) = &h.cache {
         facts.push(format!("{cache} cache"));
     }
-    if let Some(runs) = h.runs.or(body.rounds) {
-        let what = if body.medians.is_some() {
+    if let Some(runs) = h.runs.or(h.rounds) {
+        let what = if h.medians.is_some() {
             "rounds, medians shown"
         } else {
             "timed runs per tool, round-robin"
@@ -405,15 +400,15 @@ fn about(h: &Header, body: &Body, link: &str) -> String {
         };
         facts.push(format!("{runs} {what}{warmup}"));
     }
-    if let Some(d) = body.duration_s {
+    if let Some(d) = h.duration_s {
         facts.push(format!("{d} s per point"));
     }
-    if body.medians.is_some() {
+    if h.medians.is_some() {
         let cpu = |c: Option<usize>| c.map_or("any CPU".to_string(), |c| format!("CPU {c}"));
         facts.push(format!(
             "server on {}, load on {}",
-            cpu(body.server_cpu),
-            cpu(body.load_cpu)
+            cpu(h.server_cpu),
+            cpu(h.load_cpu)
         ));
     }
     if let Some(m) = &h.machine {
@@ -427,7 +422,7 @@ fn about(h: &Header, body: &Body, link: &str) -> String {
             m.device
         ));
     }
-    if let Some(note) = &body.machine_note {
+    if let Some(note) = &h.machine_note {
         facts.push(note.clone());
     }
     facts.push(format!("[JSON]({link})"));

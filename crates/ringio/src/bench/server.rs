@@ -231,8 +231,6 @@ pub fn run(args: &Args) -> Result<i32> {
     }
     if let Some(path) = &args.json {
         let doc = serde_json::json!({
-            "command": std::iter::once("ringio".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>(),
-            "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
             "machine": ringio_lab::machine::describe(std::path::Path::new(".")),
             "duration_s": args.duration.as_secs_f64(),
             "pipeline": args.pipeline,
@@ -244,8 +242,7 @@ pub fn run(args: &Args) -> Result<i32> {
             "medians": points,
             "points": all,
         });
-        std::fs::write(path, serde_json::to_string_pretty(&doc)?)
-            .with_context(|| format!("cannot write {}", quote(&path)))?;
+        super::suite::write_document(path, doc)?;
     }
     Ok(if all.iter().any(|p| p.load.errors > 0) {
         1

@@ -211,16 +211,29 @@ pub fn write_json(
     machine: &ringio_lab::machine::Machine,
     records: Vec<serde_json::Value>,
 ) -> Result<()> {
-    let doc = serde_json::json!({
+    write_document(
+        path,
+        serde_json::json!({
+            "cache": if cold { "cold" } else { "warm" },
+            "runs": runs,
+            "warmup": warmup,
+            "machine": machine,
+            "workloads": records,
+        }),
+    )
+}
+
+/// Writes a benchmark's JSON document: the command line and the time it ran, then `fields`
+/// (an object).
+pub fn write_document(path: &Path, fields: serde_json::Value) -> Result<()> {
+    let mut doc = serde_json::json!({
         // The binary as `ringio`, not where it happens to live on this machine.
         "command": std::iter::once("ringio".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>(),
         "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
-        "cache": if cold { "cold" } else { "warm" },
-        "runs": runs,
-        "warmup": warmup,
-        "machine": machine,
-        "workloads": records,
     });
+    if let (Some(doc), serde_json::Value::Object(fields)) = (doc.as_object_mut(), fields) {
+        doc.extend(fields);
+    }
     std::fs::write(path, serde_json::to_string_pretty(&doc)?)
         .with_context(|| format!("cannot write {}", quote(&path)))?;
     eprintln!("wrote {}", path.display());

@@ -1,7 +1,7 @@
 //! `ringio bench server` with the load generator as its own process, and `ringio bench
 //! loopback`, on tiny loads (127.0.0.1 only, a few clients, a fraction of a second).
 
-use crate::common::{Cp, Scratch, Server};
+use crate::common::{assert_exit, Cp, Scratch, Server};
 
 #[test]
 fn bench_server_measures_the_server_from_a_separate_load_process() {
@@ -35,6 +35,16 @@ fn bench_server_measures_the_server_from_a_separate_load_process() {
     let points = doc["points"].as_array().unwrap();
     assert_eq!(points.len(), 4, "{doc:#}");
     assert_eq!(doc["medians"].as_array().unwrap().len(), 2, "{doc:#}");
+    // The document says what ran and when, and `bench report` makes its table again.
+    assert_eq!(doc["command"][0], "ringio", "{doc:#}");
+    assert!(doc["unix_time"].as_u64().is_some_and(|t| t > 0), "{doc:#}");
+    let report = Cp::bare().args(["bench", "report"]).arg(&json).run();
+    assert_exit(&report, 0);
+    assert!(
+        String::from_utf8_lossy(&report.stdout).contains("| model | clients | rt/s |"),
+        "{}",
+        String::from_utf8_lossy(&report.stdout)
+    );
     let two_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
     for p in points {
         assert_eq!(p["load"]["errors"], 0, "{p:#}");

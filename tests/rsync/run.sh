@@ -197,7 +197,8 @@ ensure_deb_src() {
     apt_updated=""
 }
 
-ensure_packages dpkg-dev gcc g++ make libacl1-dev libattr1-dev libpopt-dev liblz4-dev \
+# autoconf: the unpacked sources' timestamps can make rsync's Makefile regenerate configure.sh.
+ensure_packages dpkg-dev gcc g++ make autoconf libacl1-dev libattr1-dev libpopt-dev liblz4-dev \
     libxxhash-dev libzstd-dev zlib1g-dev libssl-dev acl attr
 
 # The version this machine ships: the installed one, else apt's candidate.

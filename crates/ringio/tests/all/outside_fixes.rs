@@ -2,6 +2,7 @@
 //! readable than its source, a signal that waits on a FIFO, a log file that is not a file.
 
 use std::fs;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -123,4 +124,151 @@ fn dup_compare_writes_dst_with_at_most_the_source_permissions() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(left.len(), 2, "scratch left behind: {left:?}");
+}
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path that lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+}
+
+/// `--log-file` names something that is not a regular file (a FIFO with or without a reader, a
+/// symlink to a FIFO or to a regular file, a directory, a device): cp and sync refuse it at
+/// once, with a message naming the path, before copying anything; the FIFO is never waited
+/// on, so nothing delays the command (a signal included), and no file is written through a
+/// symlink.
+#[test]
+fn log_file_must_be_a_regular_file_and_is_refused_at_once() {
+    let s = Scratch::new();
+    write_file(s.join("src/f"), b"data");
+    mkfifo(&s.join("fifo"));
+    mkfifo(&s.join("fifo-read"));
+    write_file(s.join("real.log"), b"");
+    std::os::unix::fs::symlink("fifo", s.join("to-fifo")).unwrap();
+    std::os::unix::fs::symlink("real.log", s.join("to-real")).unwrap();
+    fs::create_dir(s.join("dir")).unwrap();
+    // A reader on one FIFO: there a non-blocking open for writing succeeds, and the type
+    // check must refuse it.
+    let reader = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(s.join("fifo-read"))
+        .unwrap();
+    let mut cases = vec![
+        ("fifo", "a FIFO"),
+        ("fifo-read", "a FIFO"),
+        ("to-fifo", "a symbolic link"),
+        ("to-real", "a symbolic link"),
+        ("dir", "a directory"),
+    ];
+    if is_root() {
+        let c = std::ffi::CString::new(s.join("null").as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path; makes a character device (1, 3 is /dev/null).
+        let rc = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+        assert_eq!(rc, 0, "mknod");
+        cases.push(("null", "a character device"));
+    }
+    for (name, what) in cases {
+        let log = s.join(name);
+        for command in ["cp", "sync"] {
+            let dst = s.join(format!("dst-{command}-{name}"));
+            let mut args = vec![command.to_string(), "-r".into()];
+            args.push(format!("--log-file={}", log.display()));
+            args.push(format!("{}/", s.join("src").display()));
+            args.push(dst.display().to_string());
+            let started = std::time::Instant::now();
+            let out = Cp::bare()
+                .args(&args)
+                .timeout(std::time::Duration::from_secs(20))
+                .run();
+            let took = started.elapsed();
+            assert!(
+                took < std::time::Duration::from_secs(2),
+                "{command} --log-file {name}: {took:?} to refuse it"
+            );
+            assert!(
+                !out.status.success(),
+                "{command} --log-file {name}: {}",
+                describe(&out)
+            );
+            assert_stderr_has(
+                &out,
+                &format!("cannot open the log file '{}'", log.display()),
+            );
+            assert_stderr_has(&out, &format!("not a regular file ({what})"));
+            assert!(!dst.exists(), "{command} copied with a refused log file");
+        }
+    }
+    assert_eq!(
+        fs::read(s.join("real.log")).unwrap(),
+        b"",
+        "written through a symlink"
+    );
+    drop(reader);
+    // A regular log file is still written, by both commands.
+    for command in ["cp", "sync"] {
+        let log = s.join(format!("{command}.log"));
+        let out = Cp::bare()
+            .args([command, "-r"])
+            .arg(format!("--log-file={}", log.display()))
+            .arg(format!("{}/", s.join("src").display()))
+            .arg(s.join(format!("ok-{command}")))
+            .run();
+        assert_exit(&out, 0);
+        assert!(
+            fs::read_to_string(&log).unwrap().contains('f'),
+            "{command}: nothing logged"
+        );
+        assert_eq!(
+            fs::read(s.join(format!("ok-{command}/f"))).unwrap(),
+            b"data"
+        );
+    }
+}
+
+/// SIGINT in the middle of a copy that logs to a file acts at once: the copy stops cleanly
+/// (its partial files removed) and ends by the signal well within the grace period that
+/// ends a command blocked in the kernel.
+#[test]
+fn sigint_during_a_logged_copy_acts_promptly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::time::{Duration, Instant};
+    let s = Scratch::new();
+    for i in 0..20 {
+        write_file(s.join(format!("src/f{i:02}")), vec![i as u8; 64 << 10]);
+    }
+    let hold = s.join("hold");
+    fs::create_dir(&hold).unwrap();
+    let log = s.join("cp.log");
+    let running = Cp::new()
+        .env("RINGIO_TEST_HOLD_DIR", hold.to_str().unwrap())
+        .arg("-rv")
+        .arg(format!("--log-file={}", log.display()))
+        .arg(s.join("src"))
+        .arg(s.join("dst"))
+        .spawn();
+    let pid = running.pid();
+    let mut signalled = None;
+    let out = running.serve_holds(&hold, |k| {
+        if k == 3 {
+            // SAFETY: kill has no memory-safety preconditions; the pid is our unreaped child.
+            unsafe { libc::kill(pid, libc::SIGINT) };
+            signalled = Some(Instant::now());
+        }
+    });
+    let took = signalled
+        .expect("the copy reached its third hold")
+        .elapsed();
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGINT),
+        "{}",
+        describe(&out)
+    );
+    assert_stderr_has(&out, "partially copied files were removed");
+    assert!(
+        took < Duration::from_millis(1500),
+        "{took:?} from SIGINT to the end"
+    );
 }

@@ -42,10 +42,12 @@ const GROUP: u16 = 7;
 /// (`_copy_to_iter`) was the largest single item of the profile, all cache and TLB misses.
 const BUFFERS: u16 = 256;
 const BUF_SIZE: usize = 4096;
-/// The most input held unprocessed for a client whose reads are being stopped: far more than
-/// a multishot recv delivers between a cancel's submission and its effect (one batch of
-/// completions, a few hundred KiB at most), so reaching it means the recv did not stop.
-const INPUT_LIMIT: usize = 1 << 20;
+/// The most input held unprocessed for a client whose reads are being stopped. Between the
+/// decision and the cancel's effect a multishot recv delivers one batch of completions, which
+/// the buffer pool caps at 1 MiB for all clients together (buffers go back only between
+/// batches; measured: 300-350 KiB for one client). Four times that means the recv did not
+/// stop.
+const INPUT_LIMIT: usize = 4 * BUFFERS as usize * BUF_SIZE;
 /// The kernel's flag for incremental buffer consumption (include/uapi/linux/io_uring.h).
 const IOU_PBUF_RING_INC: u16 = 2;
 

@@ -148,7 +148,7 @@ pub struct Summary {
     /// The most reply bytes the server held for any one connection at any moment (made, not
     /// yet sent). Every model bounds it: a client that does not read its replies stops being
     /// read from, so it stays within the high-water mark plus one receive, whatever the
-    /// clients do. Kernel socket buffers do not count. The C reference does not report it (0).
+    /// clients do. Kernel socket buffers do not count.
     pub peak_replies: u64,
     /// The most input bytes the server held for any one connection without processing them:
     /// what a multishot receive delivered after the server decided to stop reading

@@ -24,13 +24,16 @@ const PHASE: Duration = Duration::from_millis(1500);
 /// Client threads, each opening one connection after another.
 const CLIENTS: usize = 24;
 
-/// What one connection sends at most before it hangs up: far past every bound below.
-const PER_CONNECTION: usize = 4 << 20;
+/// What one connection sends at most before it hangs up: far past every bound below, and
+/// past what the kernel's socket buffers absorb (the server's send buffer grows to 4 MiB),
+/// so the server meets its high-water mark.
+const PER_CONNECTION: usize = 16 << 20;
 
 /// The most replies a model may hold for one connection: the high-water mark of unsent
-/// replies (64 KiB), plus what one receive can add before the check (a 16 KiB buffer at most).
-/// Input that arrives past the mark is held as input, unprocessed.
-const REPLIES_LIMIT: u64 = (64 + 16) << 10;
+/// replies (64 KiB), plus what one receive can add before the check (a reply per byte of a
+/// receive buffer: 64 KiB in `c-epoll`, 16 KiB at most in the others). Input that arrives past
+/// the mark is held as input, unprocessed.
+const REPLIES_LIMIT: u64 = (64 + 64) << 10;
 
 /// The most input a model may hold unprocessed for one connection: what io_uring's multishot
 /// recv delivers between the decision to stop reading and the cancel taking effect, one batch
@@ -57,6 +60,7 @@ fn never_reader(addr: std::net::SocketAddr, sip: bool, end: &AtomicBool, sent: &
             std::thread::sleep(Duration::from_millis(5));
             continue;
         };
+        small_receive_buffer(&s);
         let _ = s.set_write_timeout(Some(Duration::from_millis(40)));
         let _ = s.set_read_timeout(Some(Duration::from_millis(1)));
         let (mut total, mut stuck) = (0, 0);
@@ -80,6 +84,22 @@ fn never_reader(addr: std::net::SocketAddr, sip: bool, end: &AtomicBool, sent: &
         sent.fetch_add(total as u64, Ordering::Relaxed);
         reset(s);
     }
+}
+
+/// A small receive buffer on the client's side: the server's replies back up sooner.
+fn small_receive_buffer(s: &std::net::TcpStream) {
+    use std::os::fd::AsRawFd;
+    let size: libc::c_int = 8 << 10;
+    // SAFETY: setting an int option on our own socket, with a pointer to a live value.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as u32,
+        )
+    };
 }
 
 fn flood(model: Model) {

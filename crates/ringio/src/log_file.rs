@@ -18,14 +18,19 @@ use ringio_copy::quote::{quote, reason};
 pub fn open(path: &Path) -> Result<File> {
     let cannot =
         |why: &dyn std::fmt::Display| anyhow!("cannot open the log file {}: {why}", quote(&path));
+    // Asked first, so that a device is not even opened (opening some has effects: a tape
+    // rewinds, a watchdog starts); the check on the descriptor below is the one that holds.
+    if let Some(what) = not_regular(path) {
+        return Err(cannot(&format_args!("not a regular file ({what})")));
+    }
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .map_err(|e| match not_regular(path) {
-            // ELOOP for a symlink, ENXIO for a FIFO without a reader: the kernel's words for
-            // them say less than what the entry is.
+            // Swapped in since (ELOOP for a symlink, ENXIO for a FIFO without a reader): the
+            // kernel's words for them say less than what the entry is.
             Some(what) => cannot(&format_args!("not a regular file ({what})")),
             None => cannot(&reason(&e)),
         })?;

@@ -148,8 +148,8 @@ fn log_file_must_be_a_regular_file_and_is_refused_at_once() {
     std::os::unix::fs::symlink("fifo", s.join("to-fifo")).unwrap();
     std::os::unix::fs::symlink("real.log", s.join("to-real")).unwrap();
     fs::create_dir(s.join("dir")).unwrap();
-    // A reader on one FIFO: there a non-blocking open for writing succeeds, and the type
-    // check must refuse it.
+    // A reader on one FIFO: there even a non-blocking open for writing would succeed, so
+    // only a check of the type refuses it.
     let reader = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)

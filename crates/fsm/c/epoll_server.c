@@ -33,6 +33,7 @@ struct ringio_c_counters {
 	uint64_t *requests;
 	uint64_t *refused;
 	uint64_t *errors;
+	uint64_t *peak_replies; /* the most unsent replies of one client */
 };
 
 struct client {
@@ -54,6 +55,15 @@ static const unsigned char TABLE[4][4] = {
 static void bump(uint64_t *counter, uint64_t n)
 {
 	__atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
+}
+
+/* Raises *peak to n. */
+static void note_peak(uint64_t *peak, uint64_t n)
+{
+	uint64_t seen = __atomic_load_n(peak, __ATOMIC_RELAXED);
+	while (n > seen &&
+	       !__atomic_compare_exchange_n(peak, &seen, n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
 }
 
 static int64_t now_ms(void)
@@ -228,6 +238,7 @@ int ringio_c_epoll_run(int lfd, const unsigned char *stop, const struct ringio_c
 						close_it = 1;
 					} else {
 						bump(k->requests, (uint64_t)answered);
+						note_peak(k->peak_replies, c->len - c->sent);
 					}
 				} else if (errno != EAGAIN && errno != EINTR) {
 					bump(k->errors, 1);

@@ -94,6 +94,7 @@ fn client(mut stream: TcpStream, stop: &AtomicBool, counters: &Counters) {
         let before = session.requests;
         let fed = session.feed(&buf[..n], &mut out);
         Counters::bump(&counters.requests, session.requests - before);
+        Counters::note_peak(&counters.peak_replies, out.len());
         // A blocking write is the backpressure: a client that does not read stalls only itself.
         if stream.write_all(&out).is_err() {
             Counters::bump(&counters.errors, 1);

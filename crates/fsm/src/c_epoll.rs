@@ -16,6 +16,7 @@ struct CCounters {
     requests: *mut u64,
     refused: *mut u64,
     errors: *mut u64,
+    peak_replies: *mut u64,
 }
 
 unsafe extern "C" {
@@ -38,6 +39,7 @@ pub(crate) fn run(
         requests: counters.requests.as_ptr(),
         refused: counters.refused.as_ptr(),
         errors: counters.errors.as_ptr(),
+        peak_replies: counters.peak_replies.as_ptr(),
     };
     // SAFETY: the listener, the stop flag and the counters outlive the call; the C side reads
     // the flag and adds to the counters only with atomic operations, and closes only the

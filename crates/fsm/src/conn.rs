@@ -7,6 +7,10 @@ use crate::protocol::Session;
 /// never reads cannot make the server buffer without bound.
 pub(crate) const HIGH_WATER: usize = 64 * 1024;
 
+/// Where a model that stopped reading at [`HIGH_WATER`] may start again (the io_uring
+/// multishot model): half the mark, so reads do not stop and start at every reply sent.
+pub(crate) const LOW_WATER: usize = HIGH_WATER / 2;
+
 /// A connection's protocol state and unsent replies.
 #[derive(Debug, Default)]
 pub(crate) struct Conn {

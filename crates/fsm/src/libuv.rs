@@ -204,6 +204,7 @@ unsafe extern "C" fn on_read(
             let len = (*req).data.len();
             let buf = uv::uv_buf_init((*req).data.as_mut_ptr().cast(), len as u32);
             (*client).queued += len;
+            Counters::note_peak(&sh.counters.peak_replies, (*client).queued);
             if uv::uv_write(&mut (*req).req, stream, &buf, 1, Some(on_written)) < 0 {
                 drop(Box::from_raw(req));
                 close_client(client);

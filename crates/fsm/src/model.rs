@@ -100,12 +100,25 @@ pub struct Counters {
     pub refused: AtomicU64,
     /// Connections that ended in an error (reset, and the like).
     pub errors: AtomicU64,
+    /// The most reply bytes held for one connection (see [`Summary::peak_replies`]).
+    pub peak_replies: AtomicU64,
+    /// The most input bytes held unprocessed for one connection (see [`Summary::peak_input`]).
+    pub peak_input: AtomicU64,
 }
 
 impl Counters {
     /// Adds to one counter.
     pub(crate) fn bump(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Raises `peak` to `bytes`. A load first: the maximum rarely moves, and a read of a
+    /// shared line costs less than a read-modify-write.
+    pub(crate) fn note_peak(peak: &AtomicU64, bytes: usize) {
+        let bytes = bytes as u64;
+        if bytes > peak.load(Ordering::Relaxed) {
+            peak.fetch_max(bytes, Ordering::Relaxed);
+        }
     }
 
     /// A snapshot.
@@ -115,6 +128,8 @@ impl Counters {
             requests: self.requests.load(Ordering::Relaxed),
             refused: self.refused.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
+            peak_replies: self.peak_replies.load(Ordering::Relaxed),
+            peak_input: self.peak_input.load(Ordering::Relaxed),
         }
     }
 }
@@ -130,4 +145,13 @@ pub struct Summary {
     pub refused: u64,
     /// Connections ended by an error.
     pub errors: u64,
+    /// The most reply bytes the server held for any one connection at any moment (made, not
+    /// yet sent). Every model bounds it: a client that does not read its replies stops being
+    /// read from, so it stays within the high-water mark plus one receive, whatever the
+    /// clients do. Kernel socket buffers do not count.
+    pub peak_replies: u64,
+    /// The most input bytes the server held for any one connection without processing them:
+    /// what a multishot receive delivered after the server decided to stop reading
+    /// (`uring-bufring`; bounded, see there). 0 for the models that read into one buffer.
+    pub peak_input: u64,
 }

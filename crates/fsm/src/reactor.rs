@@ -92,6 +92,7 @@ pub(crate) fn run(
                     n if n > 0 => {
                         answered = conn.received(&buf[..n as usize]);
                         Counters::bump(&counters.requests, answered);
+                        Counters::note_peak(&counters.peak_replies, conn.pending().len());
                     }
                     _ => {
                         let e = io::Error::last_os_error();

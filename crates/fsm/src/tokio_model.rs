@@ -63,6 +63,7 @@ pub(crate) fn run(
     Counters::bump(&counters.requests, s.requests);
     Counters::bump(&counters.refused, s.refused);
     Counters::bump(&counters.errors, s.errors);
+    Counters::note_peak(&counters.peak_replies, s.peak_replies as usize);
     Ok(())
 }
 
@@ -86,6 +87,7 @@ async fn client(mut stream: tokio::net::TcpStream, counters: Arc<Counters>) {
         let before = session.requests;
         let fed = session.feed(&buf[..n], &mut out);
         Counters::bump(&counters.requests, session.requests - before);
+        Counters::note_peak(&counters.peak_replies, out.len());
         // Awaiting the write is the backpressure: nothing more is read until it is sent.
         if stream.write_all(&out).await.is_err() {
             Counters::bump(&counters.errors, 1);

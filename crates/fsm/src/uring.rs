@@ -103,6 +103,7 @@ pub(crate) fn run(
                         } else {
                             let answered = c.conn.received(&c.buf[..res as usize]);
                             Counters::bump(&counters.requests, answered);
+                            Counters::note_peak(&counters.peak_replies, c.conn.pending().len());
                         }
                         if close || c.conn.finished() {
                             clients[slot] = None;

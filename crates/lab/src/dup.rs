@@ -93,7 +93,7 @@ pub fn dup(src: &Path, dst: &Path, method: DupMethod, block_size: usize) -> Resu
         return Err(LabError::io("read", src, is_a_directory));
     }
     refuse_same_file(src, &stat, dst)?;
-    let output = open_destination(dst)?;
+    let output = open_destination(dst, &stat)?;
     let out_stat = output
         .metadata()
         .map_err(|e| LabError::io("stat", dst, e))?;
@@ -145,12 +145,16 @@ fn same_file(src: &Path, dst: &Path) -> LabError {
 }
 
 /// `dst` for writing, created if missing, but not truncated: that waits until it proved to be
-/// another file than the source.
-fn open_destination(dst: &Path) -> Result<File, LabError> {
+/// another file than the source. A new `dst` gets the source's permission bits less the umask,
+/// as cp gives a new file (never more than the source allows: a private file stays private;
+/// setuid, setgid and sticky are dropped); an existing one keeps its mode, as with cp.
+fn open_destination(dst: &Path, src: &Metadata) -> Result<File, LabError> {
+    use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(false)
+        .mode(src.mode() & 0o777)
         .open(dst)
         .map_err(|e| LabError::io("create", dst, e))
 }
@@ -445,8 +449,10 @@ pub fn compare(
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    // Private: the copies in it are of a file others may not be allowed to read.
     let scratch = tempfile::Builder::new()
         .prefix(".ringio-dup-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .tempdir_in(&dir)
         .map_err(|e| LabError::io("create a scratch directory in", &dir, e))?;
     let mut usages: Vec<Vec<Usage>> = methods.iter().map(|_| Vec::new()).collect();
@@ -533,5 +539,46 @@ fn median_usage(usages: &[Usage]) -> Usage {
         voluntary_switches: col(&|u| u.voluntary_switches),
         involuntary_switches: col(&|u| u.involuntary_switches),
         rss_floor_kib: col(&|u| u.rss_floor_kib),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// `--compare` puts its per-method copies in a scratch directory that only the owner can
+    /// enter (the copies are of a file others may not be allowed to read), whatever the
+    /// umask. The "ringio" run here is a script that records the mode of the directory it is
+    /// told to copy into, then copies.
+    #[test]
+    fn compare_copies_go_to_a_private_scratch_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::write(&src, b"secret").unwrap();
+        std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let log = dir.path().join("log");
+        let exe = dir.path().join("fake-ringio");
+        std::fs::write(
+            &exe,
+            format!(
+                "#!/bin/sh\nstat -c %a \"$(dirname \"$3\")\" >> '{}'\ncat \"$2\" > \"$3\"\n",
+                log.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let rows = compare(
+            &exe,
+            &src,
+            &[DupMethod::Rw, DupMethod::Uring],
+            1,
+            None,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        assert!(rows.iter().all(|r| r.outcome.is_ok()), "{rows:?}");
+        let modes = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(modes, "700\n700\n", "the scratch directory's mode, per run");
     }
 }

@@ -324,7 +324,8 @@ pub struct CpArgs {
     pub tee: Vec<PathBuf>,
 
     /// Log the lines -v prints (each copy, each error) to FILE, appended, each with rsync's
-    /// `--log-file` prefix (`YYYY/MM/DD HH:MM:SS [PID] `), whether or not -v is given.
+    /// `--log-file` prefix (`YYYY/MM/DD HH:MM:SS [PID] `), whether or not -v is given. FILE
+    /// must be a regular file (or not exist yet): a symlink, FIFO or device is refused.
     #[arg(long, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
 

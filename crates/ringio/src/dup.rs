@@ -24,7 +24,10 @@ DST is truncated only once it proved to be another file than SRC: a DST that is 
 name (a hard link, a symlink, ./SRC, /proc/self/fd/N) is refused with \"'SRC' and 'DST' are \
 the same file\", exit status 1, and both are left as they were. Every method copies to end of \
 file, so /proc and /sys files copy whole; a regular file that shrinks or grows while copied is \
-an error naming the sizes seen, exit status 1, and the partial copy is removed."
+an error naming the sizes seen, exit status 1, and the partial copy is removed.\n\n\
+A new DST gets SRC's permission bits less the umask, as cp gives a new file (a private file \
+stays private); an existing DST keeps its mode. --compare's per-method copies are made in a \
+scratch directory only the owner can enter."
 )]
 pub struct Args {
     /// The file to duplicate.

@@ -10,6 +10,7 @@ mod cp_mpi;
 mod dup;
 mod examples;
 mod load;
+mod log_file;
 mod man;
 mod progress;
 mod read;

@@ -341,7 +341,8 @@ pub struct Args {
     /// Numbers in a human-readable form (digit groups, as rsync's default).
     #[arg(short = 'h', long, action = ArgAction::Count, help_heading = "Output")]
     pub human_readable: u8,
-    /// Log what is done to FILE (rsync's "%i %n%L" lines, with the time).
+    /// Log what is done to FILE (rsync's "%i %n%L" lines, with the time). FILE must be a
+    /// regular file (or not exist yet): a symlink, FIFO or device is refused.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub log_file: Option<PathBuf>,
     /// Fine-grained output: comma-separated FLAGS (backup, skip, name, del, stats, progress2, ...;
@@ -821,12 +822,7 @@ impl Args {
         out.backups = info.backup > 0 || self.verbose > 1;
         out.skips = info.skip.max(u8::from(out.verbose > 1));
         if let Some(path) = &self.log_file {
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .with_context(|| format!("cannot open the log file {}", path.display()))?;
-            out.log = Some(Mutex::new(file));
+            out.log = Some(Mutex::new(crate::log_file::open(path)?));
         }
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         // Cold, a walk waits on the disk for each directory and inode it reads: more workers

@@ -41,7 +41,7 @@ const NEVER_READERS: usize = 4;
 const RSS_GROWTH_LIMIT_KIB: u64 = 32 * 1024;
 
 /// This process's resident set, in KiB.
-fn rss_kib() -> u64 {
+pub(crate) fn rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
     status
         .lines()
@@ -51,14 +51,14 @@ fn rss_kib() -> u64 {
 }
 
 /// A server on a free port, on a thread of this process.
-struct Server {
-    addr: SocketAddr,
+pub(crate) struct Server {
+    pub(crate) addr: SocketAddr,
     stop: Arc<AtomicBool>,
     thread: JoinHandle<Result<Summary, ServeError>>,
 }
 
 impl Server {
-    fn start(model: Model) -> Server {
+    pub(crate) fn start(model: Model) -> Server {
         let listener = ringio_fsm::listen("127.0.0.1:0".parse().unwrap()).expect("listen");
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -67,7 +67,7 @@ impl Server {
         Server { addr, stop, thread }
     }
 
-    fn stop(self) -> Summary {
+    pub(crate) fn stop(self) -> Summary {
         self.stop.store(true, Ordering::Relaxed);
         self.thread
             .join()
@@ -76,7 +76,7 @@ impl Server {
     }
 }
 
-fn connect(addr: SocketAddr) -> Option<TcpStream> {
+pub(crate) fn connect(addr: SocketAddr) -> Option<TcpStream> {
     let s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
     s.set_nodelay(true).ok()?;
@@ -84,7 +84,7 @@ fn connect(addr: SocketAddr) -> Option<TcpStream> {
 }
 
 /// Closes with a reset (SO_LINGER 0) instead of a FIN.
-fn reset(s: TcpStream) {
+pub(crate) fn reset(s: TcpStream) {
     let linger = libc::linger {
         l_onoff: 1,
         l_linger: 0,
@@ -324,7 +324,7 @@ const ISOLATED: &str = "RINGIO_TEST_ISOLATED";
 /// Runs the test `name` in a process of its own: this test binary again, running that test
 /// alone. There this returns true, and the caller goes on with the test's work; here it returns
 /// false once that process has passed, and panics with its output if it failed.
-fn isolated(name: &str) -> bool {
+pub(crate) fn isolated(name: &str) -> bool {
     if std::env::var_os(ISOLATED).is_some_and(|v| v == name) {
         return true;
     }

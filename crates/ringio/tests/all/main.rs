@@ -31,6 +31,7 @@ mod lab;
 mod mpi;
 #[cfg(not(feature = "mpi"))]
 mod mpi_missing;
+mod outside_fixes;
 mod progress;
 mod sync;
 mod sync_adversary;

@@ -1,0 +1,72 @@
+//! `--log-file FILE` (cp and sync): appended to, and only ever a regular file.
+//!
+//! The open never waits: a FIFO would block it until some process opened the other end (and a
+//! signal could not stop the command meanwhile), a device could block or misbehave. It never
+//! follows a symlink either: a log named in a shared directory cannot be turned into an append
+//! to some other file. So the file is opened with O_NONBLOCK|O_NOFOLLOW and kept only when the
+//! descriptor is a regular file.
+
+use std::fs::File;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+use anyhow::{anyhow, Result};
+use ringio_copy::quote::{quote, reason};
+
+/// Opens (creating it 0666 less the umask) the log file `path` for appending; refuses, with a
+/// message naming `path`, anything but a regular file.
+pub fn open(path: &Path) -> Result<File> {
+    let cannot =
+        |why: &dyn std::fmt::Display| anyhow!("cannot open the log file {}: {why}", quote(&path));
+    // Asked first, so that a device is not even opened (opening some has effects: a tape
+    // rewinds, a watchdog starts); the check on the descriptor below is the one that holds.
+    if let Some(what) = not_regular(path) {
+        return Err(cannot(&format_args!("not a regular file ({what})")));
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match not_regular(path) {
+            // Swapped in since (ELOOP for a symlink, ENXIO for a FIFO without a reader): the
+            // kernel's words for them say less than what the entry is.
+            Some(what) => cannot(&format_args!("not a regular file ({what})")),
+            None => cannot(&reason(&e)),
+        })?;
+    let kind = file
+        .metadata()
+        .map_err(|e| cannot(&reason(&e)))?
+        .file_type();
+    if !kind.is_file() {
+        return Err(cannot(&format_args!(
+            "not a regular file ({})",
+            describe(kind)
+        )));
+    }
+    Ok(file)
+}
+
+/// What `path` is, when it exists and is not a regular file.
+fn not_regular(path: &Path) -> Option<&'static str> {
+    let kind = std::fs::symlink_metadata(path).ok()?.file_type();
+    (!kind.is_file()).then(|| describe(kind))
+}
+
+fn describe(kind: std::fs::FileType) -> &'static str {
+    if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else {
+        "not a file"
+    }
+}

@@ -221,7 +221,7 @@ fn unescape(name: &[u8]) -> Result<Vec<u8>, String> {
             Some(b'\\') => out.push(b'\\'),
             Some(b'n') => out.push(b'\n'),
             Some(b'r') => out.push(b'\r'),
-            Some(&other) => return Err(format!("unknown escape \\{}", other as char)),
+            Some(_) => return Err("an unknown escape in the name".into()),
             None => return Err("a name ends in a lone backslash".into()),
         }
     }

@@ -1,6 +1,6 @@
 //! A tree a manifest describes, reached only through descriptors from its root: every entry
-//! below it ([`walk`]), and a listed name's directory ([`parent_beneath`]), opened component by
-//! component with O_NOFOLLOW. No symlink leads out, and no depth is too deep: no whole path is
+//! below it ([`walk`]), and a listed name's directory ([`LastDir::parent`]), opened with
+//! RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS or component by component with O_NOFOLLOW. No symlink leads out, and no depth is too deep: no whole path is
 //! ever formed.
 
 use std::collections::HashSet;
@@ -83,21 +83,58 @@ pub(crate) enum Beneath {
     Io(io::Error),
 }
 
-/// The directory holding `rel` (a name below `root`, '/'-separated, without empty, `.` or `..`
-/// components) and its last component, each directory on the way opened with O_NOFOLLOW.
-pub(crate) fn parent_beneath(
-    root: BorrowedFd<'_>,
-    rel: &[u8],
-) -> Result<(OwnedFd, CString), Beneath> {
-    let mut parts = rel.split(|&b| b == b'/').peekable();
+/// The last directory a lookup opened, by its name below the root: the names of a sorted
+/// manifest come directory by directory, so most lookups reuse it.
+#[derive(Default)]
+pub(crate) struct LastDir(Option<(Vec<u8>, OwnedFd)>);
+
+impl LastDir {
+    /// The directory holding `rel` (a name below `root`, '/'-separated, without empty, `.` or
+    /// `..` components) and its last component. No symlink on the way is followed: one is
+    /// [`Beneath::ThroughSymlink`].
+    pub(crate) fn parent(
+        &mut self,
+        root: BorrowedFd<'_>,
+        rel: &[u8],
+    ) -> Result<(BorrowedFd<'_>, CString), Beneath> {
+        let (dir, last) = match rel.iter().rposition(|&b| b == b'/') {
+            Some(i) => (&rel[..i], &rel[i + 1..]),
+            None => (&b""[..], rel),
+        };
+        let name =
+            CString::new(last).map_err(|_| Beneath::Io(io::ErrorKind::InvalidInput.into()))?;
+        if !matches!(&self.0, Some((held, _)) if held == dir) {
+            self.0 = None;
+            self.0 = Some((dir.to_vec(), open_beneath(root, dir)?));
+        }
+        let (_, fd) = self.0.as_ref().expect("just opened");
+        Ok((fd.as_fd(), name))
+    }
+}
+
+/// The directory `rel` below `root` (empty: the root itself). One openat2 with
+/// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS; where it refuses (a symlink on the way, a name past
+/// PATH_MAX, a kernel without openat2), component by component with O_NOFOLLOW, which also
+/// names the symlink.
+fn open_beneath(root: BorrowedFd<'_>, rel: &[u8]) -> Result<OwnedFd, Beneath> {
+    if rel.is_empty() {
+        return root.try_clone_to_owned().map_err(Beneath::Io);
+    }
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    let how = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    match rustix::fs::openat2(root, OsStr::from_bytes(rel), flags, Mode::empty(), how) {
+        Ok(fd) => return Ok(fd),
+        Err(e @ (rustix::io::Errno::NOENT | rustix::io::Errno::ACCESS)) => {
+            return Err(Beneath::Io(e.into()))
+        }
+        Err(_) => {}
+    }
     let mut dir = root.try_clone_to_owned().map_err(Beneath::Io)?;
     let mut walked = 0;
-    while let Some(part) = parts.next() {
+    for part in rel.split(|&b| b == b'/') {
         let name =
             CString::new(part).map_err(|_| Beneath::Io(io::ErrorKind::InvalidInput.into()))?;
-        if parts.peek().is_none() {
-            return Ok((dir, name));
-        }
         walked += part.len() + usize::from(walked > 0);
         dir = match sys::open_dir(dir.as_fd(), &name, false) {
             Ok(sub) => sub,
@@ -112,7 +149,7 @@ pub(crate) fn parent_beneath(
             Err(e) => return Err(Beneath::Io(e)),
         };
     }
-    Err(Beneath::Io(io::ErrorKind::InvalidInput.into()))
+    Ok(dir)
 }
 
 /// The regular files below each source root `(src, dst)` (a directory's files found through

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::digest::Algo;
-use crate::manifest::tree::{self, Beneath, Met};
+use crate::manifest::tree::{self, Beneath, LastDir, Met};
 use crate::manifest::Listing;
 pub use crate::manifest::ManifestError;
 use crate::sys::{self, Kind};
@@ -179,17 +179,20 @@ pub fn check_listing(
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..threads.clamp(1, lines.len().max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(line) = lines.get(i) else { break };
-                if results[i].lock().expect("result").is_some() {
-                    // Hashed while the algorithm was told apart.
-                    continue;
+            s.spawn(|| {
+                let mut last = LastDir::default();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(line) = lines.get(i) else { break };
+                    if results[i].lock().expect("result").is_some() {
+                        // Hashed while the algorithm was told apart.
+                        continue;
+                    }
+                    let got = tree
+                        .hash(&line.path, &[algo], &mut last)
+                        .map(|(mut hexes, len, way)| (hexes.remove(0), len, way));
+                    *results[i].lock().expect("result") = Some(got);
                 }
-                let got = tree
-                    .hash(&line.path, &[algo])
-                    .map(|(mut hexes, len, way)| (hexes.remove(0), len, way));
-                *results[i].lock().expect("result") = Some(got);
             });
         }
     });
@@ -301,7 +304,11 @@ struct Tree<'a> {
 impl Tree<'_> {
     /// The directory holding the listed `name` and its last component, or the finding that
     /// stops its check.
-    fn parent(&self, name: &[u8]) -> Result<(OwnedFd, CString), Finding> {
+    fn parent<'l>(
+        &self,
+        name: &[u8],
+        last: &'l mut LastDir,
+    ) -> Result<(BorrowedFd<'l>, CString), Finding> {
         let rel = PathBuf::from(OsStr::from_bytes(name));
         let unreadable = |e: &io::Error, rel: PathBuf| Finding::Unreadable {
             path: rel,
@@ -315,7 +322,7 @@ impl Tree<'_> {
             io::ErrorKind::NotFound => Finding::Missing(rel.clone()),
             _ => unreadable(e, rel.clone()),
         })?;
-        tree::parent_beneath(*root, &inside).map_err(|why| match why {
+        last.parent(*root, &inside).map_err(|why| match why {
             Beneath::ThroughSymlink(link) => Finding::Symlink {
                 path: rel,
                 link: PathBuf::from(OsStr::from_bytes(&link)),
@@ -326,10 +333,10 @@ impl Tree<'_> {
     }
 
     /// The hashes by `algos` of the listed file `name`, its length and how it was read.
-    fn hash(&self, name: &[u8], algos: &[Algo]) -> Hashed2 {
-        let (dir, last) = self.parent(name)?;
+    fn hash(&self, name: &[u8], algos: &[Algo], last: &mut LastDir) -> Hashed2 {
+        let (dir, file) = self.parent(name, last)?;
         let rel = || PathBuf::from(OsStr::from_bytes(name));
-        hash_file((dir.as_fd(), &last), algos, self.uncached, self.read).map_err(|e| {
+        hash_file((dir, &file), algos, self.uncached, self.read).map_err(|e| {
             match e.raw_os_error() {
                 Some(libc::ELOOP) => Finding::Symlink {
                     path: rel(),
@@ -345,9 +352,9 @@ impl Tree<'_> {
     }
 
     /// The size of the listed file `name` (not following a symlink), if it is there.
-    fn size(&self, name: &[u8]) -> Option<u64> {
-        let (dir, last) = self.parent(name).ok()?;
-        Some(sys::statx_at(dir.as_fd(), &last, false).ok()?.size)
+    fn size(&self, name: &[u8], last: &mut LastDir) -> Option<u64> {
+        let (dir, file) = self.parent(name, last).ok()?;
+        Some(sys::statx_at(dir, &file, false).ok()?.size)
     }
 }
 
@@ -365,18 +372,19 @@ fn tell_apart(
     other: Algo,
     results: &[Mutex<Option<Hashed>>],
 ) -> Algo {
+    let mut last = LastDir::default();
     let mut candidates: Vec<(u64, usize)> = listing
         .entries
         .iter()
         .enumerate()
         .take(256)
-        .filter_map(|(i, e)| Some((tree.size(&e.path)?, i)))
+        .filter_map(|(i, e)| Some((tree.size(&e.path, &mut last)?, i)))
         .collect();
     candidates.sort();
     for (_, i) in candidates {
         let entry = &listing.entries[i];
         for algo in [listing.algo, other] {
-            match tree.hash(&entry.path, &[algo]) {
+            match tree.hash(&entry.path, &[algo], &mut last) {
                 Ok((hexes, len, way)) if hexes[0] == entry.hex => {
                     *results[i].lock().expect("result") = Some(Ok((hexes[0].clone(), len, way)));
                     return algo;

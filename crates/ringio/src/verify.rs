@@ -184,8 +184,9 @@ fn check_manifest(
     manifest_verdict(&report, start, lines, "ringio verify")
 }
 
-/// `--hash`: writes the manifest of a copy (or sync) that ran to its end, errors or not: it
-/// lists the files copied, and only those. Returns the exit status of a failure to write it.
+/// `--hash`: writes the manifest of a copy (or sync) that ran to its end without an error
+/// (none vouches for a failed one: the callers write none then). Returns the exit status of
+/// a failure to write it.
 pub(crate) fn write_manifest(
     hashing: &ringio_copy::Hashing,
     listing: &ringio_copy::manifest::Listing,

@@ -28,27 +28,61 @@ pub(crate) enum Met<'a> {
     Unlistable { rel: &'a [u8], err: io::Error },
 }
 
-/// Calls `met` for every non-directory below `root` (symlinks not followed), by name in each
-/// directory, and for every directory that cannot be listed: what cannot be seen is never
-/// taken for "nothing there". One descriptor and one listing are held per level.
-pub(crate) fn walk(root: BorrowedFd<'_>, met: &mut dyn FnMut(Met<'_>)) {
-    let mut buf = vec![MaybeUninit::uninit(); 64 * 1024];
-    walk_dir(root, &mut Vec::new(), &mut buf, met);
+/// Descriptors the walk holds at most, one a level: deeper, an ancestor's is closed, and
+/// reopened through its child's `..` (its identity checked) when the walk comes back to it.
+const HELD: usize = 128;
+
+/// One directory on [`walk`]'s stack.
+struct Level {
+    /// Its descriptor: `None` for the root (borrowed), or while it is closed for the budget.
+    fd: Option<OwnedFd>,
+    /// Its (dev, ino), which a reopened descriptor must have.
+    id: (u64, u64),
+    /// Its names not yet visited.
+    names: std::vec::IntoIter<(CString, Option<Kind>)>,
+    /// The length of the walk's `rel` naming it.
+    len: usize,
 }
 
-fn walk_dir(
-    dir: BorrowedFd<'_>,
-    rel: &mut Vec<u8>,
-    buf: &mut [MaybeUninit<u8>],
-    met: &mut dyn FnMut(Met<'_>),
-) {
-    let mut names: Vec<(CString, Option<Kind>)> = Vec::new();
-    if let Err(err) = sys::read_dir_entries(dir, buf, |n, kind| names.push((n.to_owned(), kind))) {
-        return met(Met::Unlistable { rel, err });
-    }
-    names.sort_by(|a, b| a.0.cmp(&b.0));
-    for (name, kind) in names {
-        let len = rel.len();
+/// Calls `met` for every non-directory below `root` (symlinks not followed), by name in each
+/// directory, and for every directory that cannot be listed: what cannot be seen is never
+/// taken for "nothing there". A listing is held per level, on a stack of its own (no
+/// recursion), and at most [`HELD`] descriptors: any depth.
+pub(crate) fn walk(root: BorrowedFd<'_>, met: &mut dyn FnMut(Met<'_>)) {
+    let mut buf = vec![MaybeUninit::uninit(); 64 * 1024];
+    let mut rel = Vec::new();
+    let Some(top) = listing(root, &rel, &mut buf, met) else {
+        return;
+    };
+    let mut stack = vec![Level {
+        fd: None,
+        id: (0, 0),
+        names: top.into_iter(),
+        len: 0,
+    }];
+    while let Some(level) = stack.last_mut() {
+        let dir = level.fd.as_ref().map_or(root, |fd| fd.as_fd());
+        let Some((name, kind)) = level.names.next() else {
+            let done = stack.pop().expect("a level");
+            // The root (the first level) is borrowed, never closed.
+            let closed = stack.len() > 1;
+            if let (Some(parent), Some(child)) = (stack.last_mut(), done.fd) {
+                if closed && parent.fd.is_none() {
+                    match reopen_parent(child.as_fd(), parent.id) {
+                        Ok(fd) => parent.fd = Some(fd),
+                        Err(err) => {
+                            met(Met::Unlistable {
+                                rel: &rel[..parent.len],
+                                err,
+                            });
+                            stack.pop();
+                        }
+                    }
+                }
+            }
+            continue;
+        };
+        rel.truncate(level.len);
         if !rel.is_empty() {
             rel.push(b'/');
         }
@@ -57,21 +91,66 @@ fn walk_dir(
             Some(kind) => Ok(kind),
             None => sys::statx_at(dir, &name, false).map(|s| s.kind()),
         };
-        match kind {
-            Ok(Kind::Dir) => match sys::open_dir(dir, &name, false) {
-                Ok(sub) => walk_dir(sub.as_fd(), rel, buf, met),
-                Err(err) => met(Met::Unlistable { rel, err }),
-            },
-            Ok(kind) => met(Met::Entry {
-                rel,
-                dir,
-                name: &name,
-                kind,
+        let sub = match kind {
+            Ok(Kind::Dir) => sys::open_dir(dir, &name, false).and_then(|sub| {
+                let stat = sys::fstatx(sub.as_fd())?;
+                Ok((sub, (stat.dev, stat.ino)))
             }),
-            Err(err) => met(Met::Unlistable { rel, err }),
+            Ok(kind) => {
+                met(Met::Entry {
+                    rel: &rel,
+                    dir,
+                    name: &name,
+                    kind,
+                });
+                continue;
+            }
+            Err(err) => Err(err),
+        };
+        match sub {
+            Ok((sub, id)) => {
+                if let Some(names) = listing(sub.as_fd(), &rel, &mut buf, met) {
+                    stack.push(Level {
+                        fd: Some(sub),
+                        id,
+                        names: names.into_iter(),
+                        len: rel.len(),
+                    });
+                    if stack.len() > HELD + 1 {
+                        let at = stack.len() - 1 - HELD;
+                        stack[at].fd = None;
+                    }
+                }
+            }
+            Err(err) => met(Met::Unlistable { rel: &rel, err }),
         }
-        rel.truncate(len);
     }
+}
+
+/// The parent of the directory `child` (its `..`), which must be the directory `id` it was.
+fn reopen_parent(child: BorrowedFd<'_>, id: (u64, u64)) -> io::Result<OwnedFd> {
+    let fd = sys::open_dir(child, c"..", false)?;
+    let stat = sys::fstatx(fd.as_fd())?;
+    if (stat.dev, stat.ino) != id {
+        return Err(io::Error::other("it was moved while it was read"));
+    }
+    Ok(fd)
+}
+
+/// The names in `dir` (named `rel`), sorted; `None` (said to `met`) when it cannot be listed.
+fn listing(
+    dir: BorrowedFd<'_>,
+    rel: &[u8],
+    buf: &mut [MaybeUninit<u8>],
+    met: &mut dyn FnMut(Met<'_>),
+) -> Option<Vec<(CString, Option<Kind>)>> {
+    let mut names: Vec<(CString, Option<Kind>)> = Vec::new();
+    if let Err(err) = sys::read_dir_entries(dir, buf, |n, kind| names.push((n.to_owned(), kind))) {
+        met(Met::Unlistable { rel, err });
+        return None;
+    }
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    Some(names)
 }
 
 /// Why a listed name cannot be reached beneath the root.
@@ -202,4 +281,39 @@ pub(crate) fn name_in(base: &Path, dst: &Path) -> Vec<u8> {
         rel
     };
     rel.as_os_str().as_bytes().to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deeper than the descriptors the walk holds: every file and symlink is met, and the walk
+    /// comes back up through the reopened ancestors.
+    #[test]
+    fn a_walk_deeper_than_its_descriptor_budget_meets_every_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut path = dir.path().to_path_buf();
+        let mut want = Vec::new();
+        let mut rel = String::new();
+        for level in 0..HELD * 2 + 5 {
+            std::fs::write(path.join("z"), b"").unwrap();
+            want.push(format!("{rel}z"));
+            path.push("d");
+            rel.push_str("d/");
+            std::fs::create_dir(&path).unwrap();
+            if level % 50 == 0 {
+                std::os::unix::fs::symlink("z", path.join("l")).unwrap();
+                want.push(format!("{rel}l"));
+            }
+        }
+        let root = std::fs::File::open(dir.path()).unwrap();
+        let mut met = Vec::new();
+        walk(root.as_fd(), &mut |m| match m {
+            Met::Entry { rel, .. } => met.push(String::from_utf8(rel.to_vec()).unwrap()),
+            Met::Unlistable { rel, err } => panic!("{}: {err}", String::from_utf8_lossy(rel)),
+        });
+        met.sort();
+        want.sort();
+        assert_eq!(met, want);
+    }
 }

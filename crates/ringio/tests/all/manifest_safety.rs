@@ -538,23 +538,38 @@ fn a_tee_that_fills_up_names_every_file_it_lacks() {
     );
 }
 
-/// Item 11: `cp --verify --hash` finds a file cp's rules kept (`-n`, `-u`) that differs from
-/// the source, as `cp --verify` without `--hash` does.
+/// Item 11: `cp --verify --hash` finds a file cp's rules kept (`-n`, `-u`, `--resume` trusting
+/// size and mtime) that differs from the source, as `cp --verify` without `--hash` does.
 #[test]
 fn verify_with_hashes_finds_kept_files_that_differ() {
     let s = Scratch::new();
     write_file(s.join("src/same"), b"same");
     write_file(s.join("src/kept"), b"the source's bytes");
-    for (rule, hash) in [("-n", true), ("-n", false), ("-u", true), ("-u", false)] {
+    let rules = ["-n", "-u", "--resume"];
+    for (rule, hash) in rules.iter().flat_map(|r| [(*r, true), (*r, false)]) {
         let dst = s.join("dst");
         let _ = fs::remove_dir_all(&dst);
-        write_file(dst.join("kept"), b"other bytes, kept");
-        if rule == "-u" {
+        let (_, src_mtime) = lstat_times(&s.join("src/kept"));
+        match rule {
             // Newer than the source: -u keeps it.
-            let later = filetime_later(&s.join("src/kept"));
-            set_times(&dst.join("kept"), None, Some(later)).unwrap();
+            "-u" => {
+                write_file(dst.join("kept"), b"other bytes, kept");
+                set_times(
+                    &dst.join("kept"),
+                    None,
+                    Some(filetime_later(&s.join("src/kept"))),
+                )
+                .unwrap();
+            }
+            // The source's size and mtime: --resume (with -p's times) takes it as complete.
+            "--resume" => {
+                write_file(dst.join("kept"), b"other bytes, kept!");
+                set_times(&dst.join("kept"), None, Some(src_mtime)).unwrap();
+            }
+            _ => write_file(dst.join("kept"), b"other bytes, kept"),
         }
-        let mut cmd = Cp::new().args(["-r", rule, "--verify"]);
+        let kept = fs::read(dst.join("kept")).unwrap();
+        let mut cmd = Cp::new().args(["-r", "--preserve=timestamps", rule, "--verify"]);
         if hash {
             cmd = cmd.args(["--hash", "sha256"]);
         }
@@ -567,7 +582,7 @@ fn verify_with_hashes_finds_kept_files_that_differ() {
             describe(&out)
         );
         assert!(!stdout.contains("same"), "{rule} hash={hash}: {stdout}");
-        assert_eq!(fs::read(dst.join("kept")).unwrap(), b"other bytes, kept");
+        assert_eq!(fs::read(dst.join("kept")).unwrap(), kept, "{rule}");
     }
 }
 

@@ -396,7 +396,7 @@ fn verify_hashes(
     } else {
         "verify"
     };
-    let report = crate::progress::phase(bar, name, (total, &read), || {
+    let mut report = crate::progress::phase(bar, name, (total, &read), || {
         ringio_copy::verify::check_listing(
             &hashing.base,
             listing,
@@ -406,7 +406,6 @@ fn verify_hashes(
             (crate::verify::readers(), &read, false),
         )
     });
-    let mut report = report;
     report.findings.extend(kept_unlike.iter().map(|name| {
         ringio_copy::verify::Finding::KeptUnlikeSource(std::path::PathBuf::from(
             <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name),

@@ -152,9 +152,10 @@ pub fn check_manifest(
 /// the listing lacks (an `ascmhl` folder at its top is the manifest's own, not an extra);
 /// without, only the listed files are checked (a copy into a directory that holds others).
 ///
-/// `dir` is the one path resolved as given; every listed name is reached from its descriptor,
-/// each component opened with O_NOFOLLOW: a symlink listed, or on the way to a listed name, is
-/// a finding ([`Finding::Symlink`]), never followed out of the tree; and no tree is too deep.
+/// `dir` is the one path resolved as given; every listed name is reached from its descriptor
+/// without following a symlink (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or component by
+/// component with O_NOFOLLOW): a symlink listed, or on the way to a listed name, is a finding
+/// ([`Finding::Symlink`]), never followed out of the tree; and no tree is too deep.
 pub fn check_listing(
     dir: &Path,
     listing: &Listing,
@@ -333,7 +334,7 @@ impl Tree<'_> {
     }
 
     /// The hashes by `algos` of the listed file `name`, its length and how it was read.
-    fn hash(&self, name: &[u8], algos: &[Algo], last: &mut LastDir) -> Hashed2 {
+    fn hash(&self, name: &[u8], algos: &[Algo], last: &mut LastDir) -> Hashes {
         let (dir, file) = self.parent(name, last)?;
         let rel = || PathBuf::from(OsStr::from_bytes(name));
         hash_file((dir, &file), algos, self.uncached, self.read).map_err(|e| {
@@ -359,7 +360,7 @@ impl Tree<'_> {
 }
 
 /// Every hash of one listed file, or what stopped it.
-type Hashed2 = Result<(Vec<String>, u64, ReadFrom), Finding>;
+type Hashes = Result<(Vec<String>, u64, ReadFrom), Finding>;
 
 /// The algorithm of a manifest whose hashes' length two algorithms share (`listing.algo` or
 /// `other`): the one that gives the listed hash of a file, tried on the smallest of the first

@@ -510,9 +510,7 @@ pub fn open_regular(
     if fstatx(std::os::fd::AsFd::as_fd(&fd))?.kind() != Kind::File {
         return Err(io::Error::other("not a regular file"));
     }
-    // Reads and writes of a regular file never see O_NONBLOCK; it is cleared all the same.
-    let flags = rustix::fs::fcntl_getfl(&fd)?;
-    rustix::fs::fcntl_setfl(&fd, flags - OFlags::NONBLOCK)?;
+    // O_NONBLOCK stays: reads and writes of a regular file never see it.
     Ok(std::fs::File::from(fd))
 }
 

@@ -59,3 +59,4 @@ pub use plan::{
 pub use progress::{Progress, Reporter, Summary};
 pub use refusal::{Refusal, Refused};
 pub use run::copy;
+pub use sys::{open_regular_path, read_regular_path, Regular};

@@ -103,4 +103,7 @@ pub struct Summary {
     pub engine: String,
     /// `--hash`: every file copied, with its hash (none if the run was interrupted).
     pub hashes: Option<crate::manifest::Listing>,
+    /// `--hash`: the files kept as they were (`-n`, `-u`) whose bytes are not their sources',
+    /// by their manifest names.
+    pub kept_unlike_source: Vec<Vec<u8>>,
 }

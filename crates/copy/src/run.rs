@@ -320,6 +320,7 @@ impl<'a> Setup<'a> {
             interrupted: progress.cancelled(),
             engine: engine.to_string(),
             hashes: None,
+            kept_unlike_source: Vec::new(),
         }
     }
 }
@@ -339,7 +340,10 @@ pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Su
     }
     let mut summary = setup.summary(&ctx);
     if !progress.cancelled() {
-        summary.hashes = ctx.recorder.take().map(|r| r.listing());
+        if let Some(recorder) = ctx.recorder.take() {
+            summary.kept_unlike_source = recorder.kept_unlike_source();
+            summary.hashes = Some(recorder.listing());
+        }
     }
     summary
 }

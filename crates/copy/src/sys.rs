@@ -469,6 +469,83 @@ pub fn address_space_used() -> u64 {
         .map_or(0, |pages| pages.saturating_mul(page))
 }
 
+/// How a file that must be regular (a manifest, an MHL file, a `--files-from`, `--exclude-from`
+/// or `--log-file`) is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Regular {
+    /// Read it.
+    Read,
+    /// Append to it, creating it (0666 less the umask) where it is missing.
+    Append,
+}
+
+/// Opens `name` (relative to `dir`) as a file that must be regular. O_NONBLOCK, so a FIFO or a
+/// device in its place never blocks the open; a final symlink is followed only with `follow`
+/// (a name the user gave; never one under a destination). Anything but a regular file is
+/// refused ("not a regular file"), before a byte is read or written.
+pub fn open_regular(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    follow: bool,
+    how: Regular,
+) -> io::Result<std::fs::File> {
+    let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY;
+    if !follow {
+        flags |= libc::O_NOFOLLOW;
+    }
+    flags |= match how {
+        Regular::Read => libc::O_RDONLY,
+        Regular::Append => libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT,
+    };
+    let fd = match openat(dir, name, flags, 0o666) {
+        // O_NOFOLLOW met a symlink (or a FIFO with no reader, opened to write).
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) && !follow => {
+            return Err(io::Error::other("a symbolic link, not followed here"))
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+            return Err(io::Error::other("not a regular file"))
+        }
+        other => other?,
+    };
+    if fstatx(std::os::fd::AsFd::as_fd(&fd))?.kind() != Kind::File {
+        return Err(io::Error::other("not a regular file"));
+    }
+    // O_NONBLOCK stays: reads and writes of a regular file never see it.
+    Ok(std::fs::File::from(fd))
+}
+
+/// [`open_regular`] of a path (relative to the working directory).
+pub fn open_regular_path(
+    path: &std::path::Path,
+    follow: bool,
+    how: Regular,
+) -> io::Result<std::fs::File> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    open_regular(rustix::fs::CWD, &name, follow, how)
+}
+
+/// The whole content of a file that must be regular ([`open_regular`], read).
+pub fn read_regular(dir: BorrowedFd<'_>, name: &CStr, follow: bool) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(
+        &mut open_regular(dir, name, follow, Regular::Read)?,
+        &mut bytes,
+    )?;
+    Ok(bytes)
+}
+
+/// [`read_regular`] of a path the user gave (a final symlink followed: it is the user's).
+pub fn read_regular_path(path: &std::path::Path) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(
+        &mut open_regular_path(path, true, Regular::Read)?,
+        &mut bytes,
+    )?;
+    Ok(bytes)
+}
+
 /// A zeroed buffer of `len` bytes, or ENOMEM instead of aborting when memory is short.
 pub fn try_zeroed(len: usize) -> io::Result<Vec<u8>> {
     let mut buf = Vec::new();

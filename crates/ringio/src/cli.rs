@@ -307,7 +307,11 @@ pub struct CpArgs {
     /// Write the hashes to FILE (`-`: standard output) when the copy is done, names relative
     /// to the destination root: `sha256sum -c`, `b3sum -c`, `xxhsum -c` and `ringio verify
     /// --manifest` read it. Written to a temporary and renamed: an interrupted copy leaves
-    /// none. A FILE that exists, or inside a source, is refused without -f.
+    /// none. A copy that fails (to any destination) writes none either (nor an MHL
+    /// generation): no manifest vouches for an incomplete copy, and every source file a
+    /// destination lacks is named ("not copied to DEST: FILE"). A FILE that exists, or inside
+    /// a source, is refused without -f; FILE, --log-file and the ascmhl files must be regular
+    /// files (a FIFO is refused, never waited on; DEST/ascmhl is never a symlink followed).
     #[arg(long, value_name = "FILE")]
     pub manifest: Option<PathBuf>,
 

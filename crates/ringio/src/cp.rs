@@ -346,11 +346,43 @@ pub(crate) fn hash_request(
     }))
 }
 
+/// A copy that failed, hashing: says that no manifest was written (`--manifest`, the
+/// `ascmhl` generation) and names, for each destination that failed, every source file whose
+/// copy it lacks, the ones never attempted included.
+fn name_not_copied<'p>(
+    main: &ringio_copy::Hashing,
+    failed: impl Iterator<Item = (&'p CopyPlan, &'p Listing)>,
+) {
+    let program = crate::argv::program();
+    let written = match (&main.manifest, main.format) {
+        (Some(file), _) => quote(file).to_string(),
+        (None, Format::Mhl) => format!("(no ascmhl generation in {})", quote(&main.base)),
+        (None, _) => String::new(),
+    };
+    if !written.is_empty() {
+        eprintln!("{program}: the copy failed: no manifest written {written}");
+    }
+    for (plan, listing) in failed {
+        let Some(hashing) = plan.hashing() else {
+            continue;
+        };
+        let roots: Vec<_> = plan.roots().iter().map(|r| (r.src(), r.dst())).collect();
+        for src in ringio_copy::manifest::not_copied(&roots, &hashing.base, listing) {
+            eprintln!(
+                "{program}: not copied to {}: {}",
+                quote(&hashing.base),
+                quote(&src)
+            );
+        }
+    }
+}
+
 /// `--verify` of a copy that hashed its files: only the copy is read, and its hashes compared
-/// with those the copy computed from the source.
+/// with those the copy computed from the source; a file the copy kept as it was (`-n`, `-u`)
+/// whose bytes are not its source's is a difference too.
 fn verify_hashes(
     plan: &CopyPlan,
-    listing: &Listing,
+    (listing, kept_unlike): (&Listing, &[Vec<u8>]),
     (uncached, bar): (bool, bool),
     (who, lines): (&str, Lines),
 ) -> (i32, u64) {
@@ -364,7 +396,7 @@ fn verify_hashes(
     } else {
         "verify"
     };
-    let report = crate::progress::phase(bar, name, (total, &read), || {
+    let mut report = crate::progress::phase(bar, name, (total, &read), || {
         ringio_copy::verify::check_listing(
             &hashing.base,
             listing,
@@ -374,6 +406,11 @@ fn verify_hashes(
             (crate::verify::readers(), &read, false),
         )
     });
+    report.findings.extend(kept_unlike.iter().map(|name| {
+        ringio_copy::verify::Finding::KeptUnlikeSource(std::path::PathBuf::from(
+            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name),
+        ))
+    }));
     (
         crate::verify::manifest_verdict(&report, start, lines, &who),
         report.bytes,
@@ -473,7 +510,19 @@ pub fn run(args: &CpArgs) -> Result<i32> {
         }
     }
     let hashes = summary.hashes.take();
-    if let (Some(listing), Some(hashing)) = (&hashes, plan.hashing()) {
+    let failed = summary.errors > 0 || tee_summaries.iter().any(|t| t.errors > 0);
+    if let (Some(listing), Some(hashing), true) = (&hashes, plan.hashing(), failed) {
+        // No manifest vouches for a copy that failed: none is written, and every file that
+        // is not in a destination is named.
+        code = 1;
+        let copies = std::iter::once((&plan, Some(listing), summary.errors)).chain(
+            tees.iter()
+                .zip(&tee_summaries)
+                .map(|((_, p), t)| (p, t.hashes.as_ref(), t.errors)),
+        );
+        let failed = copies.filter_map(|(p, l, errors)| Some((p, l?)).filter(|_| errors > 0));
+        name_not_copied(hashing, failed);
+    } else if let (Some(listing), Some(hashing)) = (&hashes, plan.hashing()) {
         if let Some(failed) = crate::verify::write_manifest(hashing, listing, program) {
             code = failed;
         }
@@ -508,15 +557,19 @@ pub fn run(args: &CpArgs) -> Result<i32> {
         };
         let verify_started = Instant::now();
         let mut bytes = 0;
-        for (plan, hashes) in std::iter::once((&plan, hashes.as_ref())).chain(
+        let main = (&plan, hashes.as_ref(), &summary.kept_unlike_source[..]);
+        for (plan, hashes, kept_unlike) in std::iter::once(main).chain(
             tees.iter()
                 .zip(&tee_summaries)
-                .map(|((_, p), t)| (p, t.hashes.as_ref())),
+                .map(|((_, p), t)| (p, t.hashes.as_ref(), &t.kept_unlike_source[..])),
         ) {
             let (c, b) = match hashes {
-                Some(listing) => {
-                    verify_hashes(plan, listing, (args.uncached, args.progress), (&who, lines))
-                }
+                Some(listing) => verify_hashes(
+                    plan,
+                    (listing, kept_unlike),
+                    (args.uncached, args.progress),
+                    (&who, lines),
+                ),
                 None => verify_copy(plan, args.uncached, lines)?,
             };
             bytes += b;

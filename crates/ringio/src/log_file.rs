@@ -7,7 +7,7 @@
 //! descriptor is a regular file.
 
 use std::fs::File;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 use anyhow::{anyhow, Result};
@@ -23,27 +23,16 @@ pub fn open(path: &Path) -> Result<File> {
     if let Some(what) = not_regular(path) {
         return Err(cannot(&format_args!("not a regular file ({what})")));
     }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| match not_regular(path) {
-            // Swapped in since (ELOOP for a symlink, ENXIO for a FIFO without a reader): the
-            // kernel's words for them say less than what the entry is.
+    // The one open of a file that must be regular (O_NONBLOCK, checked on the descriptor);
+    // not followed: an append through a symlink planted in a shared directory would write
+    // into whatever it names.
+    let file = ringio_copy::open_regular_path(path, false, ringio_copy::Regular::Append).map_err(
+        |e| match not_regular(path) {
+            // Swapped in since: the kernel's words for it say less than what the entry is.
             Some(what) => cannot(&format_args!("not a regular file ({what})")),
             None => cannot(&reason(&e)),
-        })?;
-    let kind = file
-        .metadata()
-        .map_err(|e| cannot(&reason(&e)))?
-        .file_type();
-    if !kind.is_file() {
-        return Err(cannot(&format_args!(
-            "not a regular file ({})",
-            describe(kind)
-        )));
-    }
+        },
+    )?;
     Ok(file)
 }
 

@@ -359,7 +359,10 @@ pub struct Args {
     pub hash: Option<String>,
     /// Write the hashes to FILE (`-`: standard output), names relative to DEST: `sha256sum -c`,
     /// `b3sum -c`, `xxhsum -c` and `ringio verify --manifest` read it. Written to a temporary
-    /// and renamed; refused if FILE exists or is inside a source, unless --force.
+    /// and renamed; refused if FILE exists or is inside a source, unless --force. It lists
+    /// every regular file DEST holds after the run (those the source lacks too), so `verify
+    /// --manifest` passes right after. A sync that fails (exit other than 0 and 24) writes no
+    /// manifest and no MHL generation: none vouches for an incomplete copy.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub manifest: Option<PathBuf>,
     /// The manifest's format: sum (the checksum tools' lines), json, or mhl (ASC MHL v2.0: a
@@ -890,7 +893,7 @@ impl Args {
                 .context("cannot read the --files-from list from stdin")?;
             text
         } else {
-            std::fs::read(list)
+            ringio_copy::read_regular_path(list)
                 .with_context(|| format!("cannot read the --files-from list {}", list.display()))?
         };
         let sep = if self.from0 { b'\0' } else { b'\n' };
@@ -1069,7 +1072,18 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
             .collect();
         (outcome, others)
     });
-    if let (Some(listing), Some(hashing)) = (outcome.hashes.take(), &plan.hashing) {
+    let failed = [&outcome]
+        .into_iter()
+        .chain(&tee_outcomes)
+        .any(|o| !matches!(o.code, 0 | 24));
+    if let (Some(_), Some(hashing), true) = (&outcome.hashes, &plan.hashing, failed) {
+        // No manifest vouches for a sync that failed (24, files that vanished, is no failure).
+        let written = match &hashing.manifest {
+            Some(file) => file.display().to_string(),
+            None => format!("(no ascmhl generation in {})", hashing.base.display()),
+        };
+        to_stderr!("{program}: the sync failed: no manifest written {written}");
+    } else if let (Some(listing), Some(hashing)) = (outcome.hashes.take(), &plan.hashing) {
         if crate::verify::write_manifest(hashing, &listing, program).is_some() && outcome.code == 0
         {
             outcome.code = 11;

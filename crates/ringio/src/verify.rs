@@ -20,7 +20,11 @@ dense copy). Access times are never compared: reading a tree moves them.\n\nExit
 the trees are the same, 1 when they differ, 2 when the comparison cannot run.\n\nWith \
 --manifest FILE DIR: every file FILE lists (the lines of sha256sum, b3sum, xxhsum, sha1sum or \
 md5sum, plain or --tag, names relative to DIR) is hashed again and compared; a listed file that \
-is missing or differs, and a regular file below DIR that FILE does not list, is named. The \
+is missing or differs, and a regular file below DIR that FILE does not list, is named. Every \
+listed name is reached from DIR without following a symlink: a listed name that is a symlink, \
+or lies through one, is a difference (never a way out of DIR). Symlinks and special files \
+below DIR are counted (-v names them). FILE must be a regular file (a symlink to one is \
+followed); the ascmhl folder's files must be regular files in it, not symlinks. The \
 algorithm is --hash's, else the one the lines or FILE's name (SHA256SUMS, x.b3, x.xxh128, ...) \
 or the hashes' length name. --uncached reads each file from the device (O_DIRECT, or its pages \
 written back and dropped first), not from the page cache; without --manifest, it reads the \
@@ -60,6 +64,10 @@ pub struct Args {
     /// Print only the summary line.
     #[arg(short, long)]
     pub quiet: bool,
+    /// With --manifest: name each symlink and special file below DIR (a manifest lists
+    /// regular files only; without -v they are counted in the summary line).
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 impl Args {
@@ -168,11 +176,17 @@ fn check_manifest(
     } else {
         Lines::Stdout
     };
+    let lines = if args.verbose && !args.quiet {
+        Lines::StdoutVerbose
+    } else {
+        lines
+    };
     manifest_verdict(&report, start, lines, "ringio verify")
 }
 
-/// `--hash`: writes the manifest of a copy (or sync) that ran to its end, errors or not: it
-/// lists the files copied, and only those. Returns the exit status of a failure to write it.
+/// `--hash`: writes the manifest of a copy (or sync) that ran to its end without an error
+/// (none vouches for a failed one: the callers write none then). Returns the exit status of
+/// a failure to write it.
 pub(crate) fn write_manifest(
     hashing: &ringio_copy::Hashing,
     listing: &ringio_copy::manifest::Listing,
@@ -247,6 +261,8 @@ pub(crate) fn readers() -> usize {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lines {
     Stdout,
+    /// Stdout, and the names of what a manifest does not cover (`verify -v`).
+    StdoutVerbose,
     Stderr,
     Quiet,
 }
@@ -255,7 +271,7 @@ impl Lines {
     /// The stream, or `None` when quiet. A closed one (`| head`) is not the check's error.
     fn sink(self) -> Option<Box<dyn Write>> {
         match self {
-            Lines::Stdout => Some(Box::new(std::io::stdout().lock())),
+            Lines::Stdout | Lines::StdoutVerbose => Some(Box::new(std::io::stdout().lock())),
             Lines::Stderr => Some(Box::new(std::io::stderr().lock())),
             Lines::Quiet => None,
         }
@@ -275,7 +291,11 @@ pub(crate) fn manifest_verdict(
         for finding in &report.findings {
             let _ = writeln!(out, "{finding}");
         }
-        for path in &report.uncovered {
+        for path in report
+            .uncovered
+            .iter()
+            .filter(|_| lines == Lines::StdoutVerbose)
+        {
             let _ = writeln!(
                 out,
                 "not covered: {} (not a regular file: a manifest lists files only)",
@@ -294,8 +314,19 @@ pub(crate) fn manifest_verdict(
     } else {
         format!("{} difference(s)", report.findings.len())
     };
+    let uncovered = match report.uncovered.len() {
+        0 => String::new(),
+        n => format!(
+            "; {n} symlink(s) or special file(s) not covered (a manifest lists regular files{})",
+            if lines == Lines::StdoutVerbose {
+                ""
+            } else {
+                "; -v names them"
+            }
+        ),
+    };
     eprintln!(
-        "{who}: {} files, {} bytes hashed ({}, {read}) in {:.3} s: {verdict}",
+        "{who}: {} files, {} bytes hashed ({}, {read}) in {:.3} s: {verdict}{uncovered}",
         report.listed,
         report.bytes,
         report.algo,

@@ -26,7 +26,8 @@ pub(crate) fn open_pair(
     opened: Option<OwnedFd>,
 ) -> Result<Option<OpenedPair>, CopyError> {
     let Some(existing) = existing::resolve(job)? else {
-        record_kept(job);
+        // Kept by the rules (`-n`, `-u`): its bytes may not be the source's.
+        record_kept(job, true);
         return Ok(None);
     };
     let (dir, ctx) = (job.dir, job.dir.ctx);
@@ -51,7 +52,7 @@ pub(crate) fn open_pair(
     }) = existing
     {
         if complete_already(dir, dst, src_fd.as_fd(), stat)? {
-            record_kept(job);
+            record_kept(job, false);
             return Ok(None);
         }
     }
@@ -208,13 +209,22 @@ pub(crate) fn opened_as_stated(
 }
 
 /// `--hash`: a destination the run keeps as it is (`-n`, `-u`, `--resume` finding it complete)
-/// is read and recorded, so the manifest covers what the destination holds.
-fn record_kept(job: &EntryJob<'_, '_>) {
+/// is read and recorded, so the manifest covers what the destination holds; with
+/// `compare`, the source is read too and a file whose bytes are not the source's is noted
+/// (a check of the copy by these hashes names it, as a check of the trees would).
+fn record_kept(job: &EntryJob<'_, '_>, compare: bool) {
     let (dir, ctx) = (job.dir, job.dir.ctx);
     if let Some(recorder) = &ctx.recorder {
         let path = job.dst_path();
-        if let Err(e) = recorder.existing((dir.dst_fd(), &job.dst, &path), Some(&job.stat)) {
-            ctx.fail(CopyError::io(Op::Read, path, e));
+        match recorder.existing((dir.dst_fd(), &job.dst, &path), Some(&job.stat)) {
+            Ok(Some(hex)) if compare => {
+                let source = (dir.src_fd(), job.src.as_c_str(), job.follow);
+                if let Err(e) = recorder.compare_source(&path, &hex, source) {
+                    ctx.fail(CopyError::io(Op::Read, job.src_path(), e));
+                }
+            }
+            Ok(_) => {}
+            Err(e) => ctx.fail(CopyError::io(Op::Read, path, e)),
         }
     }
 }

@@ -4,14 +4,11 @@
 //! files relative to the working directory) and a directory's per-directory files (read relative
 //! to the directory's descriptor).
 
-use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::BorrowedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
-
-use rustix::fs::{Mode, OFlags};
 
 use super::rule::{basename, fl, is_space, parse_token, xf, Base, Kind, MergeSpec, Origin, Rule};
 use super::{FilterError, FilterRules};
@@ -212,20 +209,16 @@ pub(crate) fn read_path(path: &Path) -> io::Result<Vec<u8>> {
     if path.as_os_str() == "-" {
         io::stdin().lock().read_to_end(&mut data)?;
     } else {
-        File::open(path)?.read_to_end(&mut data)?;
+        data = crate::sys::read_regular_path(path)?;
     }
     Ok(data)
 }
 
 /// Reads `name` relative to the directory `dir` (openat, never a whole path).
 pub(crate) fn read_at(dir: BorrowedFd<'_>, name: &[u8]) -> io::Result<Vec<u8>> {
-    let fd = rustix::fs::openat(
-        dir,
-        std::ffi::OsStr::from_bytes(name),
-        OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    let mut data = Vec::new();
-    File::from(fd).read_to_end(&mut data)?;
-    Ok(data)
+    let name =
+        std::ffi::CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // A merge file is read as rsync reads it (a symlink followed), but only a regular one: a
+    // FIFO in its place must not hang the walk.
+    crate::sys::read_regular(dir, &name, true)
 }

@@ -24,13 +24,17 @@
 //! writes it, so names holding '%' mean what they say and only the marker says to decode. Tab,
 //! newline and carriage return are written as character references (`&#10;`), which XML keeps.
 
+use std::ffi::{CStr, CString};
 use std::fs::{self, File};
 use std::io::{self, Write as _};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{utc_iso8601, Entry, Listing};
 use crate::digest::Algo;
+use crate::sys;
 
 /// The namespace of generation files.
 const NS: &str = "urn:ASC:MHL:v2.0";
@@ -42,6 +46,9 @@ const RINGIO_NS: &str = "urn:ringio:mhl";
 const FOLDER: &str = "ascmhl";
 /// The chain file in it.
 const CHAIN: &str = "ascmhl_chain.xml";
+/// [`FOLDER`] and [`CHAIN`] for the *at() calls.
+const FOLDER_C: &CStr = c"ascmhl";
+const CHAIN_C: &CStr = c"ascmhl_chain.xml";
 /// The ignore patterns the reference implementation writes by default: the history folder
 /// itself, and macOS's folder view files (so `ascmhl verify` does not count a `.DS_Store` that
 /// Finder left after the copy as a new file).
@@ -114,13 +121,9 @@ pub fn write_generation(root: &Path, algo: Algo, entries: &[Entry]) -> io::Resul
         check_entry(entry, algo)?;
     }
     let folder = root.join(FOLDER);
-    match fs::create_dir(&folder) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && folder.is_dir() => {}
-        Err(e) => return Err(with_path(e, &folder)),
-    }
+    let dir = open_folder(root, true)?;
     let chain_path = folder.join(CHAIN);
-    let mut links = match fs::read(&chain_path) {
+    let mut links = match sys::read_regular(dir.as_fd(), CHAIN_C, false) {
         Ok(bytes) => parse_chain(&bytes).map_err(|(line, what)| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -133,7 +136,7 @@ pub fn write_generation(root: &Path, algo: Algo, entries: &[Entry]) -> io::Resul
     let number = links
         .iter()
         .map(|l| l.number)
-        .chain(generation_numbers(&folder)?)
+        .chain(generation_numbers(dir.as_fd()).map_err(|e| with_path(e, &folder))?)
         .max()
         .unwrap_or(0)
         + 1;
@@ -166,29 +169,30 @@ pub fn write_generation(root: &Path, algo: Algo, entries: &[Entry]) -> io::Resul
     let chain = chain_xml(&links);
 
     // Both files are complete on disk before either is renamed into place, the chain last.
-    let generation_tmp = write_temporary(&folder, generation.as_bytes())?;
-    let chain_tmp = match write_temporary(&folder, chain.as_bytes()) {
+    let dir = dir.as_fd();
+    let generation_tmp = write_temporary(dir, &folder, generation.as_bytes())?;
+    let chain_tmp = match write_temporary(dir, &folder, chain.as_bytes()) {
         Ok(tmp) => tmp,
         Err(e) => {
-            let _ = fs::remove_file(&generation_tmp);
+            let _ = sys::unlinkat(dir, &generation_tmp);
             return Err(e);
         }
     };
     let generation_path = folder.join(&name);
-    if let Err(e) = fs::rename(&generation_tmp, &generation_path) {
-        let _ = fs::remove_file(&generation_tmp);
-        let _ = fs::remove_file(&chain_tmp);
-        return Err(with_path(e, &generation_path));
+    let generation_c =
+        CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    if let Err(e) = rustix::fs::renameat(dir, &generation_tmp, dir, &generation_c) {
+        let _ = sys::unlinkat(dir, &generation_tmp);
+        let _ = sys::unlinkat(dir, &chain_tmp);
+        return Err(with_path(e.into(), &generation_path));
     }
-    if let Err(e) = fs::rename(&chain_tmp, &chain_path) {
-        let _ = fs::remove_file(&chain_tmp);
-        return Err(with_path(e, &chain_path));
+    if let Err(e) = rustix::fs::renameat(dir, &chain_tmp, dir, CHAIN_C) {
+        let _ = sys::unlinkat(dir, &chain_tmp);
+        return Err(with_path(e.into(), &chain_path));
     }
     // The renames themselves are durable once the folder is synced (best effort: some file
     // systems refuse fsync on a directory).
-    if let Ok(dir) = File::open(&folder) {
-        let _ = dir.sync_all();
-    }
+    let _ = rustix::fs::fsync(dir);
     Ok(generation_path)
 }
 
@@ -237,15 +241,43 @@ fn with_path(e: io::Error, path: &Path) -> io::Error {
     io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
-/// The numbers of the generation files in `folder` (`NNNN_*.mhl`), whether the chain lists
-/// them or not.
-fn generation_numbers(folder: &Path) -> io::Result<Vec<u64>> {
+/// The `ascmhl` folder of the tree at `root` (the one path resolved as given), opened with
+/// O_NOFOLLOW from the root's descriptor; with `make`, made first where it is missing. A symlink
+/// in its place is refused, never followed: the history is written inside the tree only.
+fn open_folder(root: &Path, make: bool) -> io::Result<OwnedFd> {
+    let folder = root.join(FOLDER);
+    let root_c = CString::new(root.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let root_fd = sys::open_dir(rustix::fs::CWD, &root_c, true).map_err(|e| with_path(e, root))?;
+    if make {
+        match sys::mkdirat(root_fd.as_fd(), FOLDER_C, 0o777) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
+                return Err(with_path(e, &folder))
+            }
+            _ => {}
+        }
+    }
+    sys::open_dir(root_fd.as_fd(), FOLDER_C, false).map_err(|e| {
+        let symlink = matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR))
+            && sys::statx_at(root_fd.as_fd(), FOLDER_C, false)
+                .is_ok_and(|s| s.kind() == sys::Kind::Symlink);
+        if symlink {
+            let why = "a symbolic link, not followed: the history stays in the tree";
+            with_path(io::Error::other(why), &folder)
+        } else {
+            with_path(e, &folder)
+        }
+    })
+}
+
+/// The numbers of the generation files in the folder `dir` (`NNNN_*.mhl`), whether the chain
+/// lists them or not.
+fn generation_numbers(dir: BorrowedFd<'_>) -> io::Result<Vec<u64>> {
     let mut numbers = Vec::new();
-    for dirent in fs::read_dir(folder).map_err(|e| with_path(e, folder))? {
-        let dirent = dirent.map_err(|e| with_path(e, folder))?;
-        let name = dirent.file_name();
-        let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".mhl")) else {
-            continue;
+    let mut buf = vec![std::mem::MaybeUninit::uninit(); 16 * 1024];
+    sys::read_dir_entries(dir, &mut buf, |name, _| {
+        let Some(stem) = name.to_str().ok().and_then(|n| n.strip_suffix(".mhl")) else {
+            return;
         };
         let digits = stem.split('_').next().unwrap_or("");
         if digits.len() >= 4 && digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -253,7 +285,7 @@ fn generation_numbers(folder: &Path) -> io::Result<Vec<u64>> {
                 numbers.push(n);
             }
         }
-    }
+    })?;
     Ok(numbers)
 }
 
@@ -293,27 +325,30 @@ fn hostname() -> String {
     xml_safe(&name)
 }
 
-/// Writes `bytes` to a new file of a temporary name in `folder` (not ending in `.mhl`, so no
-/// MHL reader takes it for a generation), synced. Returns its path.
-fn write_temporary(folder: &Path, bytes: &[u8]) -> io::Result<PathBuf> {
+/// Writes `bytes` to a new file of a temporary name in the folder `dir` (`folder` names it in
+/// errors; the name does not end in `.mhl`, so no MHL reader takes it for a generation),
+/// synced, made with O_EXCL|O_NOFOLLOW. Returns its name.
+fn write_temporary(dir: BorrowedFd<'_>, folder: &Path, bytes: &[u8]) -> io::Result<CString> {
     let pid = std::process::id();
     let mut n = 0u32;
     loop {
-        let path = folder.join(format!(".ringio-mhl-{pid}-{n}.tmp"));
-        let mut file = match File::options().write(true).create_new(true).open(&path) {
-            Ok(file) => file,
+        let name = format!(".ringio-mhl-{pid}-{n}.tmp");
+        let c = CString::new(name.as_str()).expect("no NUL");
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+        let mut file = match sys::openat(dir, &c, flags, 0o666) {
+            Ok(fd) => File::from(fd),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 10_000 => {
                 n += 1;
                 continue;
             }
-            Err(e) => return Err(with_path(e, &path)),
+            Err(e) => return Err(with_path(e, &folder.join(name))),
         };
         if let Err(e) = file.write_all(bytes).and_then(|()| file.sync_all()) {
             drop(file);
-            let _ = fs::remove_file(&path);
-            return Err(with_path(e, &path));
+            let _ = sys::unlinkat(dir, &c);
+            return Err(with_path(e, &folder.join(name)));
         }
-        return Ok(path);
+        return Ok(c);
     }
 }
 
@@ -530,13 +565,22 @@ pub fn looks_like(path: &Path) -> bool {
 pub fn read(path: &Path) -> Result<Listing, (usize, String)> {
     let mut files = Files::default();
     if path.is_dir() {
-        let folder = if path.join(CHAIN).is_file() || !path.join(FOLDER).is_dir() {
-            path.to_path_buf()
+        // The user's path is resolved as given; the `ascmhl` folder in it, the chain and the
+        // generations are opened without following a symlink, and must be regular files.
+        let inside = !path.join(CHAIN).is_file() && path.join(FOLDER).is_dir();
+        let (folder, dir) = if inside {
+            (path.join(FOLDER), open_folder(path, false))
         } else {
-            path.join(FOLDER)
+            let c = CString::new(path.as_os_str().as_bytes())
+                .map_err(|_| (0, format!("{}: a name holding NUL", path.display())))?;
+            (
+                path.to_path_buf(),
+                sys::open_dir(rustix::fs::CWD, &c, true).map_err(|e| with_path(e, path)),
+            )
         };
+        let dir = dir.map_err(|e| (0, e.to_string()))?;
         let chain_path = folder.join(CHAIN);
-        let chain = match fs::read(&chain_path) {
+        let chain = match sys::read_regular(dir.as_fd(), CHAIN_C, false) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 return Err((
@@ -557,20 +601,23 @@ pub fn read(path: &Path) -> Result<Listing, (usize, String)> {
         }
         links.sort_by_key(|l| l.number);
         for link in &links {
-            let file = folder.join(&link.path);
-            let bytes = fs::read(&file).map_err(|e| {
-                (
-                    link.line,
-                    format!("{CHAIN}: generation {} ({}): {e}", link.number, link.path),
-                )
-            })?;
+            let bytes = CString::new(link.path.as_str())
+                .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+                .and_then(|name| sys::read_regular(dir.as_fd(), &name, false))
+                .map_err(|e| {
+                    (
+                        link.line,
+                        format!("{CHAIN}: generation {} ({}): {e}", link.number, link.path),
+                    )
+                })?;
             check_link(link, &bytes)?;
             let hashes = parse_generation(&bytes)
                 .map_err(|(line, what)| (line, format!("{}: {what}", link.path)))?;
             files.add(hashes, &link.path);
         }
     } else {
-        let bytes = fs::read(path).map_err(|e| (0, format!("{}: {e}", path.display())))?;
+        let bytes =
+            sys::read_regular_path(path).map_err(|e| (0, format!("{}: {e}", path.display())))?;
         files.add(parse_generation(&bytes)?, "");
     }
     files.listing()
@@ -597,7 +644,10 @@ fn parse_chain(bytes: &[u8]) -> Result<Vec<Link>, (usize, String)> {
     if root.name != "ascmhldirectory" {
         return Err((
             root.line,
-            format!("the root element is <{}>, not <ascmhldirectory>", root.name),
+            format!(
+                "the root element is {}, not <ascmhldirectory>",
+                shown(&root.name)
+            ),
         ));
     }
     let mut links = Vec::new();
@@ -609,7 +659,7 @@ fn parse_chain(bytes: &[u8]) -> Result<Vec<Link>, (usize, String)> {
         let number = number
             .trim()
             .parse()
-            .map_err(|_| (line, format!("not a sequence number: {number}")))?;
+            .map_err(|_| (line, "sequencenr is not a number".to_string()))?;
         let path = hashlist
             .child("path")
             .ok_or((line, "a <hashlist> without <path>".to_string()))?
@@ -617,13 +667,13 @@ fn parse_chain(bytes: &[u8]) -> Result<Vec<Link>, (usize, String)> {
         if path.is_empty() || path.contains(['/', '\\']) || path == "." || path == ".." {
             return Err((
                 line,
-                format!("not a file name in the ascmhl folder: {path}"),
+                "its <path> is not a file name in the ascmhl folder".to_string(),
             ));
         }
         let hash = hashlist
             .elements()
             .find(|e| e.name != "path")
-            .ok_or((line, format!("no reference hash for {path}")))?;
+            .ok_or((line, "a <hashlist> without a reference hash".to_string()))?;
         links.push(Link {
             number,
             path,
@@ -644,8 +694,9 @@ fn check_link(link: &Link, bytes: &[u8]) -> Result<(), (usize, String)> {
             return Err((
                 link.line,
                 format!(
-                    "{CHAIN}: {}: a reference hash of an unknown format <{other}>",
-                    link.path
+                    "{CHAIN}: {}: a reference hash of an unknown format {}",
+                    link.path,
+                    shown(other)
                 ),
             ))
         }
@@ -692,14 +743,14 @@ fn parse_generation(bytes: &[u8]) -> Result<Vec<Hashed>, (usize, String)> {
     if root.name != "hashlist" {
         return Err((
             root.line,
-            format!("the root element is <{}>, not <hashlist>", root.name),
+            format!("the root element is {}, not <hashlist>", shown(&root.name)),
         ));
     }
     if let Some(version) = root.attr("version") {
         if version.trim().split('.').next() != Some("2") {
             return Err((
                 root.line,
-                format!("MHL version {version}: this reads ASC MHL v2.0"),
+                "an MHL version other than 2.0: this reads ASC MHL v2.0".to_string(),
             ));
         }
     }
@@ -725,18 +776,13 @@ fn hashed(hash: &Element) -> Result<Hashed, (usize, String)> {
     } else {
         text.into_bytes()
     };
-    check_path(&path).map_err(|what| {
-        (
-            path_element.line,
-            format!("{what}: {}", String::from_utf8_lossy(&path)),
-        )
-    })?;
+    check_path(&path).map_err(|what| (path_element.line, what))?;
     let size = match path_element.attr("size") {
         None => 0,
         Some(size) => size
             .trim()
             .parse()
-            .map_err(|_| (path_element.line, format!("not a size: {size}")))?,
+            .map_err(|_| (path_element.line, "its size is not a number".to_string()))?,
     };
     let mtime = path_element
         .attr("lastmodificationdate")
@@ -756,7 +802,7 @@ fn hashed(hash: &Element) -> Result<Hashed, (usize, String)> {
         }
         let hex = format.text().trim().to_ascii_lowercase();
         if hex.len() != algo.hex_len() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err((format.line, format!("not a {algo} hash: {hex}")));
+            return Err((format.line, format!("not a {algo} hash")));
         }
         hashes.push((algo, hex));
     }
@@ -1045,10 +1091,7 @@ impl<'a> Cursor<'a> {
             .find(|c: char| c.is_whitespace() || "/>=<\"'&".contains(c))
             .unwrap_or(rest.len());
         if len == 0 {
-            return self.fail(format!(
-                "a name was expected at \"{}\"",
-                rest.chars().take(12).collect::<String>()
-            ));
+            return self.fail("a name was expected");
         }
         self.pos += len;
         Ok(&rest[..len])
@@ -1095,7 +1138,7 @@ fn unescape(raw: &str, attribute: bool) -> Result<String, String> {
         let semi = rest
             .find(';')
             .filter(|&i| i <= 10)
-            .ok_or_else(|| format!("a '&' that begins no reference: &{}", head(rest)))?;
+            .ok_or_else(|| "a '&' that begins no reference".to_string())?;
         let name = &rest[..semi];
         let c = match name {
             "amp" => '&',
@@ -1109,11 +1152,11 @@ fn unescape(raw: &str, attribute: bool) -> Result<String, String> {
                 } else if let Some(dec) = name.strip_prefix('#') {
                     dec.parse().ok()
                 } else {
-                    return Err(format!("an unknown entity &{name};"));
+                    return Err("an unknown entity".to_string());
                 };
                 code.and_then(char::from_u32)
                     .filter(|&c| is_xml_char(c))
-                    .ok_or_else(|| format!("not a character XML can hold: &{name};"))?
+                    .ok_or_else(|| "a reference to a character XML cannot hold".to_string())?
             }
         };
         out.push(c);
@@ -1134,8 +1177,63 @@ fn push_literal(out: &mut String, text: &str, attribute: bool) {
     }
 }
 
-fn head(text: &str) -> String {
-    text.chars().take(10).collect()
+/// An element's or attribute's name for an error: as it is when ASC MHL (or ringio's marker)
+/// names it, else no more than that it is another. A file's content is never echoed in an error:
+/// what is read may not be what the user thinks it is.
+fn shown(name: &str) -> String {
+    const KNOWN: &[&str] = &[
+        "ascmhldirectory",
+        "hashlist",
+        "creatorinfo",
+        "creationdate",
+        "hostname",
+        "tool",
+        "author",
+        "name",
+        "email",
+        "phone",
+        "role",
+        "location",
+        "comment",
+        "processinfo",
+        "process",
+        "roothash",
+        "ignore",
+        "pattern",
+        "hashes",
+        "hash",
+        "directoryhash",
+        "path",
+        "content",
+        "structure",
+        "metadata",
+        "references",
+        "hashlistreference",
+        "c4",
+        "md5",
+        "sha1",
+        "xxh64",
+        "xxh3",
+        "xxh128",
+        "sequencenr",
+        "version",
+        "xmlns",
+        "size",
+        "lastmodificationdate",
+        "creationdate",
+        "action",
+        "hashdate",
+        "ringio:pathencoding",
+        "xmlns:ringio",
+        "xsi:schemaLocation",
+        "xmlns:xsi",
+    ];
+    let local = name.rsplit(':').next().unwrap_or(name);
+    if KNOWN.contains(&name) || KNOWN.contains(&local) {
+        format!("<{local}>")
+    } else {
+        "a name ASC MHL does not use".to_string()
+    }
 }
 
 /// Reads an XML document (UTF-8) into its root element: elements, attributes, text, CDATA,
@@ -1188,15 +1286,12 @@ fn parse_xml(
                 return cur.fail("content after the root element");
             }
             if !cur.at("<") {
-                return cur.fail(format!(
-                    "text outside the root element: {}",
-                    head(cur.rest())
-                ));
+                return cur.fail("text outside the root element");
             }
         }
         if cur.rest().is_empty() {
             let open = stack.pop().expect("not empty here");
-            return cur.fail(format!("<{}> is never closed", open.qname));
+            return cur.fail(format!("{} is never closed", shown(&open.qname)));
         }
         if cur.skip_markup()? {
             continue;
@@ -1214,14 +1309,21 @@ fn parse_xml(
             let name = cur.name()?;
             cur.skip_space();
             if !cur.at(">") {
-                return cur.fail(format!("</{name} is not closed with '>'"));
+                return cur.fail(format!(
+                    "the end tag of {} is not closed with '>'",
+                    shown(name)
+                ));
             }
             cur.pos += 1;
             let Some(open) = stack.pop() else {
-                return cur.fail(format!("</{name}> closes nothing"));
+                return cur.fail(format!("an end tag of {} closes nothing", shown(name)));
             };
             if open.qname != name {
-                return cur.fail(format!("</{name}> closes <{}>", open.qname));
+                return cur.fail(format!(
+                    "an end tag of {} closes {}",
+                    shown(name),
+                    shown(&open.qname)
+                ));
             }
             if let Some(element) = closed(&stack, open.element)? {
                 finish(element, &mut stack, &mut root);
@@ -1244,26 +1346,40 @@ fn parse_xml(
                     break false;
                 }
                 if cur.rest().is_empty() {
-                    return cur.fail(format!("the tag <{qname} is never closed"));
+                    return cur.fail(format!("the tag of {} is never closed", shown(qname)));
                 }
                 if !spaced {
-                    return cur.fail(format!("unexpected {:?} in <{qname}>", head(cur.rest())));
+                    return cur.fail(format!("unexpected text in the tag of {}", shown(qname)));
                 }
                 let name = cur.name()?;
                 cur.skip_space();
                 if !cur.at("=") {
-                    return cur.fail(format!("attribute {name} of <{qname}> has no value"));
+                    return cur.fail(format!(
+                        "attribute {} of {} has no value",
+                        shown(name),
+                        shown(qname)
+                    ));
                 }
                 cur.pos += 1;
                 cur.skip_space();
                 let quote = match cur.rest().chars().next() {
                     Some(q @ ('"' | '\'')) => q,
-                    _ => return cur.fail(format!("attribute {name} of <{qname}> is not quoted")),
+                    _ => {
+                        return cur.fail(format!(
+                            "attribute {} of {} is not quoted",
+                            shown(name),
+                            shown(qname)
+                        ))
+                    }
                 };
                 cur.pos += 1;
                 let raw = cur.until(&quote.to_string(), "an attribute value")?;
                 if raw.contains('<') {
-                    return cur.fail(format!("attribute {name} of <{qname}> holds '<'"));
+                    return cur.fail(format!(
+                        "attribute {} of {} holds '<'",
+                        shown(name),
+                        shown(qname)
+                    ));
                 }
                 let value = unescape(raw, true).or_else(|what| cur.fail(what))?;
                 raw_attrs.push((name, value));
@@ -1574,7 +1690,7 @@ mod tests {
             (
                 "<hashes>\n<hash>\n</hashes>\n</hashlist>\n",
                 5,
-                "</hashes> closes <hash>",
+                "an end tag of <hashes> closes <hash>",
             ),
             (
                 "<hashes>\n<hash><path>a &foo; b</path></hash>",
@@ -1592,12 +1708,12 @@ mod tests {
             (
                 "<hashes><hash><path>a &#0; b</path></hash></hashes></hashlist>",
                 3,
-                "&#0;",
+                "a character XML cannot hold",
             ),
             (
                 "<hashes>\n<hash><path size=\"big\">a</path></hash></hashes></hashlist>",
                 4,
-                "not a size",
+                "size is not a number",
             ),
             (
                 "<hashes>\n<hash><path>a</path>\n<md5>xyz</md5></hash></hashes></hashlist>",
@@ -1613,12 +1729,19 @@ mod tests {
             fs::write(&file, format!("{head}{body}")).unwrap();
             let (got_line, what) = read(&file).unwrap_err();
             assert!(what.contains(says), "{body}: {what}");
+            // The file's own text is never echoed (only ASC MHL's names).
+            for echoed in ["foo", "big", "xyz", "x=1", "/etc/passwd", "other"] {
+                assert!(!what.contains(echoed), "{body}: {what}");
+            }
             assert_eq!(got_line, line, "{body}: {what}");
         }
         fs::write(&file, b"<hashlist>\n\xff</hashlist>").unwrap();
         assert_eq!(read(&file).unwrap_err(), (2, "not UTF-8 text".into()));
         fs::write(&file, "<hashlist version=\"1.1\"></hashlist>").unwrap();
-        assert!(read(&file).unwrap_err().1.contains("version 1.1"));
+        assert!(read(&file)
+            .unwrap_err()
+            .1
+            .contains("version other than 2.0"));
     }
 
     /// An MHL as other tools write it: namespace prefixes, comments, CDATA, CR LF, directory

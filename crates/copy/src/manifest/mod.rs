@@ -15,10 +15,12 @@ pub(crate) mod hashing;
 pub mod mhl;
 mod read;
 mod record;
+pub(crate) mod tree;
 mod write;
 
 pub use read::{read, ManifestError};
 pub use record::Recorder;
+pub use tree::not_copied;
 pub use write::write;
 
 use crate::digest::Algo;

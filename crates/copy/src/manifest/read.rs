@@ -18,7 +18,7 @@ pub fn read(manifest: &Path, algo: Option<Algo>) -> Result<Listing, ManifestErro
         })?;
         return nonempty(manifest, listing);
     }
-    let text = std::fs::read(manifest).map_err(|source| ManifestError::Read {
+    let text = crate::sys::read_regular_path(manifest).map_err(|source| ManifestError::Read {
         path: manifest.to_path_buf(),
         source,
     })?;
@@ -294,10 +294,7 @@ mod tests {
         assert!(matches!(read(&m, None), Err(ManifestError::Empty { .. })));
         std::fs::write(&m, b"0123456789abcdef  a\nnot a line\n").unwrap();
         let err = read(&m, None).unwrap_err().to_string();
-        assert!(
-            err.ends_with(":2: not a hash of any known length: not"),
-            "{err}"
-        );
+        assert!(err.ends_with(":2: not a hash of any known length"), "{err}");
         // A 64-digit hash is sha256 or blake3: sha256 first, blake3 for a check to try; --hash
         // says which.
         std::fs::write(&m, sum_line(&hex(Algo::Blake3, b""), b"a")).unwrap();

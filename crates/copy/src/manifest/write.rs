@@ -40,10 +40,9 @@ pub fn write(listing: &Listing, format: Format, target: &Path) -> io::Result<Pat
     temp.write_all(&bytes)?;
     // As any new file: 0666 less the umask (the temporary was made 0600).
     let mode = 0o666 & !crate::sys::umask();
-    std::fs::set_permissions(
-        temp.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(mode),
-    )?;
+    // Through the descriptor: the name could be swapped for a symlink meanwhile.
+    temp.as_file()
+        .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
     temp.persist(target).map_err(|e| e.error)?;
     Ok(target.to_path_buf())
 }

@@ -1233,6 +1233,27 @@ pub(super) fn record_existing(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) {
     }
 }
 
+/// `--hash`: the listing of everything DEST holds after the run (the files this run did not
+/// meet, such as those the source lacks, read there too), and the run's exit code; a file of
+/// DEST that cannot be read is an error (code 23), and then no listing.
+pub(super) fn manifest_of_dest(
+    recorder: crate::manifest::Recorder,
+    plan: &super::SyncPlan,
+    out: &super::Output,
+    code: i32,
+) -> (Option<crate::manifest::Listing>, i32) {
+    let hashing = plan.hashing.as_ref();
+    // DEST is the root (not a directory holding the one file synced to a new name).
+    if hashing.is_some_and(|h| h.base == plan.dest) {
+        if let Err((path, e)) = recorder.cover_tree(hashing.and_then(|h| h.manifest.as_deref())) {
+            let e = CopyError::io(Op::Read, path, e);
+            out.error(&e.to_string());
+            return (None, if code == 0 { 23 } else { code });
+        }
+    }
+    (Some(recorder.listing()), code)
+}
+
 /// `-m`: whether anything but directories would be transferred from the source directory
 /// `e` or below it (filters applied, as the walk would apply them).
 pub(super) fn holds_files(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> bool {

@@ -263,9 +263,10 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
     } else {
         0
     };
-    let hashes = (code != 20)
-        .then(|| run.recorder.take().map(|r| r.listing()))
-        .flatten();
+    let (hashes, code) = match run.recorder.take().filter(|_| code != 20) {
+        Some(recorder) => super::apply::manifest_of_dest(recorder, plan, out, code),
+        None => (None, code),
+    };
     Outcome {
         code,
         stats: run.stats,

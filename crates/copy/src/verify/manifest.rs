@@ -8,15 +8,16 @@
 //! the page cache still holds the good copy.
 
 use std::collections::HashSet;
-use std::ffi::{CString, OsStr};
+use std::ffi::{CStr, CString, OsStr};
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::digest::Algo;
+use crate::manifest::tree::{self, Beneath, LastDir, Met};
 use crate::manifest::Listing;
 pub use crate::manifest::ManifestError;
 use crate::sys::{self, Kind};
@@ -35,8 +36,18 @@ pub enum Finding {
         /// What was read.
         found: String,
     },
+    /// A file the copy kept as it was (`-n`, `-u`): its bytes are not its source's.
+    KeptUnlikeSource(PathBuf),
     /// There (a file, a symlink, a special file), not listed.
     Extra(PathBuf),
+    /// A symbolic link where a listed file should be, or on its way (never followed: what it
+    /// points to may lie outside the tree).
+    Symlink {
+        /// The listed file, below DIR.
+        path: PathBuf,
+        /// The symlink: the file itself, or a directory on its way.
+        link: PathBuf,
+    },
     /// It could not be read (or is not a regular file).
     Unreadable {
         /// The file, below DIR.
@@ -61,6 +72,22 @@ impl std::fmt::Display for Finding {
                 q(path)
             ),
             Finding::Extra(p) => write!(f, "extra: {} (not in the manifest)", q(p)),
+            Finding::KeptUnlikeSource(p) => write!(
+                f,
+                "differs: {}: kept as it was (-n, -u), its bytes are not the source's",
+                q(p)
+            ),
+            Finding::Symlink { path, link } if path == link => write!(
+                f,
+                "not a file: {} is a symbolic link (not followed)",
+                q(path)
+            ),
+            Finding::Symlink { path, link } => write!(
+                f,
+                "not checked: {} lies through the symbolic link {} (not followed)",
+                q(path),
+                q(link)
+            ),
             Finding::Unreadable { path, why } => write!(f, "cannot check {}: {why}", q(path)),
         }
     }
@@ -124,6 +151,11 @@ pub fn check_manifest(
 /// (for a progress bar). Findings come back in order. With `extras`, `dir` is walked for files
 /// the listing lacks (an `ascmhl` folder at its top is the manifest's own, not an extra);
 /// without, only the listed files are checked (a copy into a directory that holds others).
+///
+/// `dir` is the one path resolved as given; every listed name is reached from its descriptor
+/// without following a symlink (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, or component by
+/// component with O_NOFOLLOW): a symlink listed, or on the way to a listed name, is a finding
+/// ([`Finding::Symlink`]), never followed out of the tree; and no tree is too deep.
 pub fn check_listing(
     dir: &Path,
     listing: &Listing,
@@ -131,43 +163,37 @@ pub fn check_listing(
     uncached: bool,
     (threads, read, extras): (usize, &AtomicU64, bool),
 ) -> ManifestReport {
+    let root = CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+        .and_then(|c| sys::open_dir(rustix::fs::CWD, &c, true));
     let lines = &listing.entries;
     let results: Vec<Mutex<Option<Hashed>>> = lines.iter().map(|_| Mutex::new(None)).collect();
+    let tree = Tree {
+        root: root.as_ref().map(|fd| fd.as_fd()).map_err(clone_error),
+        uncached,
+        read,
+    };
     let algo = match listing.alternative {
-        Some(other) => tell_apart(dir, listing, other, (uncached, read), &results),
+        Some(other) => tell_apart(&tree, listing, other, &results),
         None => listing.algo,
     };
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..threads.clamp(1, lines.len().max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(line) = lines.get(i) else { break };
-                if results[i].lock().expect("result").is_some() {
-                    // Hashed while the algorithm was told apart.
-                    continue;
-                }
-                let rel = PathBuf::from(OsStr::from_bytes(&line.path));
-                let Some(inside) = below(&line.path) else {
-                    let why = "its name leads out of the tree checked".to_string();
-                    *results[i].lock().expect("result") =
-                        Some(Err(Finding::Unreadable { path: rel, why }));
-                    continue;
-                };
-                let inside = PathBuf::from(OsStr::from_bytes(&inside));
-                let got = hash_file(&dir.join(&inside), &[algo], uncached, read);
-                let got = got.map(|(mut hexes, len, way)| (hexes.remove(0), len, way));
-                let got = got.map_err(|e| {
-                    if e.kind() == io::ErrorKind::NotFound {
-                        Finding::Missing(rel.clone())
-                    } else {
-                        Finding::Unreadable {
-                            path: rel.clone(),
-                            why: crate::quote::reason(&e).to_string(),
-                        }
+            s.spawn(|| {
+                let mut last = LastDir::default();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(line) = lines.get(i) else { break };
+                    if results[i].lock().expect("result").is_some() {
+                        // Hashed while the algorithm was told apart.
+                        continue;
                     }
-                });
-                *results[i].lock().expect("result") = Some(got);
+                    let got = tree
+                        .hash(&line.path, &[algo], &mut last)
+                        .map(|(mut hexes, len, way)| (hexes.remove(0), len, way));
+                    *results[i].lock().expect("result") = Some(got);
+                }
             });
         }
     });
@@ -208,33 +234,133 @@ pub fn check_listing(
     if ways.len() > 1 {
         report.read_from = ReadFrom::Mixed;
     }
-    let listed: HashSet<Vec<u8>> = lines.iter().filter_map(|l| below(&l.path)).collect();
-    let skip = manifest.and_then(|m| std::fs::canonicalize(m).ok());
-    let (mut unlisted, mut uncovered) = (Vec::new(), Vec::new());
     if extras {
-        walk_entries(dir, Path::new(""), &mut |met| match met {
-            Met::Entry(rel, file) => {
-                let whole = dir.join(rel);
-                let not_listed =
-                    below(rel.as_os_str().as_bytes()).is_none_or(|n| !listed.contains(&n));
-                let own = rel.starts_with("ascmhl")
-                    || skip.as_deref() == std::fs::canonicalize(&whole).ok().as_deref();
-                match (not_listed && !own, file) {
-                    (true, true) => unlisted.push(Finding::Extra(rel.to_path_buf())),
-                    (true, false) => uncovered.push(rel.to_path_buf()),
-                    (false, _) => {}
-                }
-            }
-            Met::Unlistable(rel, e) => unlisted.push(Finding::Unreadable {
-                path: rel.to_path_buf(),
-                why: format!("cannot list it: {}", crate::quote::reason(&e)),
+        match &root {
+            Ok(root) => unlisted(root.as_fd(), lines, manifest, &mut report),
+            Err(e) => report.findings.push(Finding::Unreadable {
+                path: PathBuf::new(),
+                why: format!("cannot list it: {}", crate::quote::reason(e)),
             }),
-        });
+        }
     }
-    report.findings.extend(unlisted);
-    report.uncovered = uncovered;
     report
 }
+
+fn clone_error(e: &io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => io::Error::new(e.kind(), e.to_string()),
+    }
+}
+
+/// Walks the tree below `root` for what `lines` does not list: regular files are findings,
+/// symlinks and special files are counted in `report.uncovered`. The manifest itself (by its
+/// identity, wherever it lies) and an `ascmhl` folder at the top are the manifest's own.
+fn unlisted(
+    root: BorrowedFd<'_>,
+    lines: &[crate::manifest::Entry],
+    manifest: Option<&Path>,
+    report: &mut ManifestReport,
+) {
+    let listed: HashSet<Vec<u8>> = lines.iter().filter_map(|l| below(&l.path)).collect();
+    let own = manifest
+        .and_then(|m| CString::new(m.as_os_str().as_bytes()).ok())
+        .and_then(|m| sys::statx_at(rustix::fs::CWD, &m, true).ok());
+    tree::walk(root, &mut |met| match met {
+        Met::Entry {
+            rel,
+            dir,
+            name,
+            kind,
+        } => {
+            if listed.contains(rel) || rel == b"ascmhl" || rel.starts_with(b"ascmhl/") {
+                return;
+            }
+            let path = PathBuf::from(OsStr::from_bytes(rel));
+            if kind != Kind::File {
+                return report.uncovered.push(path);
+            }
+            let is_manifest = own
+                .as_ref()
+                .is_some_and(|m| sys::statx_at(dir, name, false).is_ok_and(|s| s.same_file(m)));
+            if !is_manifest {
+                report.findings.push(Finding::Extra(path));
+            }
+        }
+        Met::Unlistable { rel, err } => report.findings.push(Finding::Unreadable {
+            path: PathBuf::from(OsStr::from_bytes(rel)),
+            why: format!("cannot list it: {}", crate::quote::reason(&err)),
+        }),
+    });
+}
+
+/// The tree checked: its root's descriptor (or why it could not be opened), and how its files
+/// are read.
+struct Tree<'a> {
+    root: Result<BorrowedFd<'a>, io::Error>,
+    uncached: bool,
+    read: &'a AtomicU64,
+}
+
+impl Tree<'_> {
+    /// The directory holding the listed `name` and its last component, or the finding that
+    /// stops its check.
+    fn parent<'l>(
+        &self,
+        name: &[u8],
+        last: &'l mut LastDir,
+    ) -> Result<(BorrowedFd<'l>, CString), Finding> {
+        let rel = PathBuf::from(OsStr::from_bytes(name));
+        let unreadable = |e: &io::Error, rel: PathBuf| Finding::Unreadable {
+            path: rel,
+            why: crate::quote::reason(e).to_string(),
+        };
+        let Some(inside) = below(name) else {
+            let why = "its name leads out of the tree checked".to_string();
+            return Err(Finding::Unreadable { path: rel, why });
+        };
+        let root = self.root.as_ref().map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => Finding::Missing(rel.clone()),
+            _ => unreadable(e, rel.clone()),
+        })?;
+        last.parent(*root, &inside).map_err(|why| match why {
+            Beneath::ThroughSymlink(link) => Finding::Symlink {
+                path: rel,
+                link: PathBuf::from(OsStr::from_bytes(&link)),
+            },
+            Beneath::Io(e) if e.kind() == io::ErrorKind::NotFound => Finding::Missing(rel),
+            Beneath::Io(e) => unreadable(&e, rel),
+        })
+    }
+
+    /// The hashes by `algos` of the listed file `name`, its length and how it was read.
+    fn hash(&self, name: &[u8], algos: &[Algo], last: &mut LastDir) -> Hashes {
+        let (dir, file) = self.parent(name, last)?;
+        let rel = || PathBuf::from(OsStr::from_bytes(name));
+        hash_file((dir, &file), algos, self.uncached, self.read).map_err(|e| {
+            match e.raw_os_error() {
+                Some(libc::ELOOP) => Finding::Symlink {
+                    path: rel(),
+                    link: rel(),
+                },
+                _ if e.kind() == io::ErrorKind::NotFound => Finding::Missing(rel()),
+                _ => Finding::Unreadable {
+                    path: rel(),
+                    why: crate::quote::reason(&e).to_string(),
+                },
+            }
+        })
+    }
+
+    /// The size of the listed file `name` (not following a symlink), if it is there.
+    fn size(&self, name: &[u8], last: &mut LastDir) -> Option<u64> {
+        let (dir, file) = self.parent(name, last).ok()?;
+        Some(sys::statx_at(dir, &file, false).ok()?.size)
+    }
+}
+
+/// Every hash of one listed file, or what stopped it.
+type Hashes = Result<(Vec<String>, u64, ReadFrom), Finding>;
 
 /// The algorithm of a manifest whose hashes' length two algorithms share (`listing.algo` or
 /// `other`): the one that gives the listed hash of a file, tried on the smallest of the first
@@ -242,29 +368,25 @@ pub fn check_listing(
 /// first (ringio's own manifests), by `other` only if that does not match. A corrupt file tells
 /// nothing, so the next is tried; where none tells, `listing.algo`.
 fn tell_apart(
-    dir: &Path,
+    tree: &Tree<'_>,
     listing: &Listing,
     other: Algo,
-    (uncached, read): (bool, &AtomicU64),
     results: &[Mutex<Option<Hashed>>],
 ) -> Algo {
-    let mut candidates: Vec<(u64, usize, PathBuf)> = listing
+    let mut last = LastDir::default();
+    let mut candidates: Vec<(u64, usize)> = listing
         .entries
         .iter()
         .enumerate()
         .take(256)
-        .filter_map(|(i, e)| {
-            let path = dir.join(OsStr::from_bytes(&below(&e.path)?));
-            let size = std::fs::symlink_metadata(&path).ok()?.len();
-            Some((size, i, path))
-        })
+        .filter_map(|(i, e)| Some((tree.size(&e.path, &mut last)?, i)))
         .collect();
     candidates.sort();
-    for (_, i, path) in candidates {
-        let listed = &listing.entries[i].hex;
+    for (_, i) in candidates {
+        let entry = &listing.entries[i];
         for algo in [listing.algo, other] {
-            match hash_file(&path, &[algo], uncached, read) {
-                Ok((hexes, len, way)) if hexes[0] == *listed => {
+            match tree.hash(&entry.path, &[algo], &mut last) {
+                Ok((hexes, len, way)) if hexes[0] == entry.hex => {
                     *results[i].lock().expect("result") = Some(Ok((hexes[0].clone(), len, way)));
                     return algo;
                 }
@@ -297,68 +419,29 @@ fn below(name: &[u8]) -> Option<Vec<u8>> {
     (!out.is_empty()).then_some(out)
 }
 
-/// What the walk of DIR meets besides directories.
-enum Met<'p> {
-    /// A non-directory (symlinks not followed), its path below DIR, and whether it is a
-    /// regular file.
-    Entry(&'p Path, bool),
-    /// A directory that could not be listed, and why.
-    Unlistable(&'p Path, io::Error),
-}
-
-/// Calls `met` for every non-directory below `root/rel` (symlinks not followed), and for every
-/// directory that cannot be listed: what cannot be seen is never taken for "nothing there".
-fn walk_entries(root: &Path, rel: &Path, met: &mut dyn FnMut(Met<'_>)) {
-    let entries = match std::fs::read_dir(root.join(rel)) {
-        Ok(entries) => entries,
-        Err(e) => return met(Met::Unlistable(rel, e)),
-    };
-    let mut names = Vec::new();
-    for entry in entries {
-        match entry {
-            Ok(e) => names.push(e),
-            Err(e) => return met(Met::Unlistable(rel, e)),
-        }
-    }
-    names.sort_by_key(|e| e.file_name());
-    for e in names {
-        let path = rel.join(e.file_name());
-        match e.file_type() {
-            Ok(t) if t.is_dir() => walk_entries(root, &path, met),
-            Ok(t) => met(Met::Entry(&path, t.is_file())),
-            Err(err) => met(Met::Unlistable(&path, err)),
-        }
-    }
-}
-
-/// The hashes by `algos` of the file at `path` (in one read), its length, and how it was read.
-/// Bytes read so far are added to `read`.
+/// The hashes by `algos` of the file `name` in `dir` (in one read; a symlink is not followed:
+/// ELOOP), its length, and how it was read. Bytes read so far are added to `read`.
 fn hash_file(
-    path: &Path,
+    (dir, name): (BorrowedFd<'_>, &CStr),
     algos: &[Algo],
     uncached: bool,
     read: &AtomicU64,
 ) -> io::Result<(Vec<String>, u64, ReadFrom)> {
-    let name = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // O_NONBLOCK: a FIFO where a listed file was must not hang the check (no effect on files).
-    let plain = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK;
+    let plain = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOFOLLOW;
     let (fd, way) = if uncached {
-        match sys::openat(rustix::fs::CWD, &name, plain | libc::O_DIRECT, 0) {
+        match sys::openat(dir, name, plain | libc::O_DIRECT, 0) {
             Ok(fd) => (fd, ReadFrom::Direct),
             // The filesystem has no O_DIRECT (tmpfs, some FUSE): drop the pages instead.
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                let fd = sys::openat(rustix::fs::CWD, &name, plain, 0)?;
+                let fd = sys::openat(dir, name, plain, 0)?;
                 sys::drop_cached_pages(fd.as_fd())?;
                 (fd, ReadFrom::Dropped)
             }
             Err(e) => return Err(e),
         }
     } else {
-        (
-            sys::openat(rustix::fs::CWD, &name, plain, 0)?,
-            ReadFrom::Cache,
-        )
+        (sys::openat(dir, name, plain, 0)?, ReadFrom::Cache)
     };
     if sys::fstatx(fd.as_fd())?.kind() != Kind::File {
         return Err(io::Error::other("not a regular file"));
@@ -366,7 +449,7 @@ fn hash_file(
     match read_all(&fd, algos, way, read) {
         // Some filesystems accept O_DIRECT at open and refuse it at read.
         Err(e) if way == ReadFrom::Direct && e.raw_os_error() == Some(libc::EINVAL) => {
-            let fd = sys::openat(rustix::fs::CWD, &name, plain, 0)?;
+            let fd = sys::openat(dir, name, plain, 0)?;
             sys::drop_cached_pages(fd.as_fd())?;
             read_all(&fd, algos, ReadFrom::Dropped, read)
         }

@@ -27,6 +27,7 @@ mod fsm;
 mod harness;
 mod hashed;
 mod lab;
+mod manifest_safety;
 #[cfg(feature = "mpi")]
 mod mpi;
 #[cfg(not(feature = "mpi"))]

@@ -776,7 +776,15 @@ fn a_manifest_cannot_reach_outside_the_tree_or_hide_what_it_cannot_see() {
         .arg(&m2)
         .arg(&tree)
         .run();
-    // Not a difference (a manifest lists regular files only), but named.
+    // Not a difference (a manifest lists regular files only), but counted; -v names it.
+    assert_exit(&out, 0);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("not covered"));
+    assert_stderr_has(&out, "1 symlink(s) or special file(s) not covered");
+    let out = Cp::bare()
+        .args(["verify", "-v", "--manifest"])
+        .arg(&m2)
+        .arg(&tree)
+        .run();
     assert_exit(&out, 0);
     assert!(String::from_utf8_lossy(&out.stdout).contains("not covered: 'p'"));
     fs::remove_file(tree.join("p")).unwrap();

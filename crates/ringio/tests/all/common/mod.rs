@@ -23,8 +23,8 @@ pub use run::{
 };
 pub use server::Server;
 pub use sys::{
-    chown_tree, cstring, get_xattr, is_root, lstat_times, mkfifo, set_times, set_xattr, TmpfsMount,
-    NOBODY,
+    chown_tree, cstring, get_xattr, is_root, list_xattrs, lstat_times, mkfifo, set_times,
+    set_xattr, TmpfsMount, NOBODY,
 };
 pub use tree::{Atimes, TestTree, TreeSpec, Ts};
 

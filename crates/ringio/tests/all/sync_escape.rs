@@ -10,6 +10,9 @@
 //! `RINGIO_ESCAPE_SEED=<seed> cargo test -p ringio --test all sync_escape::`.
 //! `RINGIO_ESCAPE_CASES=<n>` runs n cases per user instead of [`CASES`].
 //!
+//! Under -x, a tmpfs mounted in DEST is watched as if outside DEST: rsync deletes nothing in a
+//! filesystem mounted there.
+//!
 //! Every symlink target lies inside the scratch directory, so a run that escapes DEST can harm
 //! nothing else.
 
@@ -102,10 +105,22 @@ fn one_case(seed: u64, user: Option<(u32, u32)>) -> (Option<i32>, Option<String>
     let mut rng = Prng::new(seed);
     at.build(&mut rng);
     let plan = Plan::draw(&mut rng, &at);
+    // Under -x a filesystem mounted in DEST is not DEST's to delete from (rsync keeps it):
+    // its entries are watched as if outside DEST. Unmounted before the scratch dir goes.
+    let mut watched = Vec::new();
+    let _mount = (plan.args.iter().any(|a| a == "-x") && rng.chance(60)).then(|| {
+        let mnt = at.dst.join("mnt");
+        fs::create_dir(&mnt).unwrap();
+        let mount = TmpfsMount::new(&mnt, "1m").unwrap_or_else(|e| panic!("{e}"));
+        grow(&mut rng, &at.root, &mnt, 1, 0, &[]);
+        watched.push(mnt);
+        mount
+    });
     if let Some((uid, gid)) = user {
         chown_tree(&at.root, uid, gid);
     }
-    let before = snapshot(&at.root, &plan.allowed);
+    let snapshot = || snapshot(&at.root, &plan.allowed, &watched);
+    let before = snapshot();
     let mut cp = Cp::bare()
         .arg("sync")
         .args(&plan.args)
@@ -117,7 +132,7 @@ fn one_case(seed: u64, user: Option<(u32, u32)>) -> (Option<i32>, Option<String>
     // A run that escapes can make a loop it then follows (-L through a symlink it wrote): it
     // is killed at the limit, and the case still reports what changed.
     let Ok(out) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cp.run())) else {
-        let changes = changes(&before, &snapshot(&at.root, &plan.allowed));
+        let changes = changes(&before, &snapshot());
         let failure = format!(
             "seed {seed:#x} as {}: ringio sync {} (in the scratch dir): still running after \
              {RUN_LIMIT:?}, killed\n  {}",
@@ -133,7 +148,7 @@ fn one_case(seed: u64, user: Option<(u32, u32)>) -> (Option<i32>, Option<String>
         let first = stderr_lines(&out).into_iter().next().unwrap_or_default();
         eprintln!("seed {seed:#x}: {}: {first}", out.status);
     }
-    let after = snapshot(&at.root, &plan.allowed);
+    let after = snapshot();
     let changes = changes(&before, &after);
     if changes.is_empty() {
         return (out.status.code(), None);
@@ -408,11 +423,14 @@ fn operands(rng: &mut Prng, at: &Layout) -> Vec<String> {
     out
 }
 
-/// Every entry under `root` but those in `allowed` (and below them): its path relative to
-/// `root` ("" for root itself), and what it is.
-fn snapshot(root: &Path, allowed: &[PathBuf]) -> BTreeMap<PathBuf, String> {
+/// Every entry under `root` but those in `allowed` (and below them), and every entry in
+/// `watched` (and below): its path relative to `root` ("" for root itself), and what it is.
+fn snapshot(root: &Path, allowed: &[PathBuf], watched: &[PathBuf]) -> BTreeMap<PathBuf, String> {
     let mut entries = BTreeMap::new();
     walk(root, root, allowed, &mut entries);
+    for dir in watched {
+        walk(root, dir, &[], &mut entries);
+    }
     entries
 }
 

@@ -171,7 +171,7 @@ fn manifests_list_every_file_and_the_tools_agree(engine: &str) {
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             ),
-            None => eprintln!("SKIPPED {tool} -c: not installed"),
+            None => cannot_run(&format!("{tool} -c: not installed")),
         }
     }
     // b3sum and xxhsum on names they can read.
@@ -202,7 +202,7 @@ fn manifests_list_every_file_and_the_tools_agree(engine: &str) {
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             ),
-            None => eprintln!("SKIPPED {tool} -c: not installed"),
+            None => cannot_run(&format!("{tool} -c: not installed")),
         }
     }
 }
@@ -340,7 +340,7 @@ fn sync_manifests_cover_written_and_unchanged_files() {
         assert_exit(&verify(&manifest, &dst, &[]), 0);
         match tool_check("sha256sum", &manifest, &dst) {
             Some(out) => assert!(out.status.success(), "{out:?}"),
-            None => eprintln!("SKIPPED sha256sum -c: not installed"),
+            None => cannot_run("sha256sum -c: not installed"),
         }
     }
 }

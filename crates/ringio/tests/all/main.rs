@@ -7,7 +7,7 @@
 //! only ([`common::Cp`]); no test changes the process's own. A test that measures the whole
 //! process runs alone in a process of its own ([`common::isolated`]).
 
-// First: the modules after it use its macros (`engine_tests!`, `skip!`).
+// First: the modules after it use its macros (`engine_tests!`, `skip!`, `moot!`).
 #[macro_use]
 mod common;
 
@@ -36,5 +36,6 @@ mod outside_fixes;
 mod progress;
 mod sync;
 mod sync_adversary;
+mod sync_escape;
 mod torture;
 mod verify;

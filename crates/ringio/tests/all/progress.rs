@@ -52,8 +52,7 @@ fn ringio() -> &'static str {
 #[test]
 fn progress_on_a_terminal_shows_totals_and_an_eta() {
     if !have_script() {
-        eprintln!("skipped: util-linux `script` is not available");
-        return;
+        skip!("util-linux `script` is not available");
     }
     let tmp = Scratch::new();
     make_tree(&tmp.path().join("src"));
@@ -97,8 +96,7 @@ fn progress_draws_nothing_when_stderr_is_not_a_terminal() {
 
     // stdout a terminal, stderr a file.
     if !have_script() {
-        eprintln!("skipped the terminal half: util-linux `script` is not available");
-        return;
+        skip!("the terminal half: util-linux `script` is not available");
     }
     let out = in_pty(
         tmp.path(),

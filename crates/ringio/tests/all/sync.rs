@@ -12,13 +12,18 @@ use std::time::Duration;
 
 use crate::common::*;
 
-/// True when rsync is on PATH (the reference; tests that compare with it skip without it).
+/// True when rsync is on PATH (the reference; tests that compare with it skip without it,
+/// and fail in CI: [`cannot_run`]).
 fn rsync_available() -> bool {
-    Command::new("rsync")
+    let there = Command::new("rsync")
         .arg("--version")
         .stdin(Stdio::null())
         .output()
-        .is_ok_and(|o| o.status.success())
+        .is_ok_and(|o| o.status.success());
+    if !there {
+        cannot_run("rsync is not installed (apt-get install rsync)");
+    }
+    there
 }
 
 fn rsync(cwd: &Path, args: &[&str]) -> Output {
@@ -95,7 +100,6 @@ impl Twin {
     fn both_with(&self, args: &[&str], dst: &str, check: Check) -> Output {
         let ours = sync(&self.ri, args);
         if !rsync_available() {
-            eprintln!("rsync not installed: ringio's result checked against the source only");
             return ours;
         }
         let theirs = rsync(&self.rs, args);
@@ -964,8 +968,7 @@ fn new_files_under_a_default_acl_keep_the_sources_mode() {
             .arg(side.join("dst"))
             .output();
         if !set.is_ok_and(|o| o.status.success()) {
-            eprintln!("skipped: setfacl is missing or this filesystem has no ACLs");
-            return;
+            skip!("setfacl is missing or this filesystem has no ACLs");
         }
     }
     let out = twin.both(&["-a", "src/", "dst/"], "dst");

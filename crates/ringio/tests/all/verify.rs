@@ -581,7 +581,10 @@ fn sums(tool: &[&str], dir: &Path, names: &[&str], manifest: &Path) -> bool {
         .current_dir(dir)
         .output()
     else {
-        eprintln!("{} not installed: its manifest is not tried", tool[0]);
+        cannot_run(&format!(
+            "{} not installed: its manifest is not tried",
+            tool[0]
+        ));
         return false;
     };
     assert!(
@@ -814,10 +817,7 @@ fn an_uncached_check_reads_what_the_disk_holds() {
     let s = Scratch::new();
     let fs_ = match LoopFs::new(s.path(), "ext4") {
         Ok(fs_) => fs_,
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
+        Err(why) => skip!("{why}"),
     };
     let tree = fs_.path().join("tree");
     let mut data: Vec<u8> = (0..100u32 << 20).map(|i| (i % 251) as u8).collect();

@@ -255,6 +255,44 @@ impl Cp {
     pub fn run(self) -> Output {
         self.spawn().wait()
     }
+
+    /// Runs with stdout a pipe of one page that is read only after `mid_run(pid)` returns:
+    /// a run that prints more than a page (`-v`, `-i` over a tree of many entries) is held
+    /// mid-run, blocked on its output, however fast the machine. `mid_run` is called once the
+    /// first output arrived (the run is under way and cannot end before its output is read);
+    /// then the rest is read and the output returned.
+    pub fn run_held_by_stdout(mut self, mid_run: impl FnOnce(libc::pid_t)) -> Output {
+        use std::os::fd::AsRawFd;
+        let shown = self.shown();
+        eprintln!("running, held by its stdout: {shown}");
+        self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = self
+            .cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {shown}: {e}"));
+        let mut stdout = child.stdout.take().expect("piped stdout");
+        // SAFETY: fcntl on a pipe descriptor this process owns; no memory is passed.
+        let page = unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
+        assert!(page > 0, "F_SETPIPE_SZ: {}", io::Error::last_os_error());
+        let stderr = drain(child.stderr.take().expect("piped stderr"));
+        let mut first = vec![0u8; 1];
+        let n = stdout.read(&mut first).expect("read the child's stdout");
+        assert_eq!(n, 1, "{shown} printed nothing");
+        mid_run(child.id() as libc::pid_t);
+        let rest = drain(stdout);
+        let running = Running {
+            child,
+            stdout: rest,
+            stderr,
+            shown,
+            timeout: self.timeout,
+            started: Instant::now(),
+        };
+        let mut out = running.wait();
+        first.extend_from_slice(&out.stdout);
+        out.stdout = first;
+        out
+    }
 }
 
 fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
@@ -395,13 +433,18 @@ where
     Cp::bare().args(args).run()
 }
 
-/// True when `cp` on PATH is GNU cp, the reference the tests compare with.
+/// True when `cp` on PATH is GNU cp, the reference the tests compare with. In CI its absence
+/// fails the test ([`super::cannot_run`]).
 pub fn gnu_cp_available() -> bool {
-    Command::new("cp")
+    let gnu = Command::new("cp")
         .arg("--version")
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).contains("GNU coreutils"))
-        .unwrap_or(false)
+        .unwrap_or(false);
+    if !gnu {
+        super::cannot_run("GNU cp is not the `cp` on PATH (apt-get install coreutils)");
+    }
+    gnu
 }
 
 /// GNU `cp ARGS...` run in `cwd`.

@@ -166,7 +166,8 @@ pub fn list_xattrs(path: &Path) -> io::Result<Vec<(OsString, Vec<u8>)>> {
     Ok(out)
 }
 
-/// A tmpfs mounted for one test; unmounted (lazily, so a stuck child cannot block it) on drop.
+/// A tmpfs (or ramfs) mounted for one test; unmounted (lazily, so a stuck child cannot block
+/// it) on drop.
 #[derive(Debug)]
 pub struct TmpfsMount {
     path: PathBuf,
@@ -175,17 +176,21 @@ pub struct TmpfsMount {
 impl TmpfsMount {
     /// Mounts a tmpfs of `size` (as mount's `size=` option, e.g. "4m") on the existing `path`.
     pub fn new(path: &Path, size: &str) -> Result<TmpfsMount, String> {
+        Self::mount(path, "tmpfs", &format!("size={size},mode=0755"))
+    }
+
+    /// Mounts a ramfs on the existing `path`: a filesystem that refuses O_DIRECT on every
+    /// kernel (tmpfs takes it since Linux 6.6).
+    pub fn ramfs(path: &Path) -> Result<TmpfsMount, String> {
+        Self::mount(path, "ramfs", "mode=0755")
+    }
+
+    fn mount(path: &Path, fs_type: &str, options: &str) -> Result<TmpfsMount, String> {
         if !is_root() {
-            return Err("mounting a tmpfs needs root".into());
+            return Err(format!("mounting a {fs_type} needs root"));
         }
         let out = Command::new("mount")
-            .args([
-                "-t",
-                "tmpfs",
-                "-o",
-                &format!("size={size},mode=0755"),
-                "tmpfs",
-            ])
+            .args(["-t", fs_type, "-o", options, fs_type])
             .arg(path)
             .output()
             .map_err(|e| format!("cannot run mount: {e}"))?;

@@ -19,7 +19,7 @@ pub fn open(path: &Path) -> Result<File> {
     let cannot =
         |why: &dyn std::fmt::Display| anyhow!("cannot open the log file {}: {why}", quote(&path));
     // Asked first, so that a device is not even opened (opening some has effects: a tape
-    // rewinds, a watchdog starts); the check on the descriptor below is the one that holds.
+    // rewinds, a watchdog starts); the check on the opened descriptor is the one that holds.
     if let Some(what) = not_regular(path) {
         return Err(cannot(&format_args!("not a regular file ({what})")));
     }

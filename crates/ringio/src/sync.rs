@@ -634,12 +634,8 @@ impl Args {
             Some(list) => self.listed(list, sources)?,
             None => sources
                 .iter()
-                .map(|p| {
-                    let b = p.as_bytes();
-                    Source {
-                        path: PathBuf::from(p),
-                        contents: b.ends_with(b"/") || b == b"." || b.ends_with(b"/."),
-                    }
+                .map(|p| Source {
+                    path: PathBuf::from(p),
                 })
                 .collect(),
         };
@@ -932,7 +928,6 @@ impl Args {
             full.extend_from_slice(path);
             out.push(Source {
                 path: PathBuf::from(OsStr::from_bytes(&full)),
-                contents: false,
             });
             // "dir/": its own entries come too (a recursive run brings them anyway).
             let recursive_flag = self.recursive && !self.no_recursive;
@@ -946,7 +941,6 @@ impl Args {
                         entry.extend_from_slice(name.as_bytes());
                         out.push(Source {
                             path: PathBuf::from(OsStr::from_bytes(&entry)),
-                            contents: false,
                         });
                     }
                 }
@@ -1124,6 +1118,7 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
     out.flush();
     if outcome.code != 0 {
         let why = match outcome.code {
+            1 => "syntax or usage error",
             3 => "errors selecting input/output files, dirs",
             11 => "error in file IO",
             20 => "received SIGINT, SIGTERM, or SIGHUP",

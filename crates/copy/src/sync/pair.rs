@@ -28,6 +28,9 @@ pub(super) struct Trouble {
     pub vanished: AtomicBool,
     /// `--max-delete` stopped deletions (25).
     pub delete_limit: AtomicBool,
+    /// The operands cannot be synced as written (1, rsync's syntax or usage error): nothing
+    /// is done.
+    pub usage: AtomicBool,
     /// A root could not be used (3).
     pub root: AtomicBool,
     /// The destination's filesystem is full (11, rsync's "error in file IO").
@@ -146,8 +149,22 @@ pub(super) struct Layer {
     /// `-R`: this directory is on the way to an operand: the path's components still to
     /// follow below its `only` name (empty: that name is the operand itself).
     pub implied: Option<Arc<[CString]>>,
+    /// `-R`: the operand at the end of `implied` is followed if it is a symlink (written with
+    /// a trailing slash), and entered even without -r.
+    pub operand_follows: bool,
     /// The sender's rules here (with the per-directory merge files read from this source).
     pub scope: Scope,
+}
+
+impl Layer {
+    /// `-R`: its `only` name is a directory the transfer goes into, followed if it is a
+    /// symlink, as rsync sends it: one on the way to an operand (rsync sends those as
+    /// directories, following symlinks), or an operand written with a trailing slash.
+    pub fn enters_only(&self) -> bool {
+        self.implied
+            .as_ref()
+            .is_some_and(|rest| !rest.is_empty() || self.operand_follows)
+    }
 }
 
 /// A pair of directories being walked.

@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::item::{Action, Item};
+use super::operand::{self, EntryName, Named};
 use super::pair::{Layer, Pair, Pass, Run};
 use crate::error::{CopyError, Op};
 use crate::filter::{Scope, Side};
@@ -30,6 +31,9 @@ pub(super) struct Root {
     fresh_dest: bool,
     /// `-R`: the operand's path components below its first (`only`'s one name).
     implied: Option<Arc<[CString]>>,
+    /// `-R`: the operand (the last of its path) is followed if it is a symlink (written with
+    /// a trailing slash); the directories on the way always are.
+    operand_follows: bool,
     /// `-R ./PATH`: the current directory is in the transfer as `./`
     /// (its attributes, not its other contents); its stat.
     dot: Option<Stat>,
@@ -59,22 +63,47 @@ fn split(path: &Path) -> (PathBuf, Vec<u8>) {
     }
 }
 
-/// Resolves the operands. Failures are reported; a source that cannot be used is left out
-/// (and the run ends with 23), a DEST that cannot be made leaves no roots.
-pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
+/// Names every operand as rsync does, before anything is made: `None` (reported, the run's
+/// usage error) when one cannot be synced as written (rsync refuses the whole run then).
+fn name_all<'p>(run: &Run<'p>) -> Option<Vec<(&'p super::Source, Named)>> {
     let plan = run.plan;
-    let mut sources = Vec::new();
+    let mut named = Vec::with_capacity(plan.sources.len());
     for (i, source) in plan.sources.iter().enumerate() {
         // A source named twice is synced once (rsync's file list holds each name once).
         if plan.sources[..i].iter().any(|s| s.path == source.path) {
             continue;
         }
-        // The operand itself is not followed when it is a symlink without a trailing slash,
-        // as rsync sends the link (unless -L).
-        let follow = source.contents || plan.symlinks == super::Symlinks::Follow;
-        let c = cstring(source.path.as_os_str().as_bytes());
-        match sys::statx_at(rustix::fs::CWD, &c, follow) {
-            Ok(stat) => sources.push((source, stat)),
+        match operand::name(source.path.as_os_str().as_bytes(), plan.relative) {
+            Ok(n) => named.push((source, n)),
+            Err(why) => {
+                run.out.error(&why.to_string());
+                run.trouble.usage.store(true, Ordering::Relaxed);
+                return None;
+            }
+        }
+    }
+    Some(named)
+}
+
+/// Resolves the operands. Failures are reported; a source that cannot be used is left out
+/// (and the run ends with 23), a DEST that cannot be made leaves no roots.
+pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
+    let plan = run.plan;
+    let Some(named) = name_all(run) else {
+        return Vec::new();
+    };
+    let mut sources = Vec::new();
+    for (source, named) in named {
+        // The operand itself is not followed when it is a symlink named as an entry, as
+        // rsync sends the link (unless -L).
+        let (path, follows) = named.stat_path();
+        let follow = follows || plan.symlinks == super::Symlinks::Follow;
+        match sys::statx_at(
+            rustix::fs::CWD,
+            &cstring(path.as_os_str().as_bytes()),
+            follow,
+        ) {
+            Ok(stat) => sources.push((source, named, stat)),
             Err(e) => {
                 run.out.error(&format!(
                     "link_stat {} failed: {}",
@@ -93,29 +122,14 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
     let dest_stat = sys::statx_at(rustix::fs::CWD, &cstring(dest.as_os_str().as_bytes()), true);
     let single_file = plan.sources.len() == 1
         && sources.len() == 1
-        && sources[0].1.kind() != Kind::Dir
-        && !plan.dest_is_dir;
+        && sources[0].2.kind() != Kind::Dir
+        && !plan.dest_is_dir
+        && !operand::names_dir(dest.as_os_str().as_bytes());
     let dest_is_dir = matches!(&dest_stat, Ok(s) if s.kind() == Kind::Dir);
     if single_file && !dest_is_dir {
-        let (source, stat) = sources[0];
-        let (src_dir, name) = split(&source.path);
-        let (dst_dir, dst_name) = split(dest);
-        if plan.mkpath && !plan.dry_run {
-            if let Err(e) = std::fs::create_dir_all(&dst_dir) {
-                run.fail(CopyError::io(Op::CreateDir, dst_dir, e));
-                run.trouble.root.store(true, Ordering::Relaxed);
-                return Vec::new();
-            }
+        if let Some(root) = single_file_root(run, &sources[0].1, sources[0].2) {
+            return root;
         }
-        return vec![Root {
-            src_dir,
-            dst_dir,
-            only: Some(vec![(cstring(&name), cstring(&dst_name))]),
-            src_stat: stat,
-            fresh_dest: false,
-            implied: None,
-            dot: None,
-        }];
     }
     if let Err(e) = &dest_stat {
         if e.raw_os_error() != Some(libc::ENOENT) {
@@ -155,76 +169,110 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
         run.out.say(&format!("created directory {shown}"));
     }
     let mut roots = Vec::new();
-    for (source, stat) in sources {
-        if plan.relative {
-            if let Some(root) = relative_root(&source.path, dest, stat, fresh_dest) {
-                roots.push(root);
-                continue;
+    for (source, named, stat) in sources {
+        let root = Root {
+            src_dir: PathBuf::new(),
+            dst_dir: dest.clone(),
+            only: None,
+            src_stat: stat,
+            fresh_dest,
+            implied: None,
+            operand_follows: false,
+            dot: None,
+        };
+        match named {
+            Named::Relative {
+                base,
+                parts,
+                slash,
+                dot,
+            } => {
+                let (first, rest) = parts.split_first().expect("a -R operand has a part");
+                // rsync lists the dot directory itself only when the path below `/./` starts
+                // with it.
+                let dot = dot
+                    .then(|| {
+                        sys::statx_at(rustix::fs::CWD, &cstring(base.as_os_str().as_bytes()), true)
+                            .ok()
+                    })
+                    .flatten();
+                let rest: Vec<CString> =
+                    rest.iter().cloned().map(EntryName::into_cstring).collect();
+                let first = first.clone().into_cstring();
+                roots.push(Root {
+                    src_dir: base,
+                    only: Some(vec![(first.clone(), first)]),
+                    implied: Some(Arc::from(rest)),
+                    operand_follows: slash,
+                    dot,
+                    ..root
+                });
             }
-        }
-        if source.contents && stat.kind() == Kind::Dir {
-            if overlaps(run, &source.path, dest) {
-                continue;
+            Named::Contents(dir) => {
+                if stat.kind() != Kind::Dir {
+                    run.fail(CopyError::io(
+                        Op::OpenDir,
+                        dir,
+                        std::io::Error::from_raw_os_error(libc::ENOTDIR),
+                    ));
+                    continue;
+                }
+                if overlaps(run, &source.path, dest) {
+                    continue;
+                }
+                roots.push(Root {
+                    src_dir: dir,
+                    ..root
+                });
             }
-            roots.push(Root {
-                src_dir: source.path.clone(),
-                dst_dir: dest.clone(),
-                only: None,
-                src_stat: stat,
-                fresh_dest,
-                implied: None,
-                dot: None,
-            });
-        } else {
-            if stat.kind() == Kind::Dir && overlaps(run, &source.path, dest) {
-                continue;
+            Named::Entry { dir, name } => {
+                if stat.kind() == Kind::Dir && overlaps(run, &source.path, dest) {
+                    continue;
+                }
+                let name = name.into_cstring();
+                roots.push(Root {
+                    src_dir: dir,
+                    only: Some(vec![(name.clone(), name)]),
+                    ..root
+                });
             }
-            let (src_dir, name) = split(&source.path);
-            let name = cstring(&name);
-            roots.push(Root {
-                src_dir,
-                dst_dir: dest.clone(),
-                only: Some(vec![(name.clone(), name)]),
-                src_stat: stat,
-                fresh_dest,
-                implied: None,
-                dot: None,
-            });
         }
     }
     roots
 }
 
-/// `-R`: the operand's path below its `/./` (or all of it; an absolute one below `/`) is
-/// kept below DEST, its leading directories made on the way. `None` when that path is empty
-/// (`SRC/.`): the root is then SRC's contents, as without -R.
-fn relative_root(path: &Path, dest: &Path, stat: Stat, fresh_dest: bool) -> Option<Root> {
-    let bytes = path.as_os_str().as_bytes();
-    let (base, rel): (&[u8], &[u8]) = match bytes.windows(3).position(|w| w == b"/./") {
-        Some(at) => (if at == 0 { b"/" } else { &bytes[..at] }, &bytes[at + 3..]),
-        None if bytes.starts_with(b"/") => (b"/", bytes),
-        None => (b".", bytes),
+/// One file synced to a name that is not a directory (`f NEW`): the root that writes it,
+/// DEST's parent made first under `--mkpath`; `None` for an operand that names no entry.
+/// An empty vector when that parent cannot be made or DEST's name cannot be an entry's.
+fn single_file_root(run: &Run<'_>, named: &Named, stat: Stat) -> Option<Vec<Root>> {
+    let plan = run.plan;
+    let (src_dir, name) = named.entry()?;
+    let (dst_dir, dst_name) = split(&plan.dest);
+    let Some(dst_name) = EntryName::new(&dst_name) else {
+        run.out.error(&format!(
+            "cannot sync a file to {}: not a file name",
+            crate::quote::quote_path(&plan.dest)
+        ));
+        run.trouble.root.store(true, Ordering::Relaxed);
+        return Some(Vec::new());
     };
-    let parts: Vec<CString> = rel
-        .split(|&b| b == b'/')
-        .filter(|p| !p.is_empty() && *p != b".")
-        .map(cstring)
-        .collect();
-    let (first, rest) = parts.split_first()?;
-    // rsync lists the dot directory itself only when the path starts with it.
-    let marked = bytes.starts_with(b"./");
-    let dot = marked
-        .then(|| sys::statx_at(rustix::fs::CWD, &cstring(base), true).ok())
-        .flatten();
-    Some(Root {
-        src_dir: PathBuf::from(OsStr::from_bytes(base)),
-        dst_dir: dest.to_path_buf(),
-        only: Some(vec![(first.clone(), first.clone())]),
+    if plan.mkpath && !plan.dry_run {
+        if let Err(e) = std::fs::create_dir_all(&dst_dir) {
+            run.fail(CopyError::io(Op::CreateDir, dst_dir, e));
+            run.trouble.root.store(true, Ordering::Relaxed);
+            return Some(Vec::new());
+        }
+    }
+    Some(vec![Root {
+        src_dir,
+        dst_dir,
+        only: Some(vec![(name.into_cstring(), dst_name.into_cstring())]),
         src_stat: stat,
-        fresh_dest,
-        implied: Some(Arc::from(rest)),
-        dot,
-    })
+        fresh_dest: false,
+        implied: None,
+        operand_follows: false,
+        dot: None,
+    }])
 }
 
 /// True (and reported) when the source directory `src` lies inside DEST and a deletion would
@@ -312,6 +360,7 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
             path: root.src_dir.clone(),
             only: root.only.clone(),
             implied: root.implied.clone(),
+            operand_follows: root.operand_follows,
             scope,
         });
     }

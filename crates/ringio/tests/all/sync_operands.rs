@@ -1,0 +1,513 @@
+//! `ringio sync`'s source operands named as rsync names them (`..`, `.`, `/./`, trailing
+//! slashes, `-R` paths, symlinked directories on the way), and `cp --parents` through a
+//! symlinked directory as GNU cp goes. Each scenario is built twice, identically, in `rs/` and
+//! `ri/`; ringio runs in `ri/`, rsync (or GNU cp) in `rs/`, and the two whole trees (DEST, its
+//! siblings and the sources) must then be equal in content, modes, owners and mtimes, with
+//! the same exit status. Everything outside DEST is snapshotted before and after ringio's run
+//! and must not have changed.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{symlink, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use crate::common::*;
+
+/// What the two trees must agree on (atimes move as the sources are read).
+const SAME: Check = Check {
+    mode: true,
+    ownership: true,
+    mtime: true,
+    atime: false,
+    hard_links: false,
+    xattrs: false,
+    partial: false,
+};
+
+fn rsync_available() -> bool {
+    Command::new("rsync")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn rsync(cwd: &Path, args: &[&str]) -> Output {
+    Command::new("rsync")
+        .args(args)
+        .current_dir(cwd)
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run rsync")
+}
+
+fn sync(cwd: &Path, args: &[&str]) -> Output {
+    Cp::bare().arg("sync").args(args).current_dir(cwd).run()
+}
+
+/// Every entry under `root` (symlinks not followed), leaving out `skip` and what is below it:
+/// its type, mode, owner, size, mtime (to the nanosecond) and content or target.
+fn snapshot(root: &Path, skip: Option<&Path>) -> BTreeMap<PathBuf, String> {
+    fn walk(p: &Path, skip: Option<&Path>, out: &mut BTreeMap<PathBuf, String>) {
+        if skip == Some(p) {
+            return;
+        }
+        let m = fs::symlink_metadata(p).unwrap_or_else(|e| panic!("lstat {}: {e}", p.display()));
+        let what = if m.file_type().is_symlink() {
+            format!("link -> {:?}", fs::read_link(p).expect("readlink"))
+        } else if m.is_file() {
+            format!("file {:?}", fs::read(p).expect("read"))
+        } else {
+            "dir".to_string()
+        };
+        out.insert(
+            p.to_path_buf(),
+            format!(
+                "{what} mode {:o} owner {}:{} size {} mtime {}.{:09}",
+                m.mode(),
+                m.uid(),
+                m.gid(),
+                m.size(),
+                m.mtime(),
+                m.mtime_nsec()
+            ),
+        );
+        if m.is_dir() {
+            let mut names: Vec<_> = fs::read_dir(p)
+                .expect("read_dir")
+                .map(|e| e.expect("entry").path())
+                .collect();
+            names.sort();
+            for n in names {
+                walk(&n, skip, out);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, skip, &mut out);
+    out
+}
+
+#[track_caller]
+fn assert_unchanged(
+    before: &BTreeMap<PathBuf, String>,
+    after: &BTreeMap<PathBuf, String>,
+    what: &str,
+) {
+    let mut diffs = Vec::new();
+    for (p, b) in before {
+        match after.get(p) {
+            None => diffs.push(format!("gone: {}", p.display())),
+            Some(a) if a != b => {
+                diffs.push(format!("changed: {}\n  was {b}\n  now {a}", p.display()))
+            }
+            _ => {}
+        }
+    }
+    for p in after.keys().filter(|p| !before.contains_key(*p)) {
+        diffs.push(format!("new: {}", p.display()));
+    }
+    assert!(
+        diffs.is_empty(),
+        "{what}: outside DEST:\n{}",
+        diffs.join("\n")
+    );
+}
+
+/// Gives `root` and every entry under it a whole-second mtime of its own, deepest first
+/// (rsync compares mtimes to the second; equal whole seconds make the two runs agree).
+fn settle(root: &Path) {
+    fn walk(p: &Path, out: &mut Vec<PathBuf>) {
+        let mut names: Vec<_> = fs::read_dir(p)
+            .expect("read_dir")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        names.sort();
+        for n in names {
+            if n.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+                walk(&n, out);
+            }
+            out.push(n);
+        }
+    }
+    let mut paths = Vec::new();
+    walk(root, &mut paths);
+    paths.push(root.to_path_buf());
+    for (i, p) in paths.iter().enumerate() {
+        let t = Ts::new(1_600_000_000 + i as i64 * 7, 0);
+        set_times(p, Some(t), Some(t)).expect("set times");
+    }
+}
+
+/// Entries both runs gave "now" as their mtime (a directory that something was made in, and
+/// that the transfer does not give a source's time) take one time in both trees, so that the
+/// trees compare; one with a source's time (settled, long ago) beside one with "now" still
+/// differs.
+fn same_now(rs: &Path, ri: &Path) {
+    fn walk(rs: &Path, ri: &Path) {
+        let (Ok(a), Ok(b)) = (fs::symlink_metadata(rs), fs::symlink_metadata(ri)) else {
+            return;
+        };
+        let recent = 1_700_000_000;
+        if a.mtime() > recent && b.mtime() > recent {
+            let t = Ts::new(1_650_000_000, 0);
+            set_times(rs, None, Some(t)).expect("set times");
+            set_times(ri, None, Some(t)).expect("set times");
+        }
+        if a.is_dir() && b.is_dir() {
+            for e in fs::read_dir(rs).expect("read_dir") {
+                let name = e.expect("entry").file_name();
+                walk(&rs.join(&name), &ri.join(&name));
+            }
+        }
+    }
+    walk(rs, ri);
+}
+
+/// One scenario, built alike in `rs/` (the reference's) and `ri/` (ringio's).
+struct Twin {
+    _dir: Scratch,
+    rs: PathBuf,
+    ri: PathBuf,
+}
+
+impl Twin {
+    fn new(build: impl Fn(&Path)) -> Twin {
+        let dir = Scratch::new();
+        let (rs, ri) = (dir.join("rs"), dir.join("ri"));
+        for root in [&rs, &ri] {
+            fs::create_dir(root).unwrap();
+            build(root);
+            settle(root);
+        }
+        Twin { _dir: dir, rs, ri }
+    }
+
+    /// Runs `ringio sync ARGS` in `ri/CWD`, asserting that nothing outside `ri/DEST`
+    /// changed; then, where rsync is installed, `rsync ARGS` in `rs/CWD`: the same exit
+    /// status and the same trees. ringio's output.
+    #[track_caller]
+    fn sync(&self, cwd: &str, args: &[&str], dest: &str) -> Output {
+        let before = snapshot(&self.ri, Some(&self.ri.join(dest)));
+        let out = sync(&self.ri.join(cwd), args);
+        let after = snapshot(&self.ri, Some(&self.ri.join(dest)));
+        assert_unchanged(
+            &before,
+            &after,
+            &format!("sync {args:?}\n{}", describe(&out)),
+        );
+        if rsync_available() {
+            let theirs = rsync(&self.rs.join(cwd), args);
+            assert_eq!(
+                out.status.code(),
+                theirs.status.code(),
+                "sync {args:?}: exit status\nringio: {}\nrsync: {}",
+                describe(&out),
+                describe(&theirs)
+            );
+            same_now(&self.rs, &self.ri);
+            let diffs = tree_diff(&self.rs, &self.ri, SAME);
+            assert!(
+                diffs.is_empty(),
+                "sync {args:?}: ringio's trees differ from rsync's:\n{}\nringio: {}",
+                diffs.join("\n"),
+                describe(&out)
+            );
+        } else {
+            eprintln!("rsync is not installed: ringio's result is checked on its own");
+        }
+        out
+    }
+
+    fn reset(&self, build: impl Fn(&Path)) {
+        for root in [&self.rs, &self.ri] {
+            fs::remove_dir_all(root).unwrap();
+            fs::create_dir(root).unwrap();
+            build(root);
+            settle(root);
+        }
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).unwrap();
+    }
+    write_file(path, text);
+}
+
+/// `data/photos/{p.txt,a/b/f}`, `data/{top.txt,other/o.txt}`, and beside `data`,
+/// `backups/{yesterday/y.txt,today/old.txt}`.
+fn photos(root: &Path) {
+    write(&root.join("data/photos/p.txt"), "p");
+    write(&root.join("data/photos/a/b/f"), "f");
+    write(&root.join("data/top.txt"), "top");
+    write(&root.join("data/other/o.txt"), "o");
+    write(&root.join("backups/yesterday/y.txt"), "y");
+    write(&root.join("backups/today/old.txt"), "old");
+    chmod(root.join("data"), 0o750);
+    chmod(root.join("data/photos"), 0o705);
+    chmod(root.join("backups"), 0o711);
+}
+
+/// A source ending in `..` or `.` (however spelled) brings the directory's contents into DEST,
+/// as `SRC/` does: DEST's parent and siblings are never touched (once, `..` synced into
+/// DEST's parent and --delete deleted DEST's siblings).
+#[test]
+fn a_source_ending_in_dot_dot_syncs_into_dest_never_its_parent() {
+    let twin = Twin::new(photos);
+    // Each spelling, and whether it names `data` (else `data/photos`).
+    let spellings = [
+        ("..", true),
+        ("../", true),
+        ("..//", true),
+        ("./..", true),
+        ("../.", true),
+        ("./a/../..", true),
+        ("a/..", false),
+        ("a/b/../..", false),
+        (".", false),
+        ("./", false),
+    ];
+    for delete in [true, false] {
+        for (spelling, up) in spellings {
+            twin.reset(photos);
+            let mut args = vec!["-a"];
+            if delete {
+                args.push("--delete");
+            }
+            args.extend([spelling, "../../backups/today/"]);
+            let out = twin.sync("data/photos", &args, "backups/today");
+            assert_success(&out);
+            // What rsync makes, checked on ringio's side too (rsync may be missing).
+            let today = twin.ri.join("backups/today");
+            let expect = if up { "photos/a/b/f" } else { "a/b/f" };
+            assert!(
+                today.join(expect).is_file(),
+                "{args:?}: no {expect}\n{}",
+                describe(&out)
+            );
+            assert_eq!(today.join("old.txt").exists(), !delete, "{args:?}");
+            assert!(
+                twin.ri.join("backups/yesterday/y.txt").is_file(),
+                "{args:?}"
+            );
+        }
+    }
+}
+
+/// `-R` with a `..` in the path kept below DEST: rsync refuses the whole run ("found ".."
+/// dir in relative path", exit 1) before anything is made; ringio once wrote beside DEST
+/// (`src/a/./..`, `src/./..`), or copied nothing with exit 0 (`../x/f`).
+#[test]
+fn relative_operands_with_dot_dot_are_refused_as_rsync_refuses_them() {
+    let build = |root: &Path| {
+        write(&root.join("w/x/f"), "f");
+        write(&root.join("w/src/a/b/g"), "g");
+        write(&root.join("w/src/h"), "h");
+        write(&root.join("w/dst/old"), "old");
+    };
+    let twin = Twin::new(build);
+    let rows: [(&[&str], &str); 9] = [
+        (&["../x/f"], "../x/f"),
+        (&["src/a/./.."], ".."),
+        (&["src/./.."], ".."),
+        (&["src/./../"], ".."),
+        (&["src/./..//"], ".."),
+        (&["src/.//./.."], ".."),
+        (&["src/./a/.."], "a/.."),
+        (&["src/./a/b/../b/g"], "a/b/../b/g"),
+        (&["src/./h", "../x/f"], "../x/f"),
+    ];
+    for (operands, shown) in rows {
+        for dest in ["dst/", "new/"] {
+            twin.reset(build);
+            let mut args = vec!["-aR", "--delete"];
+            args.extend(operands);
+            args.push(dest);
+            // Nothing anywhere changes: DEST included (a missing one is not made).
+            let before = snapshot(&twin.ri, None);
+            let out = twin.sync("w", &args, "w/dst");
+            assert_exit(&out, 1);
+            assert_stderr_has(&out, &format!("found \"..\" dir in relative path: {shown}"));
+            assert_unchanged(&before, &snapshot(&twin.ri, None), &format!("{args:?}"));
+        }
+    }
+}
+
+/// Spellings -R keeps (`/./` anywhere, `./`, `//`, trailing `/` and `/.`): the same tree as
+/// rsync's.
+#[test]
+fn relative_operands_are_kept_below_dest_as_rsync_keeps_them() {
+    let build = |root: &Path| {
+        write(&root.join("w/src/a/b/g"), "g");
+        write(&root.join("w/src/h"), "h");
+        write(&root.join("w/src/a/..b"), "dots");
+        fs::create_dir(root.join("w/dst")).unwrap();
+        write(&root.join("w/dst/a/b/old"), "old");
+    };
+    let twin = Twin::new(build);
+    for operand in [
+        "src/./a/b/./g",
+        "src/./a/./b/g",
+        "src//./a",
+        "src/.//a",
+        "src/./a/b/",
+        "src/./a/b/.",
+        "src/./",
+        "src/.",
+        "./src/h",
+        "src/./a/..b",
+        "src/./h/",
+    ] {
+        twin.reset(build);
+        let out = twin.sync("w", &["-aR", "--delete", operand, "dst/"], "w/dst");
+        assert_success(&out);
+    }
+}
+
+/// `-R` through a source symlink to a directory (`src/lnk -> ../outside`): rsync sends the
+/// directories on the way as directories (following the link), so the real `DEST/lnk/`
+/// keeps everything in it and takes the target's attributes. ringio once replaced it, and
+/// everything in it, by a symlink.
+#[test]
+fn relative_implied_directory_through_a_symlink_keeps_the_real_directory() {
+    let build = |root: &Path| {
+        write(&root.join("outside/secret"), "secret");
+        write(&root.join("outside/other"), "other");
+        chmod(root.join("outside"), 0o700);
+        fs::create_dir(root.join("src")).unwrap();
+        symlink("../outside", root.join("src/lnk")).unwrap();
+        write(&root.join("dst/lnk/keep"), "keep");
+        write(&root.join("dst/lnk/sub/x"), "x");
+        write(&root.join("dst/lnk/secret"), "old secret");
+        write(&root.join("dst/src/lnk/keep"), "keep");
+    };
+    let twin = Twin::new(build);
+    for delete in ["--delete", "--delete-after", "--delete-before"] {
+        for operand in ["src/./lnk/secret", "src/lnk/secret", "./src/lnk/secret"] {
+            twin.reset(build);
+            let out = twin.sync(".", &["-aR", delete, operand, "dst/"], "dst");
+            assert_success(&out);
+            let lnk = if operand.starts_with("src/./") {
+                twin.ri.join("dst/lnk")
+            } else {
+                twin.ri.join("dst/src/lnk")
+            };
+            let m = fs::symlink_metadata(&lnk).unwrap();
+            assert!(
+                m.is_dir(),
+                "{operand} {delete}: {} is no longer a directory",
+                lnk.display()
+            );
+            assert_eq!(
+                fs::read(lnk.join("keep")).unwrap(),
+                b"keep",
+                "{operand} {delete}"
+            );
+            assert_eq!(
+                fs::read(lnk.join("secret")).unwrap(),
+                b"secret",
+                "{operand} {delete}"
+            );
+        }
+    }
+}
+
+/// `--files-from` names below a symlink to a directory in SRC (`sub -> d`; `sub/b`, `sub/`,
+/// `sub/.`), and `.`, `./`, `d/.` lines, from SRC given as a symlink or not: rsync goes through
+/// the link; ringio once copied only the symlink (exit 0).
+#[test]
+fn files_from_through_a_symlinked_directory_copies_what_it_lists() {
+    let build = |line: &'static str| {
+        move |root: &Path| {
+            write(&root.join("real/a"), "a");
+            write(&root.join("real/d/b"), "b");
+            write(&root.join("real/d/e/c"), "c");
+            symlink("d", root.join("real/sub")).unwrap();
+            symlink("real", root.join("lnk")).unwrap();
+            fs::create_dir(root.join("dst")).unwrap();
+            let mut f = fs::File::create(root.join("list")).unwrap();
+            writeln!(f, "{line}").unwrap();
+        }
+    };
+    let twin = Twin::new(build("."));
+    for line in ["sub/b", "sub/", "sub/.", "sub", ".", "./", "d/.", "d/", "d"] {
+        for src in ["real", "lnk", "lnk/"] {
+            twin.reset(build(line));
+            let out = twin.sync(".", &["-a", "--files-from=list", src, "dst/"], "dst");
+            assert_success(&out);
+            if line.starts_with("sub/") {
+                let sub = twin.ri.join("dst/sub");
+                assert!(fs::symlink_metadata(&sub).unwrap().is_dir(), "{line} {src}");
+                assert_eq!(fs::read(sub.join("b")).unwrap(), b"b", "{line} {src}");
+            }
+        }
+    }
+}
+
+/// GNU cp --parents follows a symlink to a directory it finds under DIR (`DIR/a ->
+/// ../elsewhere`) and makes the rest there, with -p giving the target the source's
+/// attributes; a dangling link or one to a file is refused with GNU's messages. ringio once
+/// refused every such link.
+#[test]
+fn cp_parents_follows_a_symlinked_directory_under_the_target() {
+    let build = |target: &'static str| {
+        move |root: &Path| {
+            write(&root.join("a/b/f"), "f");
+            chmod(root.join("a"), 0o750);
+            chmod(root.join("a/b"), 0o705);
+            fs::create_dir_all(root.join("D")).unwrap();
+            fs::create_dir_all(root.join("elsewhere")).unwrap();
+            write(&root.join("elsewhere/file"), "x");
+            chmod(root.join("elsewhere"), 0o777);
+            symlink(target, root.join("D/a")).unwrap();
+        }
+    };
+    let twin = Twin::new(build("../elsewhere"));
+    let gnu = gnu_cp_available();
+    for (target, opts, code) in [
+        ("../elsewhere", &[][..], 0),
+        ("../elsewhere", &["-p"][..], 0),
+        ("../elsewhere", &["-a"][..], 0),
+        ("../nowhere", &[][..], 1),
+        ("../elsewhere/file", &[][..], 1),
+    ] {
+        twin.reset(build(target));
+        let mut args: Vec<&str> = vec!["--parents"];
+        args.extend(opts);
+        args.extend(["a/b/f", "D"]);
+        let before = snapshot(&twin.ri, Some(&twin.ri.join("elsewhere")));
+        let out = Cp::named_cp(twin._dir.path())
+            .args(&args)
+            .current_dir(&twin.ri)
+            .run();
+        assert_unchanged(
+            &before,
+            &snapshot(&twin.ri, Some(&twin.ri.join("elsewhere"))),
+            &format!("cp {args:?}"),
+        );
+        assert_exit(&out, code);
+        match target {
+            "../nowhere" => assert_stderr_has(&out, "cp: cannot make directory 'D/a': File exists"),
+            "../elsewhere/file" => {
+                assert_stderr_has(&out, "cp: 'D/a' exists but is not a directory")
+            }
+            _ => assert_eq!(fs::read(twin.ri.join("elsewhere/b/f")).unwrap(), b"f"),
+        }
+        if gnu {
+            let theirs = gnu_cp(&twin.rs, &args);
+            assert_eq!(out.status.code(), theirs.status.code(), "cp {args:?}");
+            assert_eq!(
+                String::from_utf8_lossy(&out.stderr),
+                String::from_utf8_lossy(&theirs.stderr),
+                "cp {args:?}"
+            );
+            same_now(&twin.rs, &twin.ri);
+            assert_trees_equal(&twin.rs, &twin.ri, SAME);
+        }
+    }
+}

@@ -153,8 +153,9 @@ fn name_relative(operand: &[u8]) -> Result<Named, Unnamed> {
 }
 
 impl Named {
-    /// The path to stat for the operand itself, and whether that stat follows a symlink
-    /// (without -L: only a contents operand and a -R one written with a trailing slash).
+    /// The path to stat for the operand itself, and whether a symlink there is followed to a
+    /// directory (rsync's `link_stat` with `follow_dirlinks`, for every operand but one
+    /// named as an entry).
     pub fn stat_path(&self) -> (PathBuf, bool) {
         match self {
             Named::Contents(dir) => (dir.clone(), true),

@@ -157,14 +157,36 @@ pub(super) struct Layer {
 }
 
 impl Layer {
-    /// `-R`: its `only` name is a directory the transfer goes into, followed if it is a
-    /// symlink, as rsync sends it: one on the way to an operand (rsync sends those as
-    /// directories, following symlinks), or an operand written with a trailing slash.
-    pub fn enters_only(&self) -> bool {
-        self.implied
-            .as_ref()
-            .is_some_and(|rest| !rest.is_empty() || self.operand_follows)
+    /// `-R`: its `only` name is a directory on the way to an operand, followed if it is a
+    /// symlink (rsync sends those as directories, with its `copy_links` set while it does).
+    pub fn on_the_way(&self) -> bool {
+        self.implied.as_ref().is_some_and(|rest| !rest.is_empty())
     }
+
+    /// `-R`: its `only` name is an operand written `DIR/`: a symlink to a directory is
+    /// followed ([`stat_dirlink`]), and the directory entered even without -r.
+    pub fn operand_dirlink(&self) -> bool {
+        self.operand_follows && self.implied.as_ref().is_some_and(|rest| rest.is_empty())
+    }
+
+    /// `-R`: its `only` name is a directory the transfer goes into, through a symlink.
+    pub fn enters_only(&self) -> bool {
+        self.on_the_way() || self.operand_dirlink()
+    }
+}
+
+/// rsync's `link_stat` with `follow_dirlinks`: the entry `name` in `dir`, or, when it is a
+/// symlink to a directory, that directory.
+pub(super) fn stat_dirlink(dir: BorrowedFd<'_>, name: &std::ffi::CStr) -> std::io::Result<Stat> {
+    let st = crate::sys::statx_at(dir, name, false)?;
+    if st.kind() == Kind::Symlink {
+        if let Ok(target) = crate::sys::statx_at(dir, name, true) {
+            if target.kind() == Kind::Dir {
+                return Ok(target);
+            }
+        }
+    }
+    Ok(st)
 }
 
 /// A pair of directories being walked.

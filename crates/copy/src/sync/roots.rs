@@ -85,25 +85,26 @@ fn name_all<'p>(run: &Run<'p>) -> Option<Vec<(&'p super::Source, Named)>> {
     Some(named)
 }
 
-/// Resolves the operands. Failures are reported; a source that cannot be used is left out
-/// (and the run ends with 23), a DEST that cannot be made leaves no roots.
-pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
+/// Each named operand with its stat; a failure is reported (23). The operand itself is not
+/// followed when it is a symlink named as an entry, as rsync sends the link (unless -L);
+/// otherwise only to a directory. A failed `-R ./PATH` still brings its `.` (`Stat` of the
+/// base), as rsync sends its implied dot dir before it looks at PATH.
+fn stat_all<'p>(
+    run: &Run<'p>,
+    named: Vec<(&'p super::Source, Named)>,
+) -> Vec<(&'p super::Source, Named, Option<Stat>)> {
     let plan = run.plan;
-    let Some(named) = name_all(run) else {
-        return Vec::new();
-    };
-    let mut sources = Vec::new();
+    let mut sources = Vec::with_capacity(named.len());
     for (source, named) in named {
-        // The operand itself is not followed when it is a symlink named as an entry, as
-        // rsync sends the link (unless -L).
-        let (path, follows) = named.stat_path();
-        let follow = follows || plan.symlinks == super::Symlinks::Follow;
-        match sys::statx_at(
-            rustix::fs::CWD,
-            &cstring(path.as_os_str().as_bytes()),
-            follow,
-        ) {
-            Ok(stat) => sources.push((source, named, stat)),
+        let (path, dirlink) = named.stat_path();
+        let c = cstring(path.as_os_str().as_bytes());
+        let stat = match (plan.symlinks == super::Symlinks::Follow, dirlink) {
+            (true, _) => sys::statx_at(rustix::fs::CWD, &c, true),
+            (false, true) => super::pair::stat_dirlink(rustix::fs::CWD, &c),
+            (false, false) => sys::statx_at(rustix::fs::CWD, &c, false),
+        };
+        match stat {
+            Ok(stat) => sources.push((source, named, Some(stat))),
             Err(e) => {
                 run.out.error(&format!(
                     "link_stat {} failed: {}",
@@ -111,24 +112,39 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
                     crate::error::reason(&e)
                 ));
                 run.trouble.failed.store(true, Ordering::Relaxed);
+                if matches!(named, Named::Relative { dot: true, .. }) {
+                    sources.push((source, named, None));
+                }
             }
         }
     }
+    sources
+}
+
+/// Resolves the operands. Failures are reported; a source that cannot be used is left out
+/// (and the run ends with 23), a DEST that cannot be made leaves no roots.
+pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
+    let plan = run.plan;
+    let Some(named) = name_all(run) else {
+        return Vec::new();
+    };
+    let sources = stat_all(run, named);
     if sources.is_empty() && !plan.sources.is_empty() {
         return Vec::new();
     }
     // DEST: a directory, unless one file is synced to a name that is not one.
     let dest = &plan.dest;
     let dest_stat = sys::statx_at(rustix::fs::CWD, &cstring(dest.as_os_str().as_bytes()), true);
-    let single_file = plan.sources.len() == 1
-        && sources.len() == 1
-        && sources[0].2.kind() != Kind::Dir
-        && !plan.dest_is_dir
-        && !operand::names_dir(dest.as_os_str().as_bytes());
     let dest_is_dir = matches!(&dest_stat, Ok(s) if s.kind() == Kind::Dir);
-    if single_file && !dest_is_dir {
-        if let Some(root) = single_file_root(run, &sources[0].1, sources[0].2) {
-            return root;
+    if let [(_, named, Some(stat))] = &sources[..] {
+        let single_file = plan.sources.len() == 1
+            && stat.kind() != Kind::Dir
+            && !plan.dest_is_dir
+            && !operand::names_dir(dest.as_os_str().as_bytes());
+        if single_file && !dest_is_dir {
+            if let Some(root) = single_file_root(run, named, *stat) {
+                return root;
+            }
         }
     }
     if let Err(e) = &dest_stat {
@@ -168,77 +184,89 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
         let shown = String::from_utf8_lossy(&shown[..end]);
         run.out.say(&format!("created directory {shown}"));
     }
-    let mut roots = Vec::new();
-    for (source, named, stat) in sources {
-        let root = Root {
-            src_dir: PathBuf::new(),
-            dst_dir: dest.clone(),
-            only: None,
-            src_stat: stat,
-            fresh_dest,
-            implied: None,
-            operand_follows: false,
-            dot: None,
+    sources
+        .into_iter()
+        .filter_map(|(source, named, stat)| root_of(run, source, named, stat, fresh_dest))
+        .collect()
+}
+
+/// The root one operand is walked from (`None`: left out, reported). `stat`: the operand's
+/// (`None` for a `-R ./PATH` whose PATH failed: only its `.` is in the transfer).
+fn root_of(
+    run: &Run<'_>,
+    source: &super::Source,
+    named: Named,
+    stat: Option<Stat>,
+    fresh_dest: bool,
+) -> Option<Root> {
+    let dest = &run.plan.dest;
+    let dot_of = |base: &Path| {
+        sys::statx_at(rustix::fs::CWD, &cstring(base.as_os_str().as_bytes()), true).ok()
+    };
+    let root = |src_dir: PathBuf, src_stat: Stat| Root {
+        src_dir,
+        dst_dir: dest.clone(),
+        only: None,
+        src_stat,
+        fresh_dest,
+        implied: None,
+        operand_follows: false,
+        dot: None,
+    };
+    let Some(stat) = stat else {
+        let Named::Relative { base, .. } = named else {
+            return None;
         };
-        match named {
-            Named::Relative {
-                base,
-                parts,
-                slash,
+        let dot = dot_of(&base)?;
+        return Some(Root {
+            only: Some(Vec::new()),
+            dot: Some(dot),
+            ..root(base, dot)
+        });
+    };
+    match named {
+        Named::Relative {
+            base,
+            parts,
+            slash,
+            dot,
+        } => {
+            let (first, rest) = parts.split_first().expect("a -R operand has a part");
+            // rsync lists the dot directory itself only when the path below `/./` starts
+            // with it.
+            let dot = dot.then(|| dot_of(&base)).flatten();
+            let rest: Vec<CString> = rest.iter().cloned().map(EntryName::into_cstring).collect();
+            let first = first.clone().into_cstring();
+            Some(Root {
+                only: Some(vec![(first.clone(), first)]),
+                implied: Some(Arc::from(rest)),
+                operand_follows: slash,
                 dot,
-            } => {
-                let (first, rest) = parts.split_first().expect("a -R operand has a part");
-                // rsync lists the dot directory itself only when the path below `/./` starts
-                // with it.
-                let dot = dot
-                    .then(|| {
-                        sys::statx_at(rustix::fs::CWD, &cstring(base.as_os_str().as_bytes()), true)
-                            .ok()
-                    })
-                    .flatten();
-                let rest: Vec<CString> =
-                    rest.iter().cloned().map(EntryName::into_cstring).collect();
-                let first = first.clone().into_cstring();
-                roots.push(Root {
-                    src_dir: base,
-                    only: Some(vec![(first.clone(), first)]),
-                    implied: Some(Arc::from(rest)),
-                    operand_follows: slash,
-                    dot,
-                    ..root
-                });
+                ..root(base, stat)
+            })
+        }
+        Named::Contents(dir) => {
+            if stat.kind() != Kind::Dir {
+                let enotdir = std::io::Error::from_raw_os_error(libc::ENOTDIR);
+                run.fail(CopyError::io(Op::OpenDir, dir, enotdir));
+                return None;
             }
-            Named::Contents(dir) => {
-                if stat.kind() != Kind::Dir {
-                    run.fail(CopyError::io(
-                        Op::OpenDir,
-                        dir,
-                        std::io::Error::from_raw_os_error(libc::ENOTDIR),
-                    ));
-                    continue;
-                }
-                if overlaps(run, &source.path, dest) {
-                    continue;
-                }
-                roots.push(Root {
-                    src_dir: dir,
-                    ..root
-                });
+            if overlaps(run, &source.path, dest) {
+                return None;
             }
-            Named::Entry { dir, name } => {
-                if stat.kind() == Kind::Dir && overlaps(run, &source.path, dest) {
-                    continue;
-                }
-                let name = name.into_cstring();
-                roots.push(Root {
-                    src_dir: dir,
-                    only: Some(vec![(name.clone(), name)]),
-                    ..root
-                });
+            Some(root(dir, stat))
+        }
+        Named::Entry { dir, name } => {
+            if stat.kind() == Kind::Dir && overlaps(run, &source.path, dest) {
+                return None;
             }
+            let name = name.into_cstring();
+            Some(Root {
+                only: Some(vec![(name.clone(), name)]),
+                ..root(dir, stat)
+            })
         }
     }
-    roots
 }
 
 /// One file synced to a name that is not a directory (`f NEW`): the root that writes it,

@@ -567,8 +567,15 @@ fn list_dir<'r>(
                 names
             }
         };
-        let follow_names = follow || layer.enters_only();
-        let stats = stat_all(layer.fd.as_fd(), &names, follow_names, plan.threads);
+        let stats = if layer.operand_dirlink() && !follow {
+            names
+                .iter()
+                .map(|(name, _)| super::pair::stat_dirlink(layer.fd.as_fd(), name))
+                .collect()
+        } else {
+            let follow_names = follow || layer.on_the_way();
+            stat_all(layer.fd.as_fd(), &names, follow_names, plan.threads)
+        };
         entries.reserve(names.len());
         named.reserve(names.len());
         for ((name, dst_name), stat) in names.into_iter().zip(stats) {

@@ -33,6 +33,7 @@ use std::sync::Arc;
 
 use crate::filter::FilterRules;
 pub use crate::policy::sync::QuickCheck;
+pub use operand::sanitize_listed;
 pub use output::{log_prefix, Output, Progress};
 pub use stats::Stats;
 

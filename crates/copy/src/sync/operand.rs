@@ -190,6 +190,41 @@ impl Named {
     }
 }
 
+/// A `--files-from` line as rsync's `sanitize_path` leaves it (the list is read as if SRC were
+/// the root): no leading or repeated slashes, every `..` collapsed lexically and none above
+/// SRC (`../x` is `x`), `.` components dropped unless `keep_dots` (under -R, where `./` marks
+/// rsync's implied dot dir), a trailing slash kept; `.` when nothing is left.
+pub fn sanitize_listed(line: &[u8], keep_dots: bool) -> Vec<u8> {
+    let mut out: Vec<u8> = Vec::with_capacity(line.len());
+    // Where each component copied so far starts, to back up over it for a `..`.
+    let mut starts: Vec<usize> = Vec::new();
+    let mut parts = line.split(|&b| b == b'/').peekable();
+    while let Some(part) = parts.next() {
+        let last = parts.peek().is_none();
+        match part {
+            b"" => continue,
+            b"." if !keep_dots => continue,
+            b".." => {
+                if let Some(start) = starts.pop() {
+                    out.truncate(start);
+                }
+                continue;
+            }
+            _ => {}
+        }
+        starts.push(out.len());
+        out.extend_from_slice(part);
+        // rsync copies a component with the slash that follows it.
+        if !last {
+            out.push(b'/');
+        }
+    }
+    if out.is_empty() {
+        out.push(b'.');
+    }
+    out
+}
+
 /// True when a DEST operand can only name a directory: it ends in `/`, `.` or `..`.
 pub(super) fn names_dir(dest: &[u8]) -> bool {
     let last = dest.rsplit(|&b| b == b'/').next().unwrap_or_default();
@@ -312,6 +347,35 @@ mod tests {
                 name(operand.as_bytes(), true),
                 Err(Unnamed::DotDot(shown.as_bytes().to_vec())),
                 "{operand:?}"
+            );
+        }
+    }
+
+    /// rsync's sanitize_path(fbuf, fbuf, "", 0, SP_KEEP_DOT_DIRS) on `--files-from` lines.
+    #[test]
+    fn files_from_lines_are_sanitized_as_rsync_sanitizes_them() {
+        let rows = [
+            ("x/f", true, "x/f"),
+            ("../x/f", true, "x/f"),
+            ("x/../x/f", true, "x/f"),
+            ("a/../../x/f", true, "x/f"),
+            ("..", true, "."),
+            ("../", true, "."),
+            ("/x//f", true, "x/f"),
+            ("d/", true, "d/"),
+            ("d/.", true, "d/."),
+            ("./a", true, "./a"),
+            ("d/./..", true, "d/"),
+            ("d/.", false, "d/"),
+            ("./a/./b", false, "a/b"),
+            (".", true, "."),
+            (".", false, "."),
+        ];
+        for (line, keep, want) in rows {
+            assert_eq!(
+                String::from_utf8_lossy(&sanitize_listed(line.as_bytes(), keep)),
+                want,
+                "{line:?} keep_dots={keep}"
             );
         }
     }

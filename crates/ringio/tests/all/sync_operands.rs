@@ -595,3 +595,47 @@ fn cp_parents_follows_a_symlinked_directory_under_the_target() {
         }
     }
 }
+
+/// `--files-from` lines with `..` (`../x/f`, `x/../x/f`, `a/../../x/f`, `x/./..`, `/x/f`):
+/// rsync reads the list as if SRC were the root, collapsing every `..` inside it, so the file
+/// inside SRC is copied and nothing outside it is read; ringio refused the run (exit 1), and
+/// a `..` inside the path met -R's refusal.
+#[test]
+fn files_from_lines_with_dot_dot_stay_inside_the_source() {
+    let build = |line: &'static str| {
+        move |root: &Path| {
+            write(&root.join("src/x/f"), "in");
+            write(&root.join("x/f"), "out");
+            fs::create_dir(root.join("dst")).unwrap();
+            let mut f = fs::File::create(root.join("list")).unwrap();
+            writeln!(f, "{line}").unwrap();
+        }
+    };
+    let twin = Twin::new(build("x/f"));
+    for line in [
+        "../x/f",
+        "x/../x/f",
+        "a/../../x/f",
+        "x/./..",
+        "/x/f",
+        "./x/f",
+        "..",
+    ] {
+        for relative in ["-R", "--no-R"] {
+            twin.reset(build(line));
+            let args = ["-a", relative, "--files-from=list", "src", "dst/"];
+            let out = twin.sync(".", &args, "dst");
+            assert_success(&out);
+            // What is copied is SRC's: `x/f` below it (or `f`, without -R), never `out`.
+            let copied = ["dst/x/f", "dst/f"]
+                .iter()
+                .filter_map(|p| fs::read(twin.ri.join(p)).ok())
+                .collect::<Vec<_>>();
+            assert!(copied.iter().all(|c| c == b"in"), "{line} {relative}");
+            assert!(
+                !line.ends_with('f') || copied.len() == 1,
+                "{line} {relative}"
+            );
+        }
+    }
+}

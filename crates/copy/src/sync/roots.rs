@@ -129,18 +129,17 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
         return Vec::new();
     };
     let sources = stat_all(run, named);
-    if sources.is_empty() && !plan.sources.is_empty() {
+    let dest = &plan.dest;
+    // With no source left, rsync's receiver still makes a DEST written as a directory.
+    let dest_names_dir = plan.dest_is_dir || operand::names_dir(dest.as_os_str().as_bytes());
+    if sources.is_empty() && !plan.sources.is_empty() && !dest_names_dir {
         return Vec::new();
     }
     // DEST: a directory, unless one file is synced to a name that is not one.
-    let dest = &plan.dest;
     let dest_stat = sys::statx_at(rustix::fs::CWD, &cstring(dest.as_os_str().as_bytes()), true);
     let dest_is_dir = matches!(&dest_stat, Ok(s) if s.kind() == Kind::Dir);
     if let [(_, named, Some(stat))] = &sources[..] {
-        let single_file = plan.sources.len() == 1
-            && stat.kind() != Kind::Dir
-            && !plan.dest_is_dir
-            && !operand::names_dir(dest.as_os_str().as_bytes());
+        let single_file = plan.sources.len() == 1 && stat.kind() != Kind::Dir && !dest_names_dir;
         if single_file && !dest_is_dir {
             if let Some(root) = single_file_root(run, named, *stat) {
                 return root;

@@ -217,9 +217,20 @@ impl Twin {
     /// DEST is checked).
     #[track_caller]
     fn sync_compared(&self, cwd: &str, args: &[&str], dest: &str, compare: bool) -> Output {
-        let before = snapshot(&self.ri, Some(&self.ri.join(dest)));
+        let dest = self.ri.join(dest);
+        // A DEST made now changes its parent's mtime, and nothing else of it.
+        let parent = dest.parent().expect("DEST has a parent").to_path_buf();
+        let made = !dest.exists();
+        let parent_mode = fs::metadata(&parent).unwrap().mode();
+        let before = snapshot(&self.ri, Some(&dest));
         let out = sync(&self.ri.join(cwd), args);
-        let after = snapshot(&self.ri, Some(&self.ri.join(dest)));
+        let mut after = snapshot(&self.ri, Some(&dest));
+        let mut before = before;
+        if made {
+            assert_eq!(fs::metadata(&parent).unwrap().mode(), parent_mode);
+            before.remove(&parent);
+            after.remove(&parent);
+        }
         assert_unchanged(
             &before,
             &after,
@@ -637,5 +648,26 @@ fn files_from_lines_with_dot_dot_stay_inside_the_source() {
                 "{line} {relative}"
             );
         }
+    }
+}
+
+/// Every source missing: rsync still makes a DEST written as a directory (`newd/`, exit
+/// 23), not one that could name a file (`newd`), and fails on `newd/.` (exit 3); ringio made
+/// none.
+#[test]
+fn a_dest_named_as_a_directory_is_made_when_no_source_is_left() {
+    let build = |root: &Path| write(&root.join("src/f"), "f");
+    let twin = Twin::new(build);
+    for (args, made) in [
+        (&["-a", "missing", "newd/"][..], true),
+        (&["-a", "--delete", "missing", "newd/"][..], true),
+        (&["-a", "missing", "newd"][..], false),
+        (&["-a", "missing", "src", "newd"][..], true),
+        (&["-a", "missing", "newd/."][..], false),
+    ] {
+        twin.reset(build);
+        let out = twin.sync(".", args, "newd");
+        assert_eq!(twin.ri.join("newd").is_dir(), made, "{args:?}");
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
     }
 }

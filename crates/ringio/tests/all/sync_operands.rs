@@ -671,3 +671,99 @@ fn a_dest_named_as_a_directory_is_made_when_no_source_is_left() {
         assert_ne!(out.status.code(), Some(0), "{args:?}");
     }
 }
+
+/// Operand spellings and options drawn at random (seeded), with symlinks planted in DEST
+/// (`a -> outside`, `p.txt -> outside/secret`, `up -> ..`) and in the source, run as root and
+/// as nobody: nothing outside DEST changes, whatever ringio makes of the command line.
+#[test]
+fn no_operand_spelling_reaches_outside_dest() {
+    let spellings = [
+        "..",
+        "../",
+        "..//",
+        "./..",
+        "../.",
+        "a/..",
+        "a/b/../..",
+        ".",
+        "./",
+        "a",
+        "a/",
+        "a/b/f",
+        "p.txt",
+        "lnk",
+        "lnk/",
+        "lnk/.",
+        "lnk/..",
+        "../other",
+        "../other/.",
+        "./a/b/f",
+        "a/./b",
+        "a/./..",
+        "./../photos/a",
+        ".//./..",
+        "lnk/./f",
+        "a/b/./..",
+        "../photos/./a",
+    ];
+    let options = [
+        "--delete",
+        "--delete-after",
+        "--delete-before",
+        "-R",
+        "-b",
+        "-r",
+    ];
+    let build = |root: &Path| {
+        photos(root);
+        write(&root.join("outside/secret"), "secret");
+        symlink("photos/a/b", root.join("data/lnk")).unwrap();
+        symlink("a/b", root.join("data/photos/lnk")).unwrap();
+        let today = root.join("backups/today");
+        symlink("../../outside", today.join("a")).unwrap();
+        symlink("../../outside/secret", today.join("p.txt")).unwrap();
+        symlink("..", today.join("up")).unwrap();
+    };
+    let users: &[Option<(u32, u32)>] = if is_root() {
+        &[None, Some(NOBODY)]
+    } else {
+        &[None]
+    };
+    let mut rng = Prng::new(37);
+    for &user in users {
+        for round in 0..40 {
+            let dir = Scratch::new();
+            build(dir.path());
+            if let Some((uid, gid)) = user {
+                chown_tree(dir.path(), uid, gid);
+                dir.give_to(uid, gid);
+            }
+            let mut args: Vec<&str> = vec!["-a"];
+            for opt in options {
+                if rng.chance(30) {
+                    args.push(opt);
+                }
+            }
+            for _ in 0..rng.range(1, 3) {
+                args.push(*rng.pick(&spellings));
+            }
+            args.push("../../backups/today/");
+            let dest = dir.join("backups/today");
+            let before = snapshot(dir.path(), Some(&dest));
+            let cp = Cp::bare()
+                .arg("sync")
+                .args(&args)
+                .current_dir(dir.join("data/photos"));
+            let out = match user {
+                Some((uid, gid)) => cp.run_as(uid, gid).run(),
+                None => cp.run(),
+            };
+            let what = format!(
+                "round {round} as {user:?}: sync {args:?}\n{}",
+                describe(&out)
+            );
+            assert_unchanged(&before, &snapshot(dir.path(), Some(&dest)), &what);
+            assert!(out.status.code().is_some(), "{what}");
+        }
+    }
+}

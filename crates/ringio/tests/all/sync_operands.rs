@@ -510,6 +510,21 @@ fn relative_implied_directory_through_a_symlink_keeps_the_real_directory() {
             );
         }
     }
+    // The link named as an operand too (sent as a link, or, written `lnk/`, as the directory
+    // with its contents), before or after the path through it: rsync's one file list.
+    for operands in [
+        ["src/./lnk", "src/./lnk/secret"],
+        ["src/./lnk/secret", "src/./lnk"],
+        ["src/./lnk/", "src/./lnk/secret"],
+        ["src/./lnk/secret", "src/./lnk/other"],
+    ] {
+        twin.reset(build);
+        let args = ["-aR", "--delete", operands[0], operands[1], "dst/"];
+        assert_success(&twin.sync(".", &args, "dst"));
+        assert!(fs::symlink_metadata(twin.ri.join("dst/lnk"))
+            .unwrap()
+            .is_dir());
+    }
 }
 
 /// `--files-from` names below a symlink to a directory in SRC (`sub -> d`; `sub/b`, `sub/`,

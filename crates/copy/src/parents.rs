@@ -1,6 +1,7 @@
 //! `--parents`: the source operand's leading directories, made under the target directory
-//! one component at a time (mkdirat, then an O_NOFOLLOW open of what was made), and given
-//! their source's metadata once the operand is copied.
+//! one component at a time (mkdirat, then an O_NOFOLLOW open of what was made; one that was
+//! there already is followed if it is a symlink to a directory, as GNU cp follows it), and
+//! given their source's metadata once the operand is copied.
 
 use std::ffi::{CString, OsStr};
 use std::io;
@@ -78,14 +79,7 @@ pub(crate) fn make(ctx: &Ctx<'_>, src: &Path, target: &Path) -> Result<Parents, 
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => false,
             Err(e) => return Err(CopyError::io(Op::CreateDir, &dst_path, e)),
         };
-        let dst =
-            sys::open_dir(at.as_fd(), &name_c, false).map_err(|e| match e.raw_os_error() {
-                Some(libc::ENOTDIR | libc::ELOOP) => CopyError::Refused(format!(
-                    "{} exists but is not a directory",
-                    quote(&dst_path)
-                )),
-                _ => CopyError::io(Op::OpenDir, &dst_path, e),
-            })?;
+        let dst = open_made(&at, &name_c, created, &dst_path)?;
         if created && ctx.reporter.verbose() {
             // GNU cp 9.1 prints these without quotes.
             ctx.reporter.verbose_line(&format!(
@@ -109,6 +103,30 @@ pub(crate) fn make(ctx: &Ctx<'_>, src: &Path, target: &Path) -> Result<Parents, 
         at = next;
     }
     Ok(Parents(made))
+}
+
+/// Opens a leading directory under the target: one this run made with O_NOFOLLOW (a symlink
+/// swapped in for it is refused), one that was there through a symlink, as GNU cp's
+/// `make_dir_parents_private` stats and enters it: a symlink to a directory is followed; to
+/// anything else, "exists but is not a directory"; a dangling one, GNU's "cannot make
+/// directory" with mkdir's EEXIST.
+fn open_made(
+    at: &OwnedFd,
+    name: &CString,
+    created: bool,
+    path: &Path,
+) -> Result<OwnedFd, CopyError> {
+    sys::open_dir(at.as_fd(), name, !created).map_err(|e| match e.raw_os_error() {
+        Some(libc::ENOTDIR | libc::ELOOP) => {
+            CopyError::Refused(format!("{} exists but is not a directory", quote(path)))
+        }
+        Some(libc::ENOENT) if !created => CopyError::Refused(format!(
+            "cannot make directory {}: {}",
+            quote(path),
+            crate::error::reason(&io::Error::from_raw_os_error(libc::EEXIST))
+        )),
+        _ => CopyError::io(Op::OpenDir, path, e),
+    })
 }
 
 impl Parents {

@@ -265,11 +265,13 @@ pub struct Args {
     #[arg(short = 'C', long, action = ArgAction::SetTrue, help_heading = "Filters")]
     pub cvs_exclude: bool,
     /// Sync exactly the paths listed in FILE ("-": stdin), relative to the one SRC; implies -R
-    /// and -d, and -a no longer implies -r. A listed "dir/" brings the directory's own entries.
+    /// and -d, and -a no longer implies -r. A listed "dir/" brings the directory's own entries;
+    /// a `..` never climbs out of SRC (`../x` is SRC/x, as rsync reads it).
     #[arg(long, value_name = "FILE", help_heading = "Filters")]
     pub files_from: Option<PathBuf>,
     /// Keep each source's path below DEST (from a `/./` in it, if any): `-R a/b/c DEST` makes
-    /// DEST/a/b/c, its leading directories included.
+    /// DEST/a/b/c, its leading directories included (followed where they are symlinks). A `..`
+    /// in the kept path is refused, as rsync refuses it.
     #[arg(short = 'R', long, action = ArgAction::SetTrue, help_heading = "Filters")]
     pub relative: bool,
     /// Undo -R.
@@ -638,12 +640,8 @@ impl Args {
             Some(list) => self.listed(list, sources)?,
             None => sources
                 .iter()
-                .map(|p| {
-                    let b = p.as_bytes();
-                    Source {
-                        path: PathBuf::from(p),
-                        contents: b.ends_with(b"/") || b == b"." || b.ends_with(b"/."),
-                    }
+                .map(|p| Source {
+                    path: PathBuf::from(p),
                 })
                 .collect(),
         };
@@ -911,27 +909,14 @@ impl Args {
             if path.is_empty() {
                 continue;
             }
-            // No ".." may climb out of SRC.
-            let mut depth = 0i64;
-            for part in path.split(|&b| b == b'/') {
-                match part {
-                    b".." => depth -= 1,
-                    b"" | b"." => {}
-                    _ => depth += 1,
-                }
-                if depth < 0 {
-                    bail!(
-                        "--files-from: {:?} leads out of the source directory",
-                        String::from_utf8_lossy(path)
-                    );
-                }
-            }
+            // No ".." climbs out of SRC: rsync's sanitize_path collapses them.
+            let path = ringio_copy::sync::sanitize_listed(path, !self.no_relative);
+            let path = &path[..];
             let mut full = base.to_vec();
             full.extend_from_slice(b"/./");
             full.extend_from_slice(path);
             out.push(Source {
                 path: PathBuf::from(OsStr::from_bytes(&full)),
-                contents: false,
             });
             // "dir/": its own entries come too (a recursive run brings them anyway).
             let recursive_flag = self.recursive && !self.no_recursive;
@@ -945,7 +930,6 @@ impl Args {
                         entry.extend_from_slice(name.as_bytes());
                         out.push(Source {
                             path: PathBuf::from(OsStr::from_bytes(&entry)),
-                            contents: false,
                         });
                     }
                 }
@@ -1134,6 +1118,7 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
     out.flush();
     if outcome.code != 0 {
         let why = match outcome.code {
+            1 => "syntax or usage error",
             3 => "errors selecting input/output files, dirs",
             11 => "error in file IO",
             20 => "received SIGINT, SIGTERM, or SIGHUP",

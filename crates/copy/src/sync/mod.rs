@@ -18,6 +18,7 @@ mod apply;
 pub mod chmod;
 mod fake;
 pub mod item;
+mod operand;
 mod order;
 mod output;
 mod pair;
@@ -32,6 +33,7 @@ use std::sync::Arc;
 
 use crate::filter::FilterRules;
 pub use crate::policy::sync::QuickCheck;
+pub use operand::sanitize_listed;
 pub use output::{log_prefix, Output, Progress};
 pub use stats::Stats;
 
@@ -57,13 +59,13 @@ pub enum Symlinks {
     Follow,
 }
 
-/// One source operand.
+/// One source operand. Its spelling says what it brings, as rsync reads it: `SRC/`, `.`,
+/// `..`, `SRC/.` and `SRC/..` bring a directory's contents into DEST; `SRC` brings the entry
+/// `SRC`; under -R, the path below a `/./` is kept below DEST (a `..` in it is refused).
 #[derive(Debug, Clone)]
 pub struct Source {
     /// The path as given.
     pub path: PathBuf,
-    /// It ends in `/` (or is `.`): its contents go into DEST, not the directory itself.
-    pub contents: bool,
 }
 
 /// `--backup` and where backups go.

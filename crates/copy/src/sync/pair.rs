@@ -28,6 +28,9 @@ pub(super) struct Trouble {
     pub vanished: AtomicBool,
     /// `--max-delete` stopped deletions (25).
     pub delete_limit: AtomicBool,
+    /// The operands cannot be synced as written (1, rsync's syntax or usage error): nothing
+    /// is done.
+    pub usage: AtomicBool,
     /// A root could not be used (3).
     pub root: AtomicBool,
     /// The destination's filesystem is full (11, rsync's "error in file IO").
@@ -146,8 +149,44 @@ pub(super) struct Layer {
     /// `-R`: this directory is on the way to an operand: the path's components still to
     /// follow below its `only` name (empty: that name is the operand itself).
     pub implied: Option<Arc<[CString]>>,
+    /// `-R`: the operand at the end of `implied` is followed if it is a symlink (written with
+    /// a trailing slash), and entered even without -r.
+    pub operand_follows: bool,
     /// The sender's rules here (with the per-directory merge files read from this source).
     pub scope: Scope,
+}
+
+impl Layer {
+    /// `-R`: its `only` name is a directory on the way to an operand, followed if it is a
+    /// symlink (rsync sends those as directories, with its `copy_links` set while it does).
+    pub fn on_the_way(&self) -> bool {
+        self.implied.as_ref().is_some_and(|rest| !rest.is_empty())
+    }
+
+    /// `-R`: its `only` name is an operand written `DIR/`: a symlink to a directory is
+    /// followed ([`stat_dirlink`]), and the directory entered even without -r.
+    pub fn operand_dirlink(&self) -> bool {
+        self.operand_follows && self.implied.as_ref().is_some_and(|rest| rest.is_empty())
+    }
+
+    /// `-R`: its `only` name is a directory the transfer goes into, through a symlink.
+    pub fn enters_only(&self) -> bool {
+        self.on_the_way() || self.operand_dirlink()
+    }
+}
+
+/// rsync's `link_stat` with `follow_dirlinks`: the entry `name` in `dir`, or, when it is a
+/// symlink to a directory, that directory.
+pub(super) fn stat_dirlink(dir: BorrowedFd<'_>, name: &std::ffi::CStr) -> std::io::Result<Stat> {
+    let st = crate::sys::statx_at(dir, name, false)?;
+    if st.kind() == Kind::Symlink {
+        if let Ok(target) = crate::sys::statx_at(dir, name, true) {
+            if target.kind() == Kind::Dir {
+                return Ok(target);
+            }
+        }
+    }
+    Ok(st)
 }
 
 /// A pair of directories being walked.

@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::item::{Action, Item};
+use super::operand::{self, EntryName, Named};
 use super::pair::{Layer, Pair, Pass, Run};
 use crate::error::{CopyError, Op};
 use crate::filter::{Scope, Side};
@@ -30,6 +31,9 @@ pub(super) struct Root {
     fresh_dest: bool,
     /// `-R`: the operand's path components below its first (`only`'s one name).
     implied: Option<Arc<[CString]>>,
+    /// `-R`: the operand (the last of its path) is followed if it is a symlink (written with
+    /// a trailing slash); the directories on the way always are.
+    operand_follows: bool,
     /// `-R ./PATH`: the current directory is in the transfer as `./`
     /// (its attributes, not its other contents); its stat.
     dot: Option<Stat>,
@@ -59,22 +63,48 @@ fn split(path: &Path) -> (PathBuf, Vec<u8>) {
     }
 }
 
-/// Resolves the operands. Failures are reported; a source that cannot be used is left out
-/// (and the run ends with 23), a DEST that cannot be made leaves no roots.
-pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
+/// Names every operand as rsync does, before anything is made: `None` (reported, the run's
+/// usage error) when one cannot be synced as written (rsync refuses the whole run then).
+fn name_all<'p>(run: &Run<'p>) -> Option<Vec<(&'p super::Source, Named)>> {
     let plan = run.plan;
-    let mut sources = Vec::new();
+    let mut named = Vec::with_capacity(plan.sources.len());
     for (i, source) in plan.sources.iter().enumerate() {
         // A source named twice is synced once (rsync's file list holds each name once).
         if plan.sources[..i].iter().any(|s| s.path == source.path) {
             continue;
         }
-        // The operand itself is not followed when it is a symlink without a trailing slash,
-        // as rsync sends the link (unless -L).
-        let follow = source.contents || plan.symlinks == super::Symlinks::Follow;
-        let c = cstring(source.path.as_os_str().as_bytes());
-        match sys::statx_at(rustix::fs::CWD, &c, follow) {
-            Ok(stat) => sources.push((source, stat)),
+        match operand::name(source.path.as_os_str().as_bytes(), plan.relative) {
+            Ok(n) => named.push((source, n)),
+            Err(why) => {
+                run.out.error(&why.to_string());
+                run.trouble.usage.store(true, Ordering::Relaxed);
+                return None;
+            }
+        }
+    }
+    Some(named)
+}
+
+/// Each named operand with its stat; a failure is reported (23). The operand itself is not
+/// followed when it is a symlink named as an entry, as rsync sends the link (unless -L);
+/// otherwise only to a directory. A failed `-R ./PATH` still brings its `.` (`Stat` of the
+/// base), as rsync sends its implied dot dir before it looks at PATH.
+fn stat_all<'p>(
+    run: &Run<'p>,
+    named: Vec<(&'p super::Source, Named)>,
+) -> Vec<(&'p super::Source, Named, Option<Stat>)> {
+    let plan = run.plan;
+    let mut sources = Vec::with_capacity(named.len());
+    for (source, named) in named {
+        let (path, dirlink) = named.stat_path();
+        let c = cstring(path.as_os_str().as_bytes());
+        let stat = match (plan.symlinks == super::Symlinks::Follow, dirlink) {
+            (true, _) => sys::statx_at(rustix::fs::CWD, &c, true),
+            (false, true) => super::pair::stat_dirlink(rustix::fs::CWD, &c),
+            (false, false) => sys::statx_at(rustix::fs::CWD, &c, false),
+        };
+        match stat {
+            Ok(stat) => sources.push((source, named, Some(stat))),
             Err(e) => {
                 run.out.error(&format!(
                     "link_stat {} failed: {}",
@@ -82,40 +112,39 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
                     crate::error::reason(&e)
                 ));
                 run.trouble.failed.store(true, Ordering::Relaxed);
+                if matches!(named, Named::Relative { dot: true, .. }) {
+                    sources.push((source, named, None));
+                }
             }
         }
     }
-    if sources.is_empty() && !plan.sources.is_empty() {
+    sources
+}
+
+/// Resolves the operands. Failures are reported; a source that cannot be used is left out
+/// (and the run ends with 23), a DEST that cannot be made leaves no roots.
+pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
+    let plan = run.plan;
+    let Some(named) = name_all(run) else {
+        return Vec::new();
+    };
+    let sources = stat_all(run, named);
+    let dest = &plan.dest;
+    // With no source left, rsync's receiver still makes a DEST written as a directory.
+    let dest_names_dir = plan.dest_is_dir || operand::names_dir(dest.as_os_str().as_bytes());
+    if sources.is_empty() && !plan.sources.is_empty() && !dest_names_dir {
         return Vec::new();
     }
     // DEST: a directory, unless one file is synced to a name that is not one.
-    let dest = &plan.dest;
     let dest_stat = sys::statx_at(rustix::fs::CWD, &cstring(dest.as_os_str().as_bytes()), true);
-    let single_file = plan.sources.len() == 1
-        && sources.len() == 1
-        && sources[0].1.kind() != Kind::Dir
-        && !plan.dest_is_dir;
     let dest_is_dir = matches!(&dest_stat, Ok(s) if s.kind() == Kind::Dir);
-    if single_file && !dest_is_dir {
-        let (source, stat) = sources[0];
-        let (src_dir, name) = split(&source.path);
-        let (dst_dir, dst_name) = split(dest);
-        if plan.mkpath && !plan.dry_run {
-            if let Err(e) = std::fs::create_dir_all(&dst_dir) {
-                run.fail(CopyError::io(Op::CreateDir, dst_dir, e));
-                run.trouble.root.store(true, Ordering::Relaxed);
-                return Vec::new();
+    if let [(_, named, Some(stat))] = &sources[..] {
+        let single_file = plan.sources.len() == 1 && stat.kind() != Kind::Dir && !dest_names_dir;
+        if single_file && !dest_is_dir {
+            if let Some(root) = single_file_root(run, named, *stat) {
+                return root;
             }
         }
-        return vec![Root {
-            src_dir,
-            dst_dir,
-            only: Some(vec![(cstring(&name), cstring(&dst_name))]),
-            src_stat: stat,
-            fresh_dest: false,
-            implied: None,
-            dot: None,
-        }];
     }
     if let Err(e) = &dest_stat {
         if e.raw_os_error() != Some(libc::ENOENT) {
@@ -154,77 +183,123 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
         let shown = String::from_utf8_lossy(&shown[..end]);
         run.out.say(&format!("created directory {shown}"));
     }
-    let mut roots = Vec::new();
-    for (source, stat) in sources {
-        if plan.relative {
-            if let Some(root) = relative_root(&source.path, dest, stat, fresh_dest) {
-                roots.push(root);
-                continue;
-            }
-        }
-        if source.contents && stat.kind() == Kind::Dir {
-            if overlaps(run, &source.path, dest) {
-                continue;
-            }
-            roots.push(Root {
-                src_dir: source.path.clone(),
-                dst_dir: dest.clone(),
-                only: None,
-                src_stat: stat,
-                fresh_dest,
-                implied: None,
-                dot: None,
-            });
-        } else {
-            if stat.kind() == Kind::Dir && overlaps(run, &source.path, dest) {
-                continue;
-            }
-            let (src_dir, name) = split(&source.path);
-            let name = cstring(&name);
-            roots.push(Root {
-                src_dir,
-                dst_dir: dest.clone(),
-                only: Some(vec![(name.clone(), name)]),
-                src_stat: stat,
-                fresh_dest,
-                implied: None,
-                dot: None,
-            });
-        }
-    }
-    roots
+    sources
+        .into_iter()
+        .filter_map(|(source, named, stat)| root_of(run, source, named, stat, fresh_dest))
+        .collect()
 }
 
-/// `-R`: the operand's path below its `/./` (or all of it; an absolute one below `/`) is
-/// kept below DEST, its leading directories made on the way. `None` when that path is empty
-/// (`SRC/.`): the root is then SRC's contents, as without -R.
-fn relative_root(path: &Path, dest: &Path, stat: Stat, fresh_dest: bool) -> Option<Root> {
-    let bytes = path.as_os_str().as_bytes();
-    let (base, rel): (&[u8], &[u8]) = match bytes.windows(3).position(|w| w == b"/./") {
-        Some(at) => (if at == 0 { b"/" } else { &bytes[..at] }, &bytes[at + 3..]),
-        None if bytes.starts_with(b"/") => (b"/", bytes),
-        None => (b".", bytes),
+/// The root one operand is walked from (`None`: left out, reported). `stat`: the operand's
+/// (`None` for a `-R ./PATH` whose PATH failed: only its `.` is in the transfer).
+fn root_of(
+    run: &Run<'_>,
+    source: &super::Source,
+    named: Named,
+    stat: Option<Stat>,
+    fresh_dest: bool,
+) -> Option<Root> {
+    let dest = &run.plan.dest;
+    let dot_of = |base: &Path| {
+        sys::statx_at(rustix::fs::CWD, &cstring(base.as_os_str().as_bytes()), true).ok()
     };
-    let parts: Vec<CString> = rel
-        .split(|&b| b == b'/')
-        .filter(|p| !p.is_empty() && *p != b".")
-        .map(cstring)
-        .collect();
-    let (first, rest) = parts.split_first()?;
-    // rsync lists the dot directory itself only when the path starts with it.
-    let marked = bytes.starts_with(b"./");
-    let dot = marked
-        .then(|| sys::statx_at(rustix::fs::CWD, &cstring(base), true).ok())
-        .flatten();
-    Some(Root {
-        src_dir: PathBuf::from(OsStr::from_bytes(base)),
-        dst_dir: dest.to_path_buf(),
-        only: Some(vec![(first.clone(), first.clone())]),
-        src_stat: stat,
+    let root = |src_dir: PathBuf, src_stat: Stat| Root {
+        src_dir,
+        dst_dir: dest.clone(),
+        only: None,
+        src_stat,
         fresh_dest,
-        implied: Some(Arc::from(rest)),
-        dot,
-    })
+        implied: None,
+        operand_follows: false,
+        dot: None,
+    };
+    let Some(stat) = stat else {
+        let Named::Relative { base, .. } = named else {
+            return None;
+        };
+        let dot = dot_of(&base)?;
+        return Some(Root {
+            only: Some(Vec::new()),
+            dot: Some(dot),
+            ..root(base, dot)
+        });
+    };
+    match named {
+        Named::Relative {
+            base,
+            parts,
+            slash,
+            dot,
+        } => {
+            let (first, rest) = parts.split_first().expect("a -R operand has a part");
+            // rsync lists the dot directory itself only when the path below `/./` starts
+            // with it.
+            let dot = dot.then(|| dot_of(&base)).flatten();
+            let rest: Vec<CString> = rest.iter().cloned().map(EntryName::into_cstring).collect();
+            let first = first.clone().into_cstring();
+            Some(Root {
+                only: Some(vec![(first.clone(), first)]),
+                implied: Some(Arc::from(rest)),
+                operand_follows: slash,
+                dot,
+                ..root(base, stat)
+            })
+        }
+        Named::Contents(dir) => {
+            if stat.kind() != Kind::Dir {
+                let enotdir = std::io::Error::from_raw_os_error(libc::ENOTDIR);
+                run.fail(CopyError::io(Op::OpenDir, dir, enotdir));
+                return None;
+            }
+            if overlaps(run, &source.path, dest) {
+                return None;
+            }
+            Some(root(dir, stat))
+        }
+        Named::Entry { dir, name } => {
+            if stat.kind() == Kind::Dir && overlaps(run, &source.path, dest) {
+                return None;
+            }
+            let name = name.into_cstring();
+            Some(Root {
+                only: Some(vec![(name.clone(), name)]),
+                ..root(dir, stat)
+            })
+        }
+    }
+}
+
+/// One file synced to a name that is not a directory (`f NEW`): the root that writes it,
+/// DEST's parent made first under `--mkpath`; `None` for an operand that names no entry.
+/// An empty vector when that parent cannot be made or DEST's name cannot be an entry's.
+fn single_file_root(run: &Run<'_>, named: &Named, stat: Stat) -> Option<Vec<Root>> {
+    let plan = run.plan;
+    let (src_dir, name) = named.entry()?;
+    let (dst_dir, dst_name) = split(&plan.dest);
+    let Some(dst_name) = EntryName::new(&dst_name) else {
+        run.out.error(&format!(
+            "cannot sync a file to {}: not a file name",
+            crate::quote::quote_path(&plan.dest)
+        ));
+        run.trouble.root.store(true, Ordering::Relaxed);
+        return Some(Vec::new());
+    };
+    if plan.mkpath && !plan.dry_run {
+        if let Err(e) = std::fs::create_dir_all(&dst_dir) {
+            run.fail(CopyError::io(Op::CreateDir, dst_dir, e));
+            run.trouble.root.store(true, Ordering::Relaxed);
+            return Some(Vec::new());
+        }
+    }
+    Some(vec![Root {
+        src_dir,
+        dst_dir,
+        only: Some(vec![(name.into_cstring(), dst_name.into_cstring())]),
+        src_stat: stat,
+        fresh_dest: false,
+        implied: None,
+        operand_follows: false,
+        dot: None,
+    }])
 }
 
 /// True (and reported) when the source directory `src` lies inside DEST and a deletion would
@@ -312,6 +387,7 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
             path: root.src_dir.clone(),
             only: root.only.clone(),
             implied: root.implied.clone(),
+            operand_follows: root.operand_follows,
             scope,
         });
     }

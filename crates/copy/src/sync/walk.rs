@@ -248,7 +248,9 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         run.trouble.delete_limit.store(true, Ordering::Relaxed);
     }
     let t = &run.trouble;
-    let code = if stop.load(Ordering::Relaxed) {
+    let code = if t.usage.load(Ordering::Relaxed) {
+        1
+    } else if stop.load(Ordering::Relaxed) {
         20
     } else if t.root.load(Ordering::Relaxed) && roots.is_empty() {
         3
@@ -388,7 +390,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
     for &i in &task.layers {
         let above = &parent.layers[i];
         let path = above.path.join(apply::os(&name));
-        let fd = match sys::open_dir(above.fd.as_fd(), &name, follow) {
+        let fd = match sys::open_dir(above.fd.as_fd(), &name, follow || above.enters_only()) {
             Ok(fd) => fd,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                 run.vanished(&path);
@@ -417,6 +419,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
                 path,
                 only: Some(Vec::new()),
                 implied: None,
+                operand_follows: false,
                 scope,
             });
             continue;
@@ -427,6 +430,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
             path,
             only: toward.map(|rest| vec![(rest[0].clone(), rest[0].clone())]),
             implied: toward.map(|rest| Arc::from(&rest[1..])),
+            operand_follows: above.operand_follows,
             scope,
         });
     }
@@ -564,7 +568,15 @@ fn list_dir<'r>(
                 names
             }
         };
-        let stats = stat_all(layer.fd.as_fd(), &names, follow, plan.threads);
+        let stats = if layer.operand_dirlink() && !follow {
+            names
+                .iter()
+                .map(|(name, _)| super::pair::stat_dirlink(layer.fd.as_fd(), name))
+                .collect()
+        } else {
+            let follow_names = follow || layer.on_the_way();
+            stat_all(layer.fd.as_fd(), &names, follow_names, plan.threads)
+        };
         entries.reserve(names.len());
         named.reserve(names.len());
         for ((name, dst_name), stat) in names.into_iter().zip(stats) {
@@ -1084,14 +1096,10 @@ fn descends(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> bool {
 }
 
 /// `-R` (and `--files-from`) without `-r`: the directory `e` is on the way to an operand below
-/// it, so it is entered; an operand that is itself a directory is made, not entered.
+/// it, or is an operand written `DIR/`, so it is entered; an operand that is itself a
+/// directory is made, not entered.
 fn leads_on(pair: &Pair<'_>, e: &SrcEntry) -> bool {
-    dir_layers(e).iter().any(|&i| {
-        pair.layers[i]
-            .implied
-            .as_ref()
-            .is_some_and(|rest| !rest.is_empty())
-    })
+    dir_layers(e).iter().any(|&i| pair.layers[i].enters_only())
 }
 
 /// The sources a subdirectory entry is walked in: the one that gave it, and those that merge.

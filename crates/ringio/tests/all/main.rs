@@ -37,5 +37,6 @@ mod progress;
 mod sync;
 mod sync_adversary;
 mod sync_escape;
+mod sync_operands;
 mod torture;
 mod verify;

@@ -366,8 +366,7 @@ mod tests {
             std::fs::File::create(&b).unwrap(),
         );
         if let Err(e) = rustix::fs::fsetxattr(&fa, c"user.t", b"value", XattrFlags::empty()) {
-            eprintln!("SKIPPED: no user xattrs here: {e}");
-            return;
+            skip!("no user xattrs here: {e}");
         }
         let want = vec![(CString::from(c"user.t"), b"value".to_vec())];
         assert_eq!(read_all(Target::Fd(fa.as_fd())).unwrap(), want);
@@ -385,8 +384,7 @@ mod tests {
     #[test]
     fn symlinks_are_reached_through_their_directory() {
         if !rustix::process::geteuid().is_root() {
-            eprintln!("SKIPPED: trusted.* attributes need root");
-            return;
+            skip!("trusted.* attributes need root");
         }
         let dir = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink("nowhere", dir.path().join("a")).unwrap();
@@ -394,8 +392,7 @@ mod tests {
         let at = std::fs::File::open(dir.path()).unwrap();
         let target = |name| Target::at(at.as_fd(), name, false);
         if let Err(e) = target(c"a").resolve().set(c"trusted.t", b"v") {
-            eprintln!("SKIPPED: no trusted xattrs on symlinks here: {e}");
-            return;
+            skip!("no trusted xattrs on symlinks here: {e}");
         }
         let want = vec![(CString::from(c"trusted.t"), b"v".to_vec())];
         assert_eq!(read_all(target(c"a")).unwrap(), want);

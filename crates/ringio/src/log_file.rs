@@ -26,13 +26,14 @@ pub fn open(path: &Path) -> Result<File> {
     // The one open of a file that must be regular (O_NONBLOCK, checked on the descriptor);
     // not followed: an append through a symlink planted in a shared directory would write
     // into whatever it names.
-    let file = ringio_copy::open_regular_path(path, false, ringio_copy::Regular::Append).map_err(
-        |e| match not_regular(path) {
-            // Swapped in since: the kernel's words for it say less than what the entry is.
-            Some(what) => cannot(&format_args!("not a regular file ({what})")),
-            None => cannot(&reason(&e)),
-        },
-    )?;
+    let file =
+        ringio_copy::open_regular_path(path, false, ringio_copy::Regular::Append).map_err(|e| {
+            match not_regular(path) {
+                // Swapped in since: the kernel's words for it say less than what the entry is.
+                Some(what) => cannot(&format_args!("not a regular file ({what})")),
+                None => cannot(&reason(&e)),
+            }
+        })?;
     Ok(file)
 }
 

@@ -1862,8 +1862,7 @@ mod tests {
             .output()
             .is_ok_and(|o| o.status.success());
         if !has {
-            println!("SKIPPED: {python} has no ascmhl package");
-            return;
+            skip!("{python} has no ascmhl package");
         }
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("A001");

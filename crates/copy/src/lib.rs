@@ -17,6 +17,7 @@
 #![deny(missing_docs)]
 
 mod backup;
+mod beneath;
 mod builder;
 mod content;
 pub mod count;

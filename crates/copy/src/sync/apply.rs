@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::ffi::{CStr, CString, OsStr};
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -21,6 +21,7 @@ use super::pair::{
 };
 use super::wanted::wanted;
 use super::Symlinks;
+use crate::beneath::{self, Walk};
 use crate::error::{CopyError, Op};
 use crate::filter::Side;
 use crate::manifest::hashing::FileHash;
@@ -120,7 +121,8 @@ pub(super) fn fix_attrs(
         }
     }
     if changes.acl || changes.xattr {
-        let src = Target::at(pair.src(e), &e.name, true);
+        // A symlink synced as one is read as itself; one followed, through it.
+        let src = Target::at(pair.src(e), &e.name, e.stat.kind() != Kind::Symlink);
         super::xattrs::bring(run, src, Target::at(dir, name, false))
             .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
     }
@@ -634,40 +636,45 @@ fn backup(
             Ok(())
         }
         Some(root) => {
-            // A relative --backup-dir is relative to DEST, as rsync's.
-            let root = if root.is_relative() {
-                run.plan.dest.join(root)
-            } else {
-                root.clone()
+            let mut to = rel.to_vec();
+            to.extend_from_slice(b.suffix.as_bytes());
+            let shown = root.join(OsStr::from_bytes(&to));
+            let fail = |e: io::Error| CopyError::io(Op::Backup, shown.clone(), e);
+            let (parent, last) = match to.iter().rposition(|&c| c == b'/') {
+                Some(i) => (&to[..i], &to[i + 1..]),
+                None => (&[][..], &to[..]),
             };
-            let mut target = root.join(OsStr::from_bytes(rel));
-            let mut with_suffix = target.as_os_str().to_owned();
-            with_suffix.push(&b.suffix);
-            target = PathBuf::from(with_suffix);
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| CopyError::io(Op::Backup, target.clone(), e))?;
-            }
-            let c = CString::new(target.as_os_str().as_bytes())
-                .map_err(|_| CopyError::Refused("bad name".into()))?;
+            let last = CString::new(last).map_err(|_| CopyError::Refused("bad name".into()))?;
+            let Some(anchor) = &pair.anchor else {
+                return Err(fail(io::Error::from_raw_os_error(libc::ENOENT)));
+            };
+            // The tree is a root of its own (a relative one below DEST's, no symlink followed),
+            // and the backup's path in it is made as rsync makes it: what stands where a
+            // directory is needed, a planted symlink too, is replaced by one.
+            let tree = beneath::open_root(anchor.as_fd(), root, true).map_err(fail)?;
+            let parent = std::path::Path::new(OsStr::from_bytes(parent));
+            let at = beneath::open_dirs(tree.as_fd(), parent, Walk::Replace).map_err(fail)?;
             // What stands at the backup's name goes, a directory too (as rsync's backups).
-            if fs_is_dir(&target) {
-                std::fs::remove_dir_all(&target)
-                    .map_err(|e| CopyError::io(Op::Backup, target.clone(), e))?;
-            }
-            let _ = sys::unlinkat(rustix::fs::CWD, &c);
-            rustix::fs::linkat(dir, name, rustix::fs::CWD, &c, AtFlags::empty())
-                .or_else(|_| rustix::fs::renameat(dir, name, rustix::fs::CWD, &c))
-                .map_err(|e| CopyError::io(Op::Backup, path(), e))?;
-            backed_up(run, rel, c.as_bytes(), lines);
+            beneath::remove_all(at.as_fd(), &last).map_err(fail)?;
+            rustix::fs::linkat(dir, name, at.as_fd(), &last, AtFlags::empty())
+                .or_else(|_| rustix::fs::renameat(dir, name, at.as_fd(), &last))
+                .map_err(|e| CopyError::io(Op::Backup, path(), io::Error::from(e)))?;
+            backed_up(run, rel, shown.as_os_str().as_bytes(), lines);
             Ok(())
         }
     }
 }
 
-/// A directory (not a symlink to one) is at `path`.
-fn fs_is_dir(path: &std::path::Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+/// `-T`: the temporaries' directory, open, and its device. A relative one is DEST's own
+/// (reached below DEST's root without following a symlink); one that is not there, or that
+/// the walk refuses, is not used.
+pub(super) fn open_temp_dir(plan: &super::SyncPlan) -> Option<(OwnedFd, u64)> {
+    let given = plan.temp_dir.as_ref()?;
+    let dest = CString::new(plan.dest.as_os_str().as_bytes()).ok()?;
+    let base = sys::open_dir(rustix::fs::CWD, &dest, true).ok()?;
+    let fd = beneath::open_root(base.as_fd(), given, false).ok()?;
+    let dev = sys::fstatx(fd.as_fd()).ok()?.dev;
+    Some((fd, dev))
 }
 
 /// `--info=backup`'s line.
@@ -798,6 +805,12 @@ pub(super) fn make(
                     sys::fchmodat(dir, &tmp, e.stat.perm())
                         .map_err(|err| CopyError::io(Op::SetMode, path(), err))?;
                 }
+                if plan.xattrs || plan.acls {
+                    // Symlinks and special files carry them too (trusted.*, security.*).
+                    let src = Target::at(pair.src(e), &e.name, false);
+                    super::xattrs::bring(run, src, Target::at(dir, &tmp, false))
+                        .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
+                }
                 if plan.times {
                     let atime = if plan.atimes { e.stat.atime } else { OMIT };
                     sys::lutimensat(dir, &tmp, atime, e.stat.mtime)
@@ -886,7 +899,7 @@ fn write_data(
             )
             .map_err(|err| CopyError::io(Op::Open, path(), err))?;
             copy_data(
-                plan.sparse,
+                Holes::of(plan.sparse, true),
                 (src.as_fd(), src.as_fd(), fd.as_fd()),
                 e,
                 hash,
@@ -918,7 +931,7 @@ fn write_data(
         match temp::Unnamed::create(dir, mode) {
             Ok(Some(new)) => {
                 copy_data(
-                    plan.sparse,
+                    Holes::of(plan.sparse, false),
                     (src.as_fd(), data, new.fd.as_fd()),
                     e,
                     hash,
@@ -962,7 +975,13 @@ fn write_data(
     let fd = temp::create(tmp_dir, &mut tmp, mode)
         .map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
-        copy_data(plan.sparse, (src.as_fd(), data, fd.as_fd()), e, hash, &path)?;
+        copy_data(
+            Holes::of(plan.sparse, false),
+            (src.as_fd(), data, fd.as_fd()),
+            e,
+            hash,
+            &path,
+        )?;
         file_attrs(
             run,
             (src.as_fd(), fd.as_fd()),
@@ -1025,7 +1044,13 @@ fn delay(
     let fd = sys::openat(stage.as_fd(), &e.dst_name, flags, mode)
         .map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
-        copy_data(run.plan.sparse, (src, data, fd.as_fd()), e, hash, &path)?;
+        copy_data(
+            Holes::of(run.plan.sparse, false),
+            (src, data, fd.as_fd()),
+            e,
+            hash,
+            &path,
+        )?;
         file_attrs(run, (src, fd.as_fd()), want, &e.stat, &path, Some(pair))?;
         make_room(run, pair, e, dst, lines)
     })();
@@ -1088,7 +1113,7 @@ pub(super) fn finish_delayed(run: &Run<'_>) {
 /// a source that changed while it was read fails the file, so the manifest never holds a hash
 /// of bytes from two versions of it.
 fn copy_data(
-    sparse: bool,
+    holes: Holes,
     (source, src, dst): (BorrowedFd<'_>, BorrowedFd<'_>, BorrowedFd<'_>),
     e: &SrcEntry,
     hash: Option<&FileHash>,
@@ -1112,9 +1137,15 @@ fn copy_data(
             other => other.map_err(map),
         }
     };
-    if !sparse && size <= SMALL_FILE {
+    let punch = |from: u64, to: u64| -> Result<(), CopyError> {
+        if holes == Holes::Punched && from < to {
+            punch_hole(dst, from, to - from).map_err(|e| CopyError::io(Op::Write, path(), e))?;
+        }
+        Ok(())
+    };
+    if holes == Holes::Written && size <= SMALL_FILE {
         copy_small(src, dst, size, hash).map_err(map)?;
-    } else if !sparse {
+    } else if holes == Holes::Written {
         copy(0, size)?;
     } else {
         let mut at = 0u64;
@@ -1130,11 +1161,13 @@ fn copy_data(
             if let Some(hash) = hash {
                 hash.hole(src, at, data.min(size));
             }
+            punch(at, data.min(size))?;
             let hole = rustix::fs::seek(src, SeekFrom::Hole(data)).unwrap_or(size);
             copy(data, hole - data)?;
             at = hole;
         }
         rustix::fs::ftruncate(dst, size).map_err(|e| CopyError::io(Op::Write, path(), e))?;
+        punch(at, size)?;
         if let Some(hash) = hash {
             hash.hole(src, at, size);
         }
@@ -1148,6 +1181,47 @@ fn copy_data(
                 crate::quote::quote(&path())
             )));
         }
+    }
+    Ok(())
+}
+
+/// What the copy does with the source's holes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Holes {
+    /// Written as the zeros they read as (no `-S`).
+    Written,
+    /// Left out of a new file, where they read as zeros (`-S`).
+    Skipped,
+    /// Punched in a file that held data (`-S --inplace`), so its old bytes there read as zeros.
+    Punched,
+}
+
+impl Holes {
+    /// The holes of a `-S` (`sparse`) copy into a file that may hold data (`over_data`).
+    fn of(sparse: bool, over_data: bool) -> Holes {
+        match (sparse, over_data) {
+            (false, _) => Holes::Written,
+            (true, false) => Holes::Skipped,
+            (true, true) => Holes::Punched,
+        }
+    }
+}
+
+/// Makes `[from, from + len)` of `fd` read as zeros: a hole punched, or zeros written where
+/// the filesystem cannot punch one.
+fn punch_hole(fd: BorrowedFd<'_>, from: u64, len: u64) -> io::Result<()> {
+    use rustix::fs::FallocateFlags as F;
+    match rustix::fs::fallocate(fd, F::PUNCH_HOLE | F::KEEP_SIZE, from, len) {
+        Ok(()) => return Ok(()),
+        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::NOSYS) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let zeros = vec![0u8; len.min(1 << 20) as usize];
+    let mut done = 0u64;
+    while done < len {
+        let n = (len - done).min(zeros.len() as u64) as usize;
+        sys::pwrite_all(fd, &zeros[..n], from + done)?;
+        done += n as u64;
     }
     Ok(())
 }
@@ -1342,6 +1416,16 @@ pub(super) fn delete_extraneous(
         }
         return false;
     }
+    // -x: a directory of DEST on another filesystem (a mount point synced into) keeps what it
+    // holds, as rsync's receiver keeps it.
+    let root_dev = || {
+        pair.anchor
+            .as_ref()
+            .and_then(|a| sys::fstatx(a.as_fd()).ok())
+    };
+    if run.plan.one_file_system && !on_dev(dir, root_dev().map(|s| s.dev)) {
+        return false;
+    }
     let mut names: Vec<(bool, CString)> = Vec::new();
     let listed = sys::read_dir_entries(dir, buf, |name, kind| {
         // Where the directory does not say (DT_UNKNOWN), a statx does.
@@ -1382,6 +1466,11 @@ pub(super) fn delete_extraneous(
     deleted
 }
 
+/// `dir` is on the filesystem `dev` (`None`: unknown, so not).
+fn on_dev(dir: BorrowedFd<'_>, dev: Option<u64>) -> bool {
+    dev.is_some_and(|dev| sys::fstatx(dir).is_ok_and(|d| d.dev == dev))
+}
+
 /// How [`remove_tree`] treats what it deletes.
 #[derive(Clone, Copy)]
 struct Removal {
@@ -1414,6 +1503,11 @@ fn remove_tree(
         Err(e) => return Err(CopyError::io(Op::Stat, path(), e)),
     };
     let is_dir = stat.kind() == Kind::Dir;
+    // -x: what is on another filesystem (what is mounted inside DEST) is never deleted, and
+    // so neither is the directory holding it (rsync says it cannot delete it).
+    if run.plan.one_file_system && !on_dev(dir, Some(stat.dev)) {
+        return Ok(false);
+    }
     if how.filtered {
         // Inside a directory being deleted, rsync leaves perishable rules out.
         let protected = match &pair.dst_scope {

@@ -470,6 +470,9 @@ pub(super) fn hard_link(
         let mut links = run.links.lock().expect("links");
         match links.get(&key) {
             Some(leader) => leader.clone(),
+            // A name left as it is (--ignore-existing, -u) does not hold the group's bytes:
+            // the next name to be made leads instead (as rsync transfers that one).
+            None if matches!(decision, Decision::Skip(_)) => return None,
             None => {
                 let path = CString::new(join(&pair.dst_rel, e.dst_name.to_bytes())).ok()?;
                 let ready = Arc::new(Ready::default());
@@ -493,7 +496,10 @@ pub(super) fn hard_link(
     }
     // The first name may be in the making on another worker.
     leader.ready.wait();
-    let lead = sys::statx_at(leader.anchor.as_fd(), &leader.path, false);
+    // Its bytes: where they wait under --delay-updates, else at its name.
+    let staged = leader.ready.staged.get();
+    let lead_path = staged.unwrap_or(&leader.path);
+    let lead = sys::statx_at(leader.anchor.as_fd(), lead_path, false);
     if let (Some(d), Ok(l)) = (dst, &lead) {
         if d.ino == l.ino && d.dev == l.dev {
             // Already that link: listed (`hf` without its leader) only when all are.
@@ -522,36 +528,102 @@ pub(super) fn hard_link(
         report(run, &item, &e.stat, lines);
         return Some(true);
     }
-    let Some(dir) = &pair.dst else { return None };
-    let dir = dir.as_fd();
+    pair.dst.as_ref()?;
     if lead.is_err() {
         // The first name was not made (it failed, or was filtered): copy this one.
         return None;
     }
-    let tmp = temp::name(&e.dst_name);
-    if rustix::fs::linkat(
-        leader.anchor.as_fd(),
-        &leader.path,
-        dir,
-        &tmp,
-        AtFlags::empty(),
-    )
-    .is_err()
-    {
-        return None;
-    }
-    let placed = make_room(run, pair, e, dst, lines)
-        .and_then(|()| rename(dir, &tmp, &e.dst_name, || pair.dst_of(&e.dst_name)));
-    if let Err(err) = placed {
-        let _ = sys::unlinkat(dir, &tmp);
-        run.fail(err);
-        return Some(false);
+    let placed = if staged.is_some() {
+        link_delayed(run, pair, e, (leader.anchor.as_fd(), lead_path), dst, lines)
+    } else {
+        link_now(run, pair, e, (leader.anchor.as_fd(), lead_path), dst, lines)
+    };
+    match placed {
+        Ok(true) => {}
+        Ok(false) => return None,
+        Err(err) => {
+            run.fail(err);
+            return Some(false);
+        }
     }
     if dst.is_none() {
         run.stats.created.add(e.stat.kind());
     }
     report(run, &item, &e.stat, lines);
     Some(true)
+}
+
+/// A later name of a hard-linked group linked to `lead` (a path below a destination root)
+/// under a temporary name and renamed into place. False: the link could not be made (the
+/// name is copied instead).
+fn link_now(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    (root, lead): (BorrowedFd<'_>, &CStr),
+    dst: Option<&Stat>,
+    lines: &mut Vec<u8>,
+) -> Result<bool, CopyError> {
+    let Some(dir) = &pair.dst else {
+        return Ok(false);
+    };
+    let dir = dir.as_fd();
+    let tmp = temp::name(&e.dst_name);
+    if rustix::fs::linkat(root, lead, dir, &tmp, AtFlags::empty()).is_err() {
+        return Ok(false);
+    }
+    let placed = make_room(run, pair, e, dst, lines)
+        .and_then(|()| rename(dir, &tmp, &e.dst_name, || pair.dst_of(&e.dst_name)));
+    if placed.is_err() {
+        let _ = sys::unlinkat(dir, &tmp);
+    }
+    placed.map(|()| true)
+}
+
+/// `--delay-updates`: a later name of a group whose first name waits in a `.~tmp~` is linked
+/// to that copy in its own directory's `.~tmp~`, and put into place with the others at the
+/// end.
+fn link_delayed(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    (root, lead): (BorrowedFd<'_>, &CStr),
+    dst: Option<&Stat>,
+    lines: &mut Vec<u8>,
+) -> Result<bool, CopyError> {
+    let (Some(anchor), Some(stage)) = (pair.anchor.clone(), open_stage(pair)?) else {
+        return Ok(false);
+    };
+    let _ = sys::unlinkat(stage.as_fd(), &e.dst_name);
+    if rustix::fs::linkat(root, lead, stage.as_fd(), &e.dst_name, AtFlags::empty()).is_err() {
+        return Ok(false);
+    }
+    if let Err(err) = make_room(run, pair, e, dst, lines) {
+        let _ = sys::unlinkat(stage.as_fd(), &e.dst_name);
+        return Err(err);
+    }
+    run.delayed.lock().expect("delayed").push(Delayed {
+        anchor,
+        dir: pair.dst_rel.clone(),
+        name: e.dst_name.clone(),
+    });
+    Ok(true)
+}
+
+/// `--delay-updates`: the directory's `.~tmp~`, made when missing and opened without
+/// following a symlink (`None`: no destination directory).
+fn open_stage(pair: &Pair<'_>) -> Result<Option<OwnedFd>, CopyError> {
+    let Some(dir) = &pair.dst else {
+        return Ok(None);
+    };
+    match sys::mkdirat(dir.as_fd(), STAGE, 0o700) {
+        Ok(()) => {}
+        Err(err) if err.raw_os_error() == Some(libc::EEXIST) => {}
+        Err(err) => return Err(CopyError::io(Op::CreateDir, pair.dst_of(STAGE), err)),
+    }
+    sys::open_dir(dir.as_fd(), STAGE, false)
+        .map(Some)
+        .map_err(|err| CopyError::io(Op::OpenDir, pair.dst_of(STAGE), err))
 }
 
 fn rename(
@@ -1025,20 +1097,13 @@ fn delay(
 ) -> Result<bool, CopyError> {
     let (mode, chmod) = creation(pair, &e.stat, existing, want);
     let want = &keep_mode(want, chmod);
-    let Some(dir) = &pair.dst else {
-        return Ok(true);
-    };
     let Some(anchor) = pair.anchor.clone() else {
         return Ok(true);
     };
     let path = || pair.dst_of(&e.dst_name);
-    match sys::mkdirat(dir.as_fd(), STAGE, 0o700) {
-        Ok(()) => {}
-        Err(err) if err.raw_os_error() == Some(libc::EEXIST) => {}
-        Err(err) => return Err(CopyError::io(Op::CreateDir, pair.dst_of(STAGE), err)),
-    }
-    let stage = sys::open_dir(dir.as_fd(), STAGE, false)
-        .map_err(|err| CopyError::io(Op::OpenDir, pair.dst_of(STAGE), err))?;
+    let Some(stage) = open_stage(pair)? else {
+        return Ok(true);
+    };
     let _ = sys::unlinkat(stage.as_fd(), &e.dst_name);
     let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     let fd = sys::openat(stage.as_fd(), &e.dst_name, flags, mode)
@@ -1060,6 +1125,20 @@ fn delay(
         return Err(err);
     }
     closed.map_err(|err| CopyError::io(Op::Close, path(), err))?;
+    // The first name of a hard-linked group: its later names are linked to this copy.
+    if run.plan.hard_links && e.stat.nlink > 1 {
+        let mut staged = join(&pair.dst_rel, STAGE.to_bytes());
+        staged.push(b'/');
+        staged.extend_from_slice(e.dst_name.to_bytes());
+        let links = run.links.lock().expect("links");
+        let mine = links.get(&(e.stat.dev, e.stat.ino)).filter(|l| {
+            Arc::ptr_eq(&l.anchor, &anchor)
+                && l.path.as_bytes() == join(&pair.dst_rel, e.dst_name.to_bytes())
+        });
+        if let (Some(l), Ok(staged)) = (mine, CString::new(staged)) {
+            let _ = l.ready.staged.set(staged);
+        }
+    }
     run.delayed.lock().expect("delayed").push(Delayed {
         anchor,
         dir: pair.dst_rel.clone(),

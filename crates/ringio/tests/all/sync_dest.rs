@@ -1,0 +1,465 @@
+//! `ringio sync`'s destination side: DEST and the trees a run writes under (the backup dir,
+//! `-T`, `--delay-updates`' `.~tmp~`) are sandboxes a planted symlink cannot lead out of, `-x`
+//! deletes nothing on another filesystem, and every data path leaves the source's bytes
+//! (holes, hard-link groups), extended attributes and followed links, as rsync leaves them.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::{symlink, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::common::*;
+
+fn sync(cwd: &Path, args: &[&str]) -> Output {
+    Cp::bare().arg("sync").args(args).current_dir(cwd).run()
+}
+
+fn rsync(cwd: &Path, args: &[&str]) -> Output {
+    std::process::Command::new("rsync")
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("rsync runs")
+}
+
+/// Every entry under `root` but `skip` (and what is below it): type, mode, size, mtime,
+/// bytes or link target, one line each.
+fn snapshot(root: &Path, skip: &Path) -> Vec<String> {
+    fn walk(p: &Path, skip: &Path, out: &mut Vec<String>) {
+        let m = p.symlink_metadata().unwrap();
+        let what = if m.file_type().is_symlink() {
+            format!("-> {}", fs::read_link(p).unwrap().display())
+        } else if m.is_file() {
+            format!("{:?}", fs::read(p).unwrap())
+        } else {
+            String::new()
+        };
+        out.push(format!(
+            "{} {:o} {} {}.{} {what}",
+            p.display(),
+            m.mode(),
+            m.size(),
+            m.mtime(),
+            m.mtime_nsec()
+        ));
+        if m.is_dir() {
+            let mut names: Vec<PathBuf> = fs::read_dir(p)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            names.sort();
+            for child in names.iter().filter(|c| c.as_path() != skip) {
+                walk(child, skip, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, skip, &mut out);
+    out
+}
+
+/// A scratch tree with `src/x/f` newer than `dst/x/f`, `dst/gone` only in DEST, and an
+/// `outside/` holding a file and a directory with a file.
+fn backup_tree(dir: &Path) {
+    fs::create_dir_all(dir.join("src/x")).unwrap();
+    fs::create_dir_all(dir.join("dst/x")).unwrap();
+    fs::create_dir_all(dir.join("outside/f/deep")).unwrap();
+    write_file(dir.join("src/x/f"), "new content");
+    write_file(dir.join("dst/x/f"), "old");
+    write_file(dir.join("dst/gone"), "deleted with a backup");
+    write_file(dir.join("outside/secret"), "secret");
+    write_file(dir.join("outside/f/deep/keep"), "keep");
+}
+
+/// `--backup-dir` inside DEST, with a symlink to outside planted at each step of the backups'
+/// paths: nothing outside DEST changes. Where rsync replaces the symlink by a directory (a
+/// step below the backup dir), so does ringio; the backup dir itself a symlink is refused.
+#[test]
+fn backups_never_follow_a_symlink_planted_under_dest() {
+    let outside = |dir: &Path| dir.join("outside").display().to_string();
+    // (where the symlink is planted, what it points to, exit wanted)
+    let plants: &[(&str, &str, i32)] = &[
+        ("dst/.bk", "", 23),
+        ("dst/.bk/x", "", 0),
+        ("dst/.bk/x/f", "/f", 0),
+        ("dst/.bk/x/f", "/secret", 0),
+        ("dst/.bk/gone", "/f", 0),
+        ("dst/.bk/a/b", "", 0),
+    ];
+    for &(at, to, code) in plants {
+        for extra in [&["--delete"][..], &["--delete-after"], &["--inplace"]] {
+            let dir = Scratch::new();
+            backup_tree(dir.path());
+            fs::create_dir_all(dir.join("src/a/b")).unwrap();
+            fs::create_dir_all(dir.join("dst/a/b")).unwrap();
+            write_file(dir.join("src/a/b/f"), "new a/b/f");
+            write_file(dir.join("dst/a/b/f"), "old");
+            let link = dir.join(at);
+            fs::create_dir_all(link.parent().unwrap()).unwrap();
+            symlink(format!("{}{to}", outside(dir.path())), &link).unwrap();
+            let before = snapshot(dir.path(), &dir.join("dst"));
+            let mut args = vec!["-a", "--backup-dir=.bk"];
+            args.extend_from_slice(extra);
+            args.extend(["src/", "dst/"]);
+            let out = sync(dir.path(), &args);
+            assert_eq!(
+                before,
+                snapshot(dir.path(), &dir.join("dst")),
+                "{at} -> outside{to}, {args:?}: something outside DEST changed\n{}",
+                describe(&out)
+            );
+            assert_eq!(out.status.code(), Some(code), "{at}: {}", describe(&out));
+            if code == 0 {
+                // --delete-after deletes the backup dir's first copy into itself, as rsync.
+                let kept = ["dst/.bk/x/f", "dst/.bk/.bk/x/f"]
+                    .iter()
+                    .any(|p| fs::read(dir.join(p)).is_ok_and(|b| b == b"old"));
+                assert!(
+                    kept,
+                    "{at}, {args:?}: the backup is lost\n{}",
+                    describe(&out)
+                );
+                assert_eq!(fs::read(dir.join("dst/x/f")).unwrap(), b"new content");
+            } else {
+                // The backup could not be made: the old file stays.
+                assert_eq!(fs::read(dir.join("dst/x/f")).unwrap(), b"old", "{at}");
+            }
+        }
+    }
+}
+
+/// Where rsync replaces a planted symlink on a backup's path, ringio's backup tree ends the
+/// same (a directory holding the backup, the symlink gone).
+#[test]
+fn a_symlink_on_a_backups_path_is_replaced_as_rsync_replaces_it() {
+    let mut results = Vec::new();
+    for tool in ["ringio", "rsync"] {
+        let dir = Scratch::new();
+        backup_tree(dir.path());
+        fs::create_dir_all(dir.join("dst/.bk")).unwrap();
+        symlink(dir.join("outside"), dir.join("dst/.bk/x")).unwrap();
+        // (Without --delete, which would delete the planted link first: .bk is not in SRC.)
+        let args = ["-a", "--backup-dir=.bk", "src/", "dst/"];
+        let out = if tool == "ringio" {
+            sync(dir.path(), &args)
+        } else {
+            rsync(dir.path(), &args)
+        };
+        assert_success(&out);
+        let mut got = Vec::new();
+        for p in [
+            "dst/.bk/x",
+            "dst/.bk/x/f",
+            "outside/f/deep/keep",
+            "outside/secret",
+        ] {
+            let Ok(m) = dir.join(p).symlink_metadata() else {
+                got.push((p, false, false, b"(missing)".to_vec()));
+                continue;
+            };
+            let bytes = if m.is_file() {
+                fs::read(dir.join(p)).unwrap()
+            } else {
+                Vec::new()
+            };
+            got.push((p, m.file_type().is_symlink(), m.is_dir(), bytes));
+        }
+        results.push(got);
+    }
+    assert_eq!(results[0], results[1], "ringio, then rsync");
+}
+
+/// The backup's name taken by a directory holding a symlink to outside: the directory goes,
+/// what the symlink leads to stays.
+#[test]
+fn a_directory_at_a_backups_name_is_removed_without_following_its_symlinks() {
+    let dir = Scratch::new();
+    backup_tree(dir.path());
+    fs::create_dir_all(dir.join("dst/.bk/x/f")).unwrap();
+    symlink(dir.join("outside"), dir.join("dst/.bk/x/f/out")).unwrap();
+    symlink(dir.join("outside/secret"), dir.join("dst/.bk/x/f/secret")).unwrap();
+    let before = snapshot(dir.path(), &dir.join("dst"));
+    let out = sync(dir.path(), &["-a", "--backup-dir=.bk", "src/", "dst/"]);
+    assert_success(&out);
+    assert_eq!(before, snapshot(dir.path(), &dir.join("dst")));
+    assert_eq!(fs::read(dir.join("dst/.bk/x/f")).unwrap(), b"old");
+}
+
+/// `-T` inside DEST a symlink to outside, and `--delay-updates`' `.~tmp~` one: the
+/// temporaries are never written there.
+#[test]
+fn temporaries_never_follow_a_symlink_planted_under_dest() {
+    let cases: &[(&str, &[&str])] = &[
+        ("dst/.tmp", &["-a", "-T", ".tmp"]),
+        ("dst/.tmp", &["-a", "-T", ".tmp/"]),
+        ("dst/.~tmp~", &["-a", "--delay-updates"]),
+        ("dst/x/.~tmp~", &["-a", "--delay-updates"]),
+    ];
+    for &(at, args) in cases {
+        let dir = Scratch::new();
+        backup_tree(dir.path());
+        write_file(dir.join("src/new"), "a new file");
+        symlink(dir.join("outside"), dir.join(at)).unwrap();
+        let before = snapshot(dir.path(), &dir.join("dst"));
+        let mut args = args.to_vec();
+        args.extend(["src/", "dst/"]);
+        let out = sync(dir.path(), &args);
+        assert_eq!(
+            before,
+            snapshot(dir.path(), &dir.join("dst")),
+            "{at}, {args:?}: something outside DEST changed\n{}",
+            describe(&out)
+        );
+    }
+}
+
+/// `-x --delete` with a filesystem mounted inside DEST: nothing on it is deleted, and the
+/// directory that holds it stays ("cannot delete non-empty directory"), as rsync leaves both.
+#[test]
+fn one_file_system_never_deletes_on_a_filesystem_mounted_in_dest() {
+    if !is_root() {
+        skip!("mounting a tmpfs needs root");
+    }
+    let mut results = Vec::new();
+    for tool in ["ringio", "rsync"] {
+        let dir = Scratch::new();
+        fs::create_dir_all(dir.join("src/mnt")).unwrap();
+        write_file(dir.join("src/a"), "a");
+        write_file(dir.join("src/mnt/keep"), "keep");
+        for d in ["dst/plain/mnt", "dst/mnt", "dst/gone/deeper/mnt"] {
+            fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        write_file(dir.join("dst/plain/x"), "x");
+        let mounts: Vec<TmpfsMount> = ["dst/plain/mnt", "dst/mnt", "dst/gone/deeper/mnt"]
+            .iter()
+            .map(|d| TmpfsMount::new(&dir.join(d), "1m").expect("tmpfs"))
+            .collect();
+        for m in &mounts {
+            write_file(m.path().join("on_the_mount"), "mounted");
+            fs::create_dir(m.path().join("sub")).unwrap();
+            write_file(m.path().join("sub/deep"), "mounted");
+        }
+        for del in ["--delete", "--delete-after", "--delete-before"] {
+            let args = ["-ax", del, "src/", "dst/"];
+            let out = if tool == "ringio" {
+                sync(dir.path(), &args)
+            } else {
+                rsync(dir.path(), &args)
+            };
+            assert_success(&out);
+            let mut left = Vec::new();
+            for m in &mounts {
+                for f in ["on_the_mount", "sub/deep"] {
+                    left.push((del, m.path().join(f).exists()));
+                }
+            }
+            left.push((del, dir.join("dst/plain/x").exists()));
+            left.push((del, dir.join("dst/mnt/keep").exists()));
+            results.push((tool, left));
+        }
+        drop(mounts);
+    }
+    let (ours, theirs) = results.split_at(3);
+    for (o, t) in ours.iter().zip(theirs) {
+        assert_eq!(o.1, t.1, "ringio, then rsync");
+        assert!(o.1.iter().take(6).all(|(_, kept)| *kept), "{o:?}");
+    }
+}
+
+/// A source file with holes (at the start, in the middle, at the end) synced with `-S` over an
+/// existing file of random bytes: DEST is byte-identical, in place or not, and a second run
+/// finds nothing to do.
+#[test]
+fn sparse_copies_over_old_data_leave_zeros_in_the_holes() {
+    let mib = 1 << 20;
+    let options: &[&[&str]] = &[
+        &["-aS", "--inplace"],
+        &["-S", "--inplace", "-r"],
+        &["-aS", "--inplace", "--no-whole-file"],
+        &["-aS"],
+        &["-aS", "--delay-updates"],
+        &["-aS", "--partial"],
+    ];
+    for opts in options {
+        for old_len in [3 * mib, 6 * mib, mib / 2] {
+            let dir = Scratch::new();
+            fs::create_dir_all(dir.join("src")).unwrap();
+            fs::create_dir_all(dir.join("dst")).unwrap();
+            let f = fs::File::create(dir.join("src/f")).unwrap();
+            f.set_len(4 * mib as u64).unwrap();
+            use std::os::unix::fs::FileExt;
+            f.write_all_at(b"data in the middle", mib as u64 + 5)
+                .unwrap();
+            f.write_all_at(&vec![7u8; 8192], 2 * mib as u64).unwrap();
+            drop(f);
+            let old: Vec<u8> = (0..old_len).map(|i| (i * 31 % 251) as u8 + 1).collect();
+            write_file(dir.join("dst/f"), &old);
+            let mut args = opts.to_vec();
+            args.extend(["src/", "dst/"]);
+            let out = sync(dir.path(), &args);
+            assert_success(&out);
+            assert!(
+                fs::read(dir.join("src/f")).unwrap() == fs::read(dir.join("dst/f")).unwrap(),
+                "{opts:?} over {old_len} bytes: DEST differs from SRC"
+            );
+        }
+    }
+}
+
+/// The names of DEST's files grouped by inode, each with its content.
+fn link_groups(dst: &Path, names: &[&str]) -> BTreeMap<Vec<String>, String> {
+    let mut by_ino: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for n in names {
+        if let Ok(m) = dst.join(n).symlink_metadata() {
+            by_ino.entry(m.ino()).or_default().push(n.to_string());
+        }
+    }
+    by_ino
+        .into_values()
+        .map(|g| {
+            let content = fs::read_to_string(dst.join(&g[0])).unwrap();
+            (g, content)
+        })
+        .collect()
+}
+
+/// `-H` with `--delay-updates`, `--ignore-existing` and `-u`, names of one group in DEST with
+/// old bytes: each name ends linked to the file that holds the group's bytes, or left as it
+/// was, as rsync leaves it (names grouped and their content compared).
+#[test]
+fn hard_links_join_the_groups_new_bytes_as_rsync_links_them() {
+    let names = ["a", "b", "c", "e", "x/d"];
+    for opt in ["--delay-updates", "--ignore-existing", "-u"] {
+        let mut results = Vec::new();
+        for tool in ["ringio", "rsync"] {
+            let dir = Scratch::new();
+            fs::create_dir_all(dir.join("src/x")).unwrap();
+            fs::create_dir_all(dir.join("dst")).unwrap();
+            write_file(dir.join("src/a"), "new content");
+            for n in &names[1..] {
+                fs::hard_link(dir.join("src/a"), dir.join("src").join(n)).unwrap();
+            }
+            set_times(&dir.join("src/a"), None, Some(Ts::new(1_500_000_000, 0))).unwrap();
+            write_file(dir.join("dst/a"), "old a");
+            write_file(dir.join("dst/c"), "old c");
+            if opt == "-u" {
+                for n in ["dst/a", "dst/c"] {
+                    set_times(&dir.join(n), None, Some(Ts::new(1_900_000_000, 0))).unwrap();
+                }
+            }
+            let args = ["-aH", opt, "src/", "dst/"];
+            let out = if tool == "ringio" {
+                sync(dir.path(), &args)
+            } else {
+                rsync(dir.path(), &args)
+            };
+            assert_success(&out);
+            assert!(!dir.join("dst/.~tmp~").exists() && !dir.join("dst/x/.~tmp~").exists());
+            results.push(link_groups(&dir.join("dst"), &names));
+        }
+        assert_eq!(results[0], results[1], "{opt}: ringio, then rsync");
+    }
+}
+
+/// `-X` as root: a symlink's and a FIFO's trusted.* attributes are brought over, and changed
+/// ones brought again, as rsync (and cp) bring them.
+#[test]
+fn xattrs_of_symlinks_and_fifos_are_synced() {
+    if !is_root() {
+        skip!("trusted.* attributes need root");
+    }
+    let set_l = |p: &Path, v: &[u8]| {
+        let c = cstring(p);
+        // SAFETY: valid C strings and buffer for the call.
+        let r = unsafe {
+            libc::lsetxattr(
+                c.as_ptr(),
+                c"trusted.t".as_ptr(),
+                v.as_ptr().cast(),
+                v.len(),
+                0,
+            )
+        };
+        assert_eq!(r, 0, "lsetxattr {}", p.display());
+    };
+    let get_l = |p: &Path| -> Vec<u8> {
+        let c = cstring(p);
+        let mut buf = [0u8; 64];
+        // SAFETY: valid C strings and buffer for the call.
+        let n = unsafe {
+            libc::lgetxattr(
+                c.as_ptr(),
+                c"trusted.t".as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        if n < 0 {
+            return Vec::new();
+        }
+        buf[..n as usize].to_vec()
+    };
+    let mut results = Vec::new();
+    for tool in ["ringio", "rsync"] {
+        let dir = Scratch::new();
+        fs::create_dir_all(dir.join("src")).unwrap();
+        symlink("nowhere", dir.join("src/link")).unwrap();
+        mkfifo(&dir.join("src/fifo"), 0o644);
+        set_l(&dir.join("src/link"), b"on the link");
+        set_l(&dir.join("src/fifo"), b"on the fifo");
+        let run = |args: &[&str]| {
+            if tool == "ringio" {
+                sync(dir.path(), args)
+            } else {
+                rsync(dir.path(), args)
+            }
+        };
+        let mut got = Vec::new();
+        assert_success(&run(&["-aX", "src/", "dst/"]));
+        got.push((get_l(&dir.join("dst/link")), get_l(&dir.join("dst/fifo"))));
+        set_l(&dir.join("src/link"), b"changed");
+        set_l(&dir.join("src/fifo"), b"changed too");
+        let again = run(&["-aXi", "src/", "dst/"]);
+        assert_success(&again);
+        got.push((get_l(&dir.join("dst/link")), get_l(&dir.join("dst/fifo"))));
+        results.push(got);
+    }
+    assert_eq!(results[0], results[1], "ringio, then rsync");
+    assert_eq!(results[0][0].0, b"on the link");
+    assert_eq!(results[0][1].1, b"changed too");
+}
+
+/// `--copy-unsafe-links` with a symlink to a directory out of the transfer: the directory it
+/// leads to is copied, as rsync copies it (a safe link to a directory stays a link).
+#[test]
+fn copy_unsafe_links_copies_the_directory_a_link_leads_to() {
+    let mut results = Vec::new();
+    for tool in ["ringio", "rsync"] {
+        let dir = Scratch::new();
+        fs::create_dir_all(dir.join("out/t/sub")).unwrap();
+        fs::create_dir_all(dir.join("src/in")).unwrap();
+        write_file(dir.join("out/t/f"), "f");
+        write_file(dir.join("out/t/sub/g"), "g");
+        write_file(dir.join("src/in/h"), "h");
+        symlink("../out/t", dir.join("src/unsafe")).unwrap();
+        symlink(dir.join("out/t"), dir.join("src/absolute")).unwrap();
+        symlink("in", dir.join("src/safe")).unwrap();
+        let args = ["-a", "--copy-unsafe-links", "src/", "dst/"];
+        let out = if tool == "ringio" {
+            sync(dir.path(), &args)
+        } else {
+            rsync(dir.path(), &args)
+        };
+        assert_success(&out);
+        let mut got = Vec::new();
+        for p in ["unsafe/f", "unsafe/sub/g", "absolute/f", "absolute/sub/g"] {
+            got.push(fs::read_to_string(dir.join("dst").join(p)).ok());
+        }
+        let safe = dir.join("dst/safe").symlink_metadata().unwrap();
+        got.push(Some(safe.file_type().is_symlink().to_string()));
+        results.push(got);
+    }
+    assert_eq!(results[0], results[1], "ringio, then rsync");
+    assert_eq!(results[0][0].as_deref(), Some("f"));
+}

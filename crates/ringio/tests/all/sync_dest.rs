@@ -15,12 +15,45 @@ fn sync(cwd: &Path, args: &[&str]) -> Output {
     Cp::bare().arg("sync").args(args).current_dir(cwd).run()
 }
 
-fn rsync(cwd: &Path, args: &[&str]) -> Output {
-    std::process::Command::new("rsync")
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("rsync runs")
+/// What a comparison runs: ringio (`None`), then every rsync the machine has: the one on
+/// PATH, and the builds `tests/rsync/run.sh` keeps in its cache (3.2.7, the reference).
+fn tools() -> Vec<Option<PathBuf>> {
+    let mut all = vec![None, Some(PathBuf::from("rsync"))];
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")));
+    if let Some(Ok(dirs)) = cache.map(|c| fs::read_dir(c.join("ringio-rsync"))) {
+        let mut built: Vec<PathBuf> = dirs
+            .filter_map(|d| Some(d.ok()?.path().join("rsync")))
+            .filter(|p| p.is_file())
+            .collect();
+        built.sort();
+        all.extend(built.into_iter().map(Some));
+    }
+    all
+}
+
+/// Runs `args` with one of [`tools`].
+fn run_tool(tool: &Option<PathBuf>, cwd: &Path, args: &[&str]) -> Output {
+    match tool {
+        None => sync(cwd, args),
+        Some(rsync) => std::process::Command::new(rsync)
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .expect("rsync runs"),
+    }
+}
+
+/// Each tool's result equals ringio's (the first).
+fn assert_as_rsync<T: PartialEq + std::fmt::Debug>(
+    tools: &[Option<PathBuf>],
+    results: &[T],
+    what: &str,
+) {
+    for (tool, got) in tools.iter().zip(results).skip(1) {
+        assert_eq!(&results[0], got, "{what}: ringio, then {tool:?}");
+    }
 }
 
 /// Every entry under `root` but `skip` (and what is below it): type, mode, size, mtime,
@@ -134,18 +167,15 @@ fn backups_never_follow_a_symlink_planted_under_dest() {
 #[test]
 fn a_symlink_on_a_backups_path_is_replaced_as_rsync_replaces_it() {
     let mut results = Vec::new();
-    for tool in ["ringio", "rsync"] {
+    let tools = tools();
+    for tool in &tools {
         let dir = Scratch::new();
         backup_tree(dir.path());
         fs::create_dir_all(dir.join("dst/.bk")).unwrap();
         symlink(dir.join("outside"), dir.join("dst/.bk/x")).unwrap();
         // (Without --delete, which would delete the planted link first: .bk is not in SRC.)
         let args = ["-a", "--backup-dir=.bk", "src/", "dst/"];
-        let out = if tool == "ringio" {
-            sync(dir.path(), &args)
-        } else {
-            rsync(dir.path(), &args)
-        };
+        let out = run_tool(tool, dir.path(), &args);
         assert_success(&out);
         let mut got = Vec::new();
         for p in [
@@ -167,7 +197,7 @@ fn a_symlink_on_a_backups_path_is_replaced_as_rsync_replaces_it() {
         }
         results.push(got);
     }
-    assert_eq!(results[0], results[1], "ringio, then rsync");
+    assert_as_rsync(&tools, &results, "");
 }
 
 /// The backup's name taken by a directory holding a symlink to outside: the directory goes,
@@ -222,7 +252,8 @@ fn one_file_system_never_deletes_on_a_filesystem_mounted_in_dest() {
         skip!("mounting a tmpfs needs root");
     }
     let mut results = Vec::new();
-    for tool in ["ringio", "rsync"] {
+    let tools = tools();
+    for tool in &tools {
         let dir = Scratch::new();
         fs::create_dir_all(dir.join("src/mnt")).unwrap();
         write_file(dir.join("src/a"), "a");
@@ -240,31 +271,31 @@ fn one_file_system_never_deletes_on_a_filesystem_mounted_in_dest() {
             fs::create_dir(m.path().join("sub")).unwrap();
             write_file(m.path().join("sub/deep"), "mounted");
         }
+        let mut left = Vec::new();
         for del in ["--delete", "--delete-after", "--delete-before"] {
             let args = ["-ax", del, "src/", "dst/"];
-            let out = if tool == "ringio" {
-                sync(dir.path(), &args)
-            } else {
-                rsync(dir.path(), &args)
-            };
+            let out = run_tool(tool, dir.path(), &args);
             assert_success(&out);
-            let mut left = Vec::new();
             for m in &mounts {
                 for f in ["on_the_mount", "sub/deep"] {
-                    left.push((del, m.path().join(f).exists()));
+                    left.push((del, f, m.path().join(f).exists()));
                 }
             }
-            left.push((del, dir.join("dst/plain/x").exists()));
-            left.push((del, dir.join("dst/mnt/keep").exists()));
-            results.push((tool, left));
+            left.push((del, "plain/x", dir.join("dst/plain/x").exists()));
+            left.push((del, "mnt/keep", dir.join("dst/mnt/keep").exists()));
         }
         drop(mounts);
+        results.push(left);
     }
-    let (ours, theirs) = results.split_at(3);
-    for (o, t) in ours.iter().zip(theirs) {
-        assert_eq!(o.1, t.1, "ringio, then rsync");
-        assert!(o.1.iter().take(6).all(|(_, kept)| *kept), "{o:?}");
-    }
+    assert_as_rsync(&tools, &results, "-x");
+    let on_mounts = results[0]
+        .iter()
+        .filter(|(_, f, _)| !f.contains('/') || *f == "sub/deep");
+    assert!(
+        on_mounts.clone().all(|(_, _, kept)| *kept),
+        "{:?}",
+        results[0]
+    );
 }
 
 /// A source file with holes (at the start, in the middle, at the end) synced with `-S` over an
@@ -332,7 +363,8 @@ fn hard_links_join_the_groups_new_bytes_as_rsync_links_them() {
     let names = ["a", "b", "c", "e", "x/d"];
     for opt in ["--delay-updates", "--ignore-existing", "-u"] {
         let mut results = Vec::new();
-        for tool in ["ringio", "rsync"] {
+        let tools = tools();
+        for tool in &tools {
             let dir = Scratch::new();
             fs::create_dir_all(dir.join("src/x")).unwrap();
             fs::create_dir_all(dir.join("dst")).unwrap();
@@ -349,16 +381,12 @@ fn hard_links_join_the_groups_new_bytes_as_rsync_links_them() {
                 }
             }
             let args = ["-aH", opt, "src/", "dst/"];
-            let out = if tool == "ringio" {
-                sync(dir.path(), &args)
-            } else {
-                rsync(dir.path(), &args)
-            };
+            let out = run_tool(tool, dir.path(), &args);
             assert_success(&out);
             assert!(!dir.join("dst/.~tmp~").exists() && !dir.join("dst/x/.~tmp~").exists());
             results.push(link_groups(&dir.join("dst"), &names));
         }
-        assert_eq!(results[0], results[1], "{opt}: ringio, then rsync");
+        assert_as_rsync(&tools, &results, opt);
     }
 }
 
@@ -401,20 +429,15 @@ fn xattrs_of_symlinks_and_fifos_are_synced() {
         buf[..n as usize].to_vec()
     };
     let mut results = Vec::new();
-    for tool in ["ringio", "rsync"] {
+    let tools = tools();
+    for tool in &tools {
         let dir = Scratch::new();
         fs::create_dir_all(dir.join("src")).unwrap();
         symlink("nowhere", dir.join("src/link")).unwrap();
         mkfifo(&dir.join("src/fifo"), 0o644);
         set_l(&dir.join("src/link"), b"on the link");
         set_l(&dir.join("src/fifo"), b"on the fifo");
-        let run = |args: &[&str]| {
-            if tool == "ringio" {
-                sync(dir.path(), args)
-            } else {
-                rsync(dir.path(), args)
-            }
-        };
+        let run = |args: &[&str]| run_tool(tool, dir.path(), args);
         let mut got = Vec::new();
         assert_success(&run(&["-aX", "src/", "dst/"]));
         got.push((get_l(&dir.join("dst/link")), get_l(&dir.join("dst/fifo"))));
@@ -425,7 +448,7 @@ fn xattrs_of_symlinks_and_fifos_are_synced() {
         got.push((get_l(&dir.join("dst/link")), get_l(&dir.join("dst/fifo"))));
         results.push(got);
     }
-    assert_eq!(results[0], results[1], "ringio, then rsync");
+    assert_as_rsync(&tools, &results, "");
     assert_eq!(results[0][0].0, b"on the link");
     assert_eq!(results[0][1].1, b"changed too");
 }
@@ -435,7 +458,8 @@ fn xattrs_of_symlinks_and_fifos_are_synced() {
 #[test]
 fn copy_unsafe_links_copies_the_directory_a_link_leads_to() {
     let mut results = Vec::new();
-    for tool in ["ringio", "rsync"] {
+    let tools = tools();
+    for tool in &tools {
         let dir = Scratch::new();
         fs::create_dir_all(dir.join("out/t/sub")).unwrap();
         fs::create_dir_all(dir.join("src/in")).unwrap();
@@ -446,11 +470,7 @@ fn copy_unsafe_links_copies_the_directory_a_link_leads_to() {
         symlink(dir.join("out/t"), dir.join("src/absolute")).unwrap();
         symlink("in", dir.join("src/safe")).unwrap();
         let args = ["-a", "--copy-unsafe-links", "src/", "dst/"];
-        let out = if tool == "ringio" {
-            sync(dir.path(), &args)
-        } else {
-            rsync(dir.path(), &args)
-        };
+        let out = run_tool(tool, dir.path(), &args);
         assert_success(&out);
         let mut got = Vec::new();
         for p in ["unsafe/f", "unsafe/sub/g", "absolute/f", "absolute/sub/g"] {
@@ -460,6 +480,6 @@ fn copy_unsafe_links_copies_the_directory_a_link_leads_to() {
         got.push(Some(safe.file_type().is_symlink().to_string()));
         results.push(got);
     }
-    assert_eq!(results[0], results[1], "ringio, then rsync");
+    assert_as_rsync(&tools, &results, "");
     assert_eq!(results[0][0].as_deref(), Some("f"));
 }

@@ -6,9 +6,9 @@
 use std::ffi::{CStr, CString};
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::AtFlags;
 
@@ -75,21 +75,44 @@ fn step(dir: BorrowedFd<'_>, name: &CStr, how: Walk) -> io::Result<OwnedFd> {
     sys::open_dir(dir, name, follow)
 }
 
-/// Opens a tree the user names for a run to write under (`--backup-dir`, `-T`): a relative
-/// path without `..` below `base` (DEST's root) with no symlink followed, as everything under
-/// DEST; an absolute one, or one that climbs out of DEST, as the user names it. Missing
-/// directories are made when `make`.
+/// Opens a tree the user names for a run to write under (`--backup-dir`, `-T`): one that
+/// names a place below `base` (DEST's root: a relative path without `..`, or any path that
+/// leads there lexically, absolute ones too) is reached from `base` with no symlink followed,
+/// as everything under DEST; one elsewhere, as the user names it. Missing directories are
+/// made when `make`.
 pub(crate) fn open_root(base: BorrowedFd<'_>, given: &Path, make: bool) -> io::Result<OwnedFd> {
-    let inside = given.is_relative()
-        && given
-            .components()
-            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
-    let how = match (inside, make) {
-        (true, true) => Walk::Make,
-        (true, false) => Walk::Existing,
-        (false, make) => Walk::Follow(make),
+    match below(base, given) {
+        Some(rest) => open_dirs(base, &rest, if make { Walk::Make } else { Walk::Existing }),
+        None => open_dirs(base, given, Walk::Follow(make)),
+    }
+}
+
+/// Where `given` (relative to `base`, or absolute) is below `base`, lexically: the path from
+/// there.
+fn below(base: BorrowedFd<'_>, given: &Path) -> Option<PathBuf> {
+    let plain = |p: &Path| {
+        p.components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
     };
-    open_dirs(base, given, how)
+    if given.is_relative() && plain(given) {
+        return Some(given.to_path_buf());
+    }
+    let proc = CString::new(format!("/proc/self/fd/{}", base.as_raw_fd())).ok()?;
+    let real = PathBuf::from(std::ffi::OsString::from_vec(
+        sys::readlinkat(rustix::fs::CWD, &proc, 256).ok()?,
+    ));
+    let mut at = PathBuf::new();
+    for part in real.join(given).components() {
+        match part {
+            Component::ParentDir => {
+                at.pop();
+            }
+            Component::CurDir => {}
+            other => at.push(other),
+        }
+    }
+    let rest = at.strip_prefix(&real).ok()?;
+    plain(rest).then(|| rest.to_path_buf())
 }
 
 /// Removes the entry `name` of `dir`, a directory with everything in it (deepest first),
@@ -150,6 +173,27 @@ mod tests {
         open_dirs(fd.as_fd(), Path::new("a/b/c"), Walk::Replace).unwrap();
         assert!(inside.join("a/b/c").is_dir());
         assert!(!inside.join("a/b").is_symlink());
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_root_named_into_dest_by_any_path_is_reached_below_it() {
+        let t = tempfile::tempdir().unwrap();
+        let real = t.path().canonicalize().unwrap();
+        let (dest, outside) = (real.join("dest"), real.join("out"));
+        std::fs::create_dir_all(&dest).unwrap();
+        std::fs::create_dir(&outside).unwrap();
+        symlink(&outside, dest.join(".bk")).unwrap();
+        let fd = root(&dest);
+        let absolute = dest.join(".bk");
+        for given in [
+            Path::new(".bk"),
+            Path::new("../dest/.bk"),
+            absolute.as_path(),
+        ] {
+            assert!(open_root(fd.as_fd(), given, true).is_err(), "{given:?}");
+        }
+        assert!(open_root(fd.as_fd(), Path::new("../out"), false).is_ok());
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
     }
 

@@ -483,3 +483,132 @@ fn copy_unsafe_links_copies_the_directory_a_link_leads_to() {
     assert_as_rsync(&tools, &results, "");
     assert_eq!(results[0][0].as_deref(), Some("f"));
 }
+
+/// A random tree under `root`: directories `d0`.. (some nested), files of random sizes
+/// (some sparse), symlinks inside the tree, a hard link.
+fn random_tree(rng: &mut Prng, root: &Path, tag: &str) -> Vec<PathBuf> {
+    let mut dirs = vec![PathBuf::new()];
+    for i in 0..rng.range(2, 5) {
+        let parent = rng.pick(&dirs).clone();
+        let d = parent.join(format!("d{i}"));
+        fs::create_dir_all(root.join(&d)).unwrap();
+        dirs.push(d);
+    }
+    let mut files = Vec::new();
+    for i in 0..rng.range(3, 9) {
+        let f = rng.pick(&dirs).join(format!("f{i}"));
+        let len = rng.below(3 * 65536) as usize;
+        let mut bytes = vec![0u8; len];
+        rng.fill(&mut bytes);
+        bytes.extend_from_slice(tag.as_bytes());
+        write_file(root.join(&f), &bytes);
+        if rng.chance(20) {
+            let file = fs::OpenOptions::new()
+                .write(true)
+                .open(root.join(&f))
+                .unwrap();
+            file.set_len(len as u64 + 3 * 65536).unwrap();
+        }
+        files.push(f);
+    }
+    if rng.chance(50) {
+        let f = rng.pick(&files).clone();
+        let _ = fs::hard_link(root.join(&f), root.join(rng.pick(&dirs)).join("hl"));
+    }
+    let d = rng.pick(&dirs).join("ln");
+    let _ = symlink(rng.pick(&files), root.join(d));
+    dirs
+}
+
+/// The escape property: random trees with symlinks to outside planted in DEST (its
+/// directories, the backup dir and its paths, `.~tmp~`, the `-T` dir) and in the source, random
+/// option sets, run as root and as nobody: no byte, mode, mtime or entry outside DEST changes.
+#[test]
+fn no_option_set_writes_outside_dest_through_a_planted_symlink() {
+    let options: &[&[&str]] = &[
+        &["--delete"],
+        &["--delete-after"],
+        &["--delete-before"],
+        &["--delete", "--force"],
+        &["-b"],
+        &["--backup-dir=.bk"],
+        &["--backup-dir=.bk", "--suffix=.old"],
+        &["-L"],
+        &["--copy-unsafe-links"],
+        &["-x"],
+        &["--inplace"],
+        &["-S"],
+        &["--delay-updates"],
+        &["-T", ".tmp"],
+        &["-H"],
+        &["-c"],
+        &["-I"],
+    ];
+    for seed in 0..24u64 {
+        let mut rng = Prng::new(seed);
+        let dir = Scratch::new();
+        let (src, dst, out) = (dir.join("src"), dir.join("dst"), dir.join("outside"));
+        random_tree(&mut rng, &src, "src");
+        let dst_dirs = random_tree(&mut rng, &dst, "dst");
+        random_tree(&mut rng, &out, "outside");
+        fs::create_dir_all(dst.join(".bk/d0")).unwrap();
+        // Planted: DEST's own directories and files, the trees a run writes under.
+        let mut plants: Vec<PathBuf> = dst_dirs.iter().skip(1).cloned().collect();
+        plants.extend(
+            [
+                ".bk",
+                ".bk/d0",
+                ".bk/d0/d1",
+                ".bk/f0",
+                ".~tmp~",
+                "d0/.~tmp~",
+                ".tmp",
+            ]
+            .map(PathBuf::from),
+        );
+        for _ in 0..rng.range(1, 5) {
+            let at = dst.join(rng.pick(&plants));
+            let to = if rng.chance(50) {
+                out.clone()
+            } else {
+                out.join("d0")
+            };
+            if at.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+                fs::remove_dir_all(&at).unwrap();
+            } else {
+                let _ = fs::remove_file(&at);
+            }
+            if at.parent().is_some_and(|p| p.is_dir() && !p.is_symlink()) {
+                let _ = symlink(&to, &at);
+            }
+        }
+        // And in the source: followed under -L, --copy-unsafe-links.
+        let _ = symlink(&out, src.join("to_outside"));
+        let mut args: Vec<&str> = vec!["-a"];
+        for _ in 0..rng.range(1, 5) {
+            let picked: &[&str] = options[rng.below(options.len() as u64) as usize];
+            args.extend_from_slice(picked);
+        }
+        args.extend(["src/", "dst/"]);
+        let as_nobody = seed % 2 == 1;
+        if as_nobody {
+            dir.give_to(NOBODY.0, NOBODY.1);
+            for p in [&src, &dst, &out] {
+                chown_tree(p, NOBODY.0, NOBODY.1);
+            }
+        }
+        let before = snapshot(dir.path(), &dst);
+        let mut cmd = Cp::bare().arg("sync").args(&args).current_dir(dir.path());
+        if as_nobody {
+            cmd = cmd.run_as(NOBODY.0, NOBODY.1);
+        }
+        let run = cmd.run();
+        assert_eq!(
+            before,
+            snapshot(dir.path(), &dst),
+            "seed {seed}, {args:?} (as {}): something outside DEST changed\n{}",
+            if as_nobody { "nobody" } else { "root" },
+            describe(&run)
+        );
+    }
+}

@@ -75,6 +75,23 @@ fn step(dir: BorrowedFd<'_>, name: &CStr, how: Walk) -> io::Result<OwnedFd> {
     sys::open_dir(dir, name, follow)
 }
 
+/// The directory holding `path` (a path below `root`, reached as [`Walk::Existing`] reaches
+/// it), open, and `path`'s last component.
+pub(crate) fn open_parent(root: BorrowedFd<'_>, path: &CStr) -> io::Result<(OwnedFd, CString)> {
+    let bytes = path.to_bytes();
+    let (parent, last) = match bytes.iter().rposition(|&b| b == b'/') {
+        Some(i) => (&bytes[..i], &bytes[i + 1..]),
+        None => (&[][..], bytes),
+    };
+    let dir = open_dirs(
+        root,
+        Path::new(std::ffi::OsStr::from_bytes(parent)),
+        Walk::Existing,
+    )?;
+    let last = CString::new(last).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    Ok((dir, last))
+}
+
 /// Opens a tree the user names for a run to write under (`--backup-dir`, `-T`): one that
 /// names a place below `base` (DEST's root: a relative path without `..`, or any path that
 /// leads there lexically, absolute ones too) is reached from `base` with no symlink followed,

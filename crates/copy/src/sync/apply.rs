@@ -499,8 +499,12 @@ pub(super) fn hard_link(
     // Its bytes: where they wait under --delay-updates, else at its name.
     let staged = leader.ready.staged.get();
     let lead_path = staged.unwrap_or(&leader.path);
-    let lead = sys::statx_at(leader.anchor.as_fd(), lead_path, false);
-    if let (Some(d), Ok(l)) = (dst, &lead) {
+    // Reached from the destination root without following a symlink on the way.
+    let lead = beneath::open_parent(leader.anchor.as_fd(), lead_path).and_then(|(dir, name)| {
+        let stat = sys::statx_at(dir.as_fd(), &name, false)?;
+        Ok((dir, name, stat))
+    });
+    if let (Some(d), Ok((_, _, l))) = (dst, &lead) {
         if d.ino == l.ino && d.dev == l.dev {
             // Already that link: listed (`hf` without its leader) only when all are.
             let item = Item::new(Action::HardLink, &e.stat, &e.rel);
@@ -529,14 +533,13 @@ pub(super) fn hard_link(
         return Some(true);
     }
     pair.dst.as_ref()?;
-    if lead.is_err() {
-        // The first name was not made (it failed, or was filtered): copy this one.
-        return None;
-    }
+    // The first name was not made (it failed, or was filtered): copy this one.
+    let (lead_dir, lead_name, _) = lead.ok()?;
+    let lead = (lead_dir.as_fd(), lead_name.as_c_str());
     let placed = if staged.is_some() {
-        link_delayed(run, pair, e, (leader.anchor.as_fd(), lead_path), dst, lines)
+        link_delayed(run, pair, e, lead, dst, lines)
     } else {
-        link_now(run, pair, e, (leader.anchor.as_fd(), lead_path), dst, lines)
+        link_now(run, pair, e, lead, dst, lines)
     };
     match placed {
         Ok(true) => {}
@@ -553,14 +556,13 @@ pub(super) fn hard_link(
     Some(true)
 }
 
-/// A later name of a hard-linked group linked to `lead` (a path below a destination root)
-/// under a temporary name and renamed into place. False: the link could not be made (the
+/// A later name of a hard-linked group linked to `lead` (a name in `lead_dir`) under a temporary name and renamed into place. False: the link could not be made (the
 /// name is copied instead).
 fn link_now(
     run: &Run<'_>,
     pair: &Pair<'_>,
     e: &SrcEntry,
-    (root, lead): (BorrowedFd<'_>, &CStr),
+    (lead_dir, lead): (BorrowedFd<'_>, &CStr),
     dst: Option<&Stat>,
     lines: &mut Vec<u8>,
 ) -> Result<bool, CopyError> {
@@ -569,7 +571,7 @@ fn link_now(
     };
     let dir = dir.as_fd();
     let tmp = temp::name(&e.dst_name);
-    if rustix::fs::linkat(root, lead, dir, &tmp, AtFlags::empty()).is_err() {
+    if rustix::fs::linkat(lead_dir, lead, dir, &tmp, AtFlags::empty()).is_err() {
         return Ok(false);
     }
     let placed = make_room(run, pair, e, dst, lines)
@@ -587,7 +589,7 @@ fn link_delayed(
     run: &Run<'_>,
     pair: &Pair<'_>,
     e: &SrcEntry,
-    (root, lead): (BorrowedFd<'_>, &CStr),
+    (lead_dir, lead): (BorrowedFd<'_>, &CStr),
     dst: Option<&Stat>,
     lines: &mut Vec<u8>,
 ) -> Result<bool, CopyError> {
@@ -595,7 +597,7 @@ fn link_delayed(
         return Ok(false);
     };
     let _ = sys::unlinkat(stage.as_fd(), &e.dst_name);
-    if rustix::fs::linkat(root, lead, stage.as_fd(), &e.dst_name, AtFlags::empty()).is_err() {
+    if rustix::fs::linkat(lead_dir, lead, stage.as_fd(), &e.dst_name, AtFlags::empty()).is_err() {
         return Ok(false);
     }
     if let Err(err) = make_room(run, pair, e, dst, lines) {

@@ -880,8 +880,9 @@ pub(super) fn make(
                         .map_err(|err| CopyError::io(Op::SetMode, path(), err))?;
                 }
                 if plan.xattrs || plan.acls {
-                    // Symlinks and special files carry them too (trusted.*, security.*).
-                    let src = Target::at(pair.src(e), &e.name, false);
+                    // Symlinks and special files carry them too (trusted.*, security.*); a
+                    // special file reached through a followed symlink, its own.
+                    let src = Target::at(pair.src(e), &e.name, kind != Kind::Symlink);
                     super::xattrs::bring(run, src, Target::at(dir, &tmp, false))
                         .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
                 }

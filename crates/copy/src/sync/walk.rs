@@ -365,6 +365,23 @@ impl Drop for Done<'_, '_> {
     }
 }
 
+/// A directory reached through a followed symlink, unless it is one the walk is already in (a
+/// cycle: ELOOP, where rsync stops too).
+fn not_an_ancestor(
+    parent: &Arc<Pair<'_>>,
+    fd: std::os::fd::OwnedFd,
+) -> std::io::Result<std::os::fd::OwnedFd> {
+    let st = sys::fstatx(fd.as_fd())?;
+    let mut at = Some(parent);
+    while let Some(p) = at {
+        if p.src_stat.dev == st.dev && p.src_stat.ino == st.ino {
+            return Err(std::io::Error::from_raw_os_error(libc::ELOOP));
+        }
+        at = p._parent.as_ref();
+    }
+    Ok(fd)
+}
+
 /// Opens a subdirectory task's two sides: each source that holds the directory, and the
 /// destination's.
 fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
@@ -385,6 +402,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
                     && matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) =>
             {
                 sys::open_dir(above.fd.as_fd(), &name, true)
+                    .and_then(|fd| not_an_ancestor(&parent, fd))
             }
             other => other,
         };

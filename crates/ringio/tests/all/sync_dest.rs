@@ -612,3 +612,24 @@ fn no_option_set_writes_outside_dest_through_a_planted_symlink() {
         );
     }
 }
+
+/// `--copy-unsafe-links` with an absolute symlink to its own source directory: the walk stops
+/// at the cycle (exit 23, the error named), where it would copy the tree into itself without
+/// end; rsync stops at ELOOP too.
+#[test]
+fn copy_unsafe_links_stops_at_a_cycle() {
+    let dir = Scratch::new();
+    fs::create_dir_all(dir.join("src/sub")).unwrap();
+    write_file(dir.join("src/a"), "a");
+    symlink(dir.join("src"), dir.join("src/sub/back")).unwrap();
+    let out = Cp::bare()
+        .arg("sync")
+        .args(["-a", "--copy-unsafe-links", "src/", "dst/"])
+        .current_dir(dir.path())
+        .timeout(std::time::Duration::from_secs(60))
+        .run();
+    assert_exit(&out, 23);
+    assert_stderr_has(&out, "Too many levels of symbolic links");
+    assert_eq!(fs::read(dir.join("dst/a")).unwrap(), b"a");
+    assert!(!dir.join("dst/sub/back/sub").exists(), "{}", describe(&out));
+}

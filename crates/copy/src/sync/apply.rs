@@ -698,6 +698,13 @@ fn backup(
         None => {
             let mut backup_name = name.to_bytes().to_vec();
             backup_name.extend_from_slice(b.suffix.as_bytes());
+            // One name in the same directory (a suffix with a '/' would lead elsewhere).
+            if b.suffix.contains('/') {
+                return Err(CopyError::Refused(format!(
+                    "--suffix cannot contain slashes: {}",
+                    b.suffix
+                )));
+            }
             let backup_name =
                 CString::new(backup_name).map_err(|_| CopyError::Refused("bad name".into()))?;
             let _ = sys::unlinkat(dir, &backup_name);

@@ -306,6 +306,7 @@ fn sparse_copies_over_old_data_leave_zeros_in_the_holes() {
     let mib = 1 << 20;
     let options: &[&[&str]] = &[
         &["-aS", "--inplace"],
+        &["-a", "--inplace"],
         &["-S", "--inplace", "-r"],
         &["-aS", "--inplace", "--no-whole-file"],
         &["-aS"],

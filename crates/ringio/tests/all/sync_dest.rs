@@ -391,8 +391,8 @@ fn hard_links_join_the_groups_new_bytes_as_rsync_links_them() {
     }
 }
 
-/// `-X` as root: a symlink's and a FIFO's trusted.* attributes are brought over, and changed
-/// ones brought again, as rsync (and cp) bring them.
+/// `-X` as root: a symlink's, a FIFO's and a device's trusted.* attributes are brought over,
+/// and changed ones brought again, as rsync (and cp) bring them.
 #[test]
 fn xattrs_of_symlinks_and_fifos_are_synced() {
     if !is_root() {
@@ -438,20 +438,34 @@ fn xattrs_of_symlinks_and_fifos_are_synced() {
         mkfifo(&dir.join("src/fifo"), 0o644);
         set_l(&dir.join("src/link"), b"on the link");
         set_l(&dir.join("src/fifo"), b"on the fifo");
+        let dev = cstring(&dir.join("src/null"));
+        // SAFETY: a valid C string; makes a character device (1, 3) as root.
+        let made = unsafe { libc::mknod(dev.as_ptr(), libc::S_IFCHR | 0o644, libc::makedev(1, 3)) };
+        assert_eq!(made, 0, "mknod");
+        set_l(&dir.join("src/null"), b"on the device");
         let run = |args: &[&str]| run_tool(tool, dir.path(), args);
         let mut got = Vec::new();
         assert_success(&run(&["-aX", "src/", "dst/"]));
-        got.push((get_l(&dir.join("dst/link")), get_l(&dir.join("dst/fifo"))));
+        got.push([
+            get_l(&dir.join("dst/link")),
+            get_l(&dir.join("dst/fifo")),
+            get_l(&dir.join("dst/null")),
+        ]);
         set_l(&dir.join("src/link"), b"changed");
         set_l(&dir.join("src/fifo"), b"changed too");
         let again = run(&["-aXi", "src/", "dst/"]);
         assert_success(&again);
-        got.push((get_l(&dir.join("dst/link")), get_l(&dir.join("dst/fifo"))));
+        got.push([
+            get_l(&dir.join("dst/link")),
+            get_l(&dir.join("dst/fifo")),
+            get_l(&dir.join("dst/null")),
+        ]);
         results.push(got);
     }
     assert_as_rsync(&tools, &results, "");
-    assert_eq!(results[0][0].0, b"on the link");
-    assert_eq!(results[0][1].1, b"changed too");
+    assert_eq!(results[0][0][0], b"on the link");
+    assert_eq!(results[0][0][2], b"on the device");
+    assert_eq!(results[0][1][1], b"changed too");
 }
 
 /// `--copy-unsafe-links` with a symlink to a directory out of the transfer: the directory it

@@ -696,8 +696,6 @@ fn backup(
     let path = || pair.dst_of(name);
     match &b.dir {
         None => {
-            let mut backup_name = name.to_bytes().to_vec();
-            backup_name.extend_from_slice(b.suffix.as_bytes());
             // One name in the same directory (a suffix with a '/' would lead elsewhere).
             if b.suffix.contains('/') {
                 return Err(CopyError::Refused(format!(
@@ -705,8 +703,12 @@ fn backup(
                     b.suffix
                 )));
             }
-            let backup_name =
-                CString::new(backup_name).map_err(|_| CopyError::Refused("bad name".into()))?;
+            let simple = crate::plan::Backup {
+                mode: crate::plan::BackupMode::Simple,
+                suffix: b.suffix.clone(),
+            };
+            let backup_name = crate::backup::name_for(dir, name, &simple)
+                .map_err(|e| CopyError::io(Op::Backup, path(), e))?;
             let _ = sys::unlinkat(dir, &backup_name);
             rustix::fs::linkat(dir, name, dir, &backup_name, AtFlags::empty())
                 .or_else(|_| rustix::fs::renameat(dir, name, dir, &backup_name))

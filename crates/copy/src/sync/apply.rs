@@ -533,8 +533,14 @@ pub(super) fn hard_link(
         return Some(true);
     }
     pair.dst.as_ref()?;
-    // The first name was not made (it failed, or was filtered): copy this one.
-    let (lead_dir, lead_name, _) = lead.ok()?;
+    // The first name was not made (it failed, or was filtered), or holds other bytes than
+    // the group's as the quick check sees them (its write failed and left the old file):
+    // copy this one.
+    let (lead_dir, lead_name, l) = lead.ok()?;
+    let times = !run.plan.times || rules::same_time(l.mtime, e.stat.mtime, run.window_ns);
+    if l.size != e.stat.size || !times {
+        return None;
+    }
     let lead = (lead_dir.as_fd(), lead_name.as_c_str());
     let placed = if staged.is_some() {
         link_delayed(run, pair, e, lead, dst, lines)

@@ -106,7 +106,7 @@ pub(crate) fn open_root(base: BorrowedFd<'_>, given: &Path, make: bool) -> io::R
 
 /// Where `given` (relative to `base`, or absolute) is below `base`, lexically: the path from
 /// there.
-fn below(base: BorrowedFd<'_>, given: &Path) -> Option<PathBuf> {
+pub(crate) fn below(base: BorrowedFd<'_>, given: &Path) -> Option<PathBuf> {
     let plain = |p: &Path| {
         p.components()
             .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))

@@ -685,3 +685,39 @@ fn a_hard_link_whose_first_name_failed_is_copied_not_linked_to_old_bytes() {
         describe(&out)
     );
 }
+
+/// `--link-dest` (and `--copy-dest`) naming a tree inside DEST that is a planted symlink to
+/// outside: nothing outside is linked into DEST (a later `--inplace` run would write through
+/// the link into the outside file); the file is copied.
+#[test]
+fn a_link_dest_inside_dest_is_never_reached_through_a_planted_symlink() {
+    for opt in [
+        "--link-dest=.prev",
+        "--copy-dest=.prev",
+        "--link-dest=../dst/.prev",
+    ] {
+        let dir = Scratch::new();
+        fs::create_dir_all(dir.join("src")).unwrap();
+        fs::create_dir_all(dir.join("dst")).unwrap();
+        fs::create_dir_all(dir.join("outside")).unwrap();
+        write_file(dir.join("src/f"), "same bytes");
+        write_file(dir.join("outside/f"), "same bytes");
+        let t = Some(Ts::new(1_500_000_000, 0));
+        set_times(&dir.join("src/f"), None, t).unwrap();
+        set_times(&dir.join("outside/f"), None, t).unwrap();
+        symlink(dir.join("outside"), dir.join("dst/.prev")).unwrap();
+        let out = sync(dir.path(), &["-a", opt, "src/", "dst/"]);
+        let (inside, outside) = (
+            fs::metadata(dir.join("dst/f")).unwrap(),
+            fs::metadata(dir.join("outside/f")).unwrap(),
+        );
+        assert_ne!(
+            inside.ino(),
+            outside.ino(),
+            "{opt}: linked out\n{}",
+            describe(&out)
+        );
+        assert_eq!(outside.nlink(), 1, "{opt}");
+        assert_eq!(fs::read(dir.join("dst/f")).unwrap(), b"same bytes", "{opt}");
+    }
+}

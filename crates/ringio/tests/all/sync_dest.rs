@@ -56,8 +56,9 @@ fn assert_as_rsync<T: PartialEq + std::fmt::Debug>(
     }
 }
 
-/// Every entry under `root` but `skip` (and what is below it): type, mode, size, mtime,
-/// bytes or link target, one line each.
+/// Every entry under `root` but `skip` (and what is below it): type, mode, size, mtime, inode
+/// and link count (a hard link made to it from DEST shows), bytes or link target, one line
+/// each.
 fn snapshot(root: &Path, skip: &Path) -> Vec<String> {
     fn walk(p: &Path, skip: &Path, out: &mut Vec<String>) {
         let m = p.symlink_metadata().unwrap();
@@ -69,12 +70,14 @@ fn snapshot(root: &Path, skip: &Path) -> Vec<String> {
             String::new()
         };
         out.push(format!(
-            "{} {:o} {} {}.{} {what}",
+            "{} {:o} {} {}.{} ino {} links {} {what}",
             p.display(),
             m.mode(),
             m.size(),
             m.mtime(),
-            m.mtime_nsec()
+            m.mtime_nsec(),
+            m.ino(),
+            m.nlink()
         ));
         if m.is_dir() {
             let mut names: Vec<PathBuf> = fs::read_dir(p)
@@ -501,7 +504,7 @@ fn copy_unsafe_links_copies_the_directory_a_link_leads_to() {
 
 /// A random tree under `root`: directories `d0`.. (some nested), files of random sizes
 /// (some sparse), symlinks inside the tree, a hard link.
-fn random_tree(rng: &mut Prng, root: &Path, tag: &str) -> Vec<PathBuf> {
+fn random_tree(rng: &mut Prng, root: &Path, tag: &str) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let mut dirs = vec![PathBuf::new()];
     for i in 0..rng.range(2, 5) {
         let parent = rng.pick(&dirs).clone();
@@ -532,7 +535,7 @@ fn random_tree(rng: &mut Prng, root: &Path, tag: &str) -> Vec<PathBuf> {
     }
     let d = rng.pick(&dirs).join("ln");
     let _ = symlink(rng.pick(&files), root.join(d));
-    dirs
+    (dirs, files)
 }
 
 /// The escape property: random trees with symlinks to outside planted in DEST (its
@@ -558,17 +561,20 @@ fn no_option_set_writes_outside_dest_through_a_planted_symlink() {
         &["-H"],
         &["-c"],
         &["-I"],
+        &["--link-dest=.bk"],
+        &["--copy-dest=.bk/d0"],
     ];
     for seed in 0..24u64 {
         let mut rng = Prng::new(seed);
         let dir = Scratch::new();
         let (src, dst, out) = (dir.join("src"), dir.join("dst"), dir.join("outside"));
         random_tree(&mut rng, &src, "src");
-        let dst_dirs = random_tree(&mut rng, &dst, "dst");
+        let (dst_dirs, dst_files) = random_tree(&mut rng, &dst, "dst");
         random_tree(&mut rng, &out, "outside");
         fs::create_dir_all(dst.join(".bk/d0")).unwrap();
         // Planted: DEST's own directories and files, the trees a run writes under.
         let mut plants: Vec<PathBuf> = dst_dirs.iter().skip(1).cloned().collect();
+        plants.extend(dst_files);
         plants.extend(
             [
                 ".bk",
@@ -583,10 +589,10 @@ fn no_option_set_writes_outside_dest_through_a_planted_symlink() {
         );
         for _ in 0..rng.range(1, 5) {
             let at = dst.join(rng.pick(&plants));
-            let to = if rng.chance(50) {
-                out.clone()
-            } else {
-                out.join("d0")
+            let to = match rng.below(3) {
+                0 => out.clone(),
+                1 => out.join("d0"),
+                _ => out.join("f0"),
             };
             if at.symlink_metadata().is_ok_and(|m| m.is_dir()) {
                 fs::remove_dir_all(&at).unwrap();

@@ -885,30 +885,9 @@ pub(super) fn make(
                 sys::mknodat(dir, &tmp, mode, e.stat.rdev)
                     .map_err(|err| CopyError::io(Op::CreateSpecial, path(), err))?;
             }
-            let finish = (|| {
-                let want = wanted(run, &e.stat, None);
-                chown(run, &want, |u, g| sys::lchownat(dir, &tmp, u, g))
-                    .map_err(|err| CopyError::io(Op::SetOwner, path(), err))?;
-                // Without -p the kernel gave it the source's bits less the umask.
-                if kind == Kind::Special && plan.perms {
-                    sys::fchmodat(dir, &tmp, e.stat.perm())
-                        .map_err(|err| CopyError::io(Op::SetMode, path(), err))?;
-                }
-                if plan.xattrs || plan.acls {
-                    // Symlinks and special files carry them too (trusted.*, security.*); a
-                    // special file reached through a followed symlink, its own.
-                    let src = Target::at(pair.src(e), &e.name, kind != Kind::Symlink);
-                    super::xattrs::bring(run, src, Target::at(dir, &tmp, false))
-                        .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
-                }
-                if plan.times {
-                    let atime = if plan.atimes { e.stat.atime } else { OMIT };
-                    sys::lutimensat(dir, &tmp, atime, e.stat.mtime)
-                        .map_err(|err| CopyError::io(Op::SetTimes, path(), err))?;
-                }
-                make_room(run, pair, e, dst, lines)?;
-                rename(dir, &tmp, &e.dst_name, path)
-            })();
+            let finish = special_attrs(run, pair, e, (dir, &tmp))
+                .and_then(|()| make_room(run, pair, e, dst, lines))
+                .and_then(|()| rename(dir, &tmp, &e.dst_name, path));
             if let Err(err) = finish {
                 let _ = sys::unlinkat(dir, &tmp);
                 return Err(err);
@@ -916,6 +895,40 @@ pub(super) fn make(
         }
     }
     Ok(Some(item))
+}
+
+/// A new symlink's or special file's owner, mode (special files under -p), extended attributes
+/// and times, set on its temporary `tmp` in `dir`.
+fn special_attrs(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    (dir, tmp): (BorrowedFd<'_>, &CStr),
+) -> Result<(), CopyError> {
+    let plan = run.plan;
+    let kind = e.stat.kind();
+    let path = || pair.dst_of(&e.dst_name);
+    let want = wanted(run, &e.stat, None);
+    chown(run, &want, |u, g| sys::lchownat(dir, tmp, u, g))
+        .map_err(|err| CopyError::io(Op::SetOwner, path(), err))?;
+    // Without -p the kernel gave it the source's bits less the umask.
+    if kind == Kind::Special && plan.perms {
+        sys::fchmodat(dir, tmp, e.stat.perm())
+            .map_err(|err| CopyError::io(Op::SetMode, path(), err))?;
+    }
+    if plan.xattrs || plan.acls {
+        // Symlinks and special files carry them too (trusted.*, security.*); a special file
+        // reached through a followed symlink, its own.
+        let src = Target::at(pair.src(e), &e.name, kind != Kind::Symlink);
+        super::xattrs::bring(run, src, Target::at(dir, tmp, false))
+            .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
+    }
+    if plan.times {
+        let atime = if plan.atimes { e.stat.atime } else { OMIT };
+        sys::lutimensat(dir, tmp, atime, e.stat.mtime)
+            .map_err(|err| CopyError::io(Op::SetTimes, path(), err))?;
+    }
+    Ok(())
 }
 
 /// Writes a file's data: to a temporary renamed over the old file, or (`--inplace`) into the
@@ -980,28 +993,7 @@ fn write_data(
     let data = basis.unwrap_or(src.as_fd());
     // --inplace with -b goes the temporary's way: the backup keeps the old inode.
     if plan.inplace && plan.backup.is_none() && existing.is_some() {
-        {
-            let fd = sys::openat(
-                dir,
-                &e.dst_name,
-                libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-                0,
-            )
-            .map_err(|err| CopyError::io(Op::Open, path(), err))?;
-            copy_data(
-                Holes::of(plan.sparse, true),
-                (src.as_fd(), src.as_fd(), fd.as_fd()),
-                e,
-                hash,
-                &path,
-            )?;
-            rustix::fs::ftruncate(&fd, e.stat.size)
-                .map_err(|err| CopyError::io(Op::Write, path(), err))?;
-            file_attrs(run, (src.as_fd(), fd.as_fd()), &want, &e.stat, &path, None)?;
-            return sys::close(fd)
-                .map(|()| true)
-                .map_err(|err| CopyError::io(Op::Close, path(), err));
-        }
+        return write_in_place(run, pair, e, (src.as_fd(), &want), hash).map(|()| true);
     }
     if plan.delay_updates {
         return delay(
@@ -1091,6 +1083,29 @@ fn write_data(
     }
     closed.map_err(|err| CopyError::io(Op::Close, path(), err))?;
     Ok(true)
+}
+
+/// `--inplace`: the data written into the existing file itself (the source's holes punched
+/// in it under `-S`), cut to the source's size, and given its attributes.
+fn write_in_place(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    (src, want): (BorrowedFd<'_>, &Stat),
+    hash: Option<&FileHash>,
+) -> Result<(), CopyError> {
+    let path = || pair.dst_of(&e.dst_name);
+    let Some(dir) = &pair.dst else {
+        return Ok(());
+    };
+    let flags = libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+    let fd = sys::openat(dir.as_fd(), &e.dst_name, flags, 0)
+        .map_err(|err| CopyError::io(Op::Open, path(), err))?;
+    let holes = Holes::of(run.plan.sparse, true);
+    copy_data(holes, (src, src, fd.as_fd()), e, hash, &path)?;
+    rustix::fs::ftruncate(&fd, e.stat.size).map_err(|err| CopyError::io(Op::Write, path(), err))?;
+    file_attrs(run, (src, fd.as_fd()), want, &e.stat, &path, None)?;
+    sys::close(fd).map_err(|err| CopyError::io(Op::Close, path(), err))
 }
 
 /// `want`, with its type bits cleared when its mode is not to be set (see [`file_attrs`]).

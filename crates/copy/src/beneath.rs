@@ -54,9 +54,19 @@ pub(crate) fn open_dirs(root: BorrowedFd<'_>, rel: &Path, how: Walk) -> io::Resu
 /// One component of [`open_dirs`].
 fn step(dir: BorrowedFd<'_>, name: &CStr, how: Walk) -> io::Result<OwnedFd> {
     let follow = matches!(how, Walk::Follow(_));
+    // A symlink not followed is named as O_NOFOLLOW names it (ELOOP), not "Not a directory".
+    let said = |e: io::Error| match e.raw_os_error() {
+        Some(libc::ENOTDIR)
+            if !follow
+                && sys::statx_at(dir, name, false).is_ok_and(|s| s.kind() == Kind::Symlink) =>
+        {
+            io::Error::from_raw_os_error(libc::ELOOP)
+        }
+        _ => e,
+    };
     match sys::open_dir(dir, name, follow) {
         Ok(fd) => return Ok(fd),
-        Err(e) if matches!(how, Walk::Existing | Walk::Follow(false)) => return Err(e),
+        Err(e) if matches!(how, Walk::Existing | Walk::Follow(false)) => return Err(said(e)),
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
         // A symlink (ENOTDIR under O_DIRECTORY|O_NOFOLLOW) or another non-directory.
         Err(e)
@@ -65,14 +75,14 @@ fn step(dir: BorrowedFd<'_>, name: &CStr, how: Walk) -> io::Result<OwnedFd> {
         {
             sys::unlinkat(dir, name)?;
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(said(e)),
     }
     match sys::mkdirat(dir, name, 0o777) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
         Err(e) => return Err(e),
     }
-    sys::open_dir(dir, name, follow)
+    sys::open_dir(dir, name, follow).map_err(said)
 }
 
 /// The directory holding `path` (a path below `root`, reached as [`Walk::Existing`] reaches
@@ -182,9 +192,8 @@ mod tests {
         symlink(&outside, inside.join("a/b")).unwrap();
         let fd = root(&inside);
         for how in [Walk::Existing, Walk::Make] {
-            // O_DIRECTORY|O_NOFOLLOW on a symlink: ENOTDIR.
             let e = open_dirs(fd.as_fd(), Path::new("a/b/c"), how).unwrap_err();
-            assert_eq!(e.raw_os_error(), Some(libc::ENOTDIR), "{how:?}");
+            assert_eq!(e.raw_os_error(), Some(libc::ELOOP), "{how:?}");
         }
         assert!(open_dirs(fd.as_fd(), Path::new("../out"), Walk::Make).is_err());
         open_dirs(fd.as_fd(), Path::new("a/b/c"), Walk::Replace).unwrap();

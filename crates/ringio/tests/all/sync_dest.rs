@@ -158,8 +158,9 @@ fn backups_never_follow_a_symlink_planted_under_dest() {
                 );
                 assert_eq!(fs::read(dir.join("dst/x/f")).unwrap(), b"new content");
             } else {
-                // The backup could not be made: the old file stays.
+                // The backup could not be made: the old file stays, and the error says why.
                 assert_eq!(fs::read(dir.join("dst/x/f")).unwrap(), b"old", "{at}");
+                assert_stderr_has(&out, "'.bk/x/f': Too many levels of symbolic links");
             }
         }
     }

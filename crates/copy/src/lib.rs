@@ -32,6 +32,7 @@ macro_rules! skip {
 }
 
 mod backup;
+mod beneath;
 mod builder;
 mod content;
 pub mod count;

@@ -35,14 +35,30 @@ pub(super) struct Match {
 pub(super) fn open_roots(run: &Run<'_>) -> Vec<OwnedFd> {
     let plan = run.plan;
     let mut roots = Vec::new();
+    let dest = std::ffi::CString::new(plan.dest.as_os_str().as_encoded_bytes()).unwrap_or_default();
+    let dest = sys::open_dir(rustix::fs::CWD, &dest, true).ok();
     for dir in &plan.alt_dests {
-        let path = if dir.is_relative() {
-            lexical(&plan.dest.join(dir))
-        } else {
-            dir.clone()
+        // A tree inside DEST is part of the sandbox: reached from DEST's root without following
+        // a symlink (one planted there would lead the links out).
+        let inside = dest
+            .as_ref()
+            .and_then(|d| Some((d, crate::beneath::below(d.as_fd(), dir)?)));
+        let opened = match inside {
+            Some((d, rest)) => {
+                crate::beneath::open_dirs(d.as_fd(), &rest, crate::beneath::Walk::Existing)
+            }
+            None => {
+                let path = if dir.is_relative() {
+                    lexical(&plan.dest.join(dir))
+                } else {
+                    dir.clone()
+                };
+                let c =
+                    std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap_or_default();
+                sys::open_dir(rustix::fs::CWD, &c, true)
+            }
         };
-        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap_or_default();
-        match sys::open_dir(rustix::fs::CWD, &c, true) {
+        match opened {
             Ok(fd) => roots.push(fd),
             Err(_) if !plan.dry_run || plan.dest.exists() => {
                 run.out.error(&format!(

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::ffi::{CStr, CString, OsStr};
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -21,6 +21,7 @@ use super::pair::{
 };
 use super::wanted::wanted;
 use super::Symlinks;
+use crate::beneath::{self, Walk};
 use crate::error::{CopyError, Op};
 use crate::filter::Side;
 use crate::manifest::hashing::FileHash;
@@ -120,7 +121,8 @@ pub(super) fn fix_attrs(
         }
     }
     if changes.acl || changes.xattr {
-        let src = Target::at(pair.src(e), &e.name, true);
+        // A symlink synced as one is read as itself; one followed, through it.
+        let src = Target::at(pair.src(e), &e.name, e.stat.kind() != Kind::Symlink);
         super::xattrs::bring(run, src, Target::at(dir, name, false))
             .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
     }
@@ -468,6 +470,9 @@ pub(super) fn hard_link(
         let mut links = run.links.lock().expect("links");
         match links.get(&key) {
             Some(leader) => leader.clone(),
+            // A name left as it is (--ignore-existing, -u) does not hold the group's bytes:
+            // the next name to be made leads instead (as rsync transfers that one).
+            None if matches!(decision, Decision::Skip(_)) => return None,
             None => {
                 let path = CString::new(join(&pair.dst_rel, e.dst_name.to_bytes())).ok()?;
                 let ready = Arc::new(Ready::default());
@@ -491,8 +496,15 @@ pub(super) fn hard_link(
     }
     // The first name may be in the making on another worker.
     leader.ready.wait();
-    let lead = sys::statx_at(leader.anchor.as_fd(), &leader.path, false);
-    if let (Some(d), Ok(l)) = (dst, &lead) {
+    // Its bytes: where they wait under --delay-updates, else at its name.
+    let staged = leader.ready.staged.get();
+    let lead_path = staged.unwrap_or(&leader.path);
+    // Reached from the destination root without following a symlink on the way.
+    let lead = beneath::open_parent(leader.anchor.as_fd(), lead_path).and_then(|(dir, name)| {
+        let stat = sys::statx_at(dir.as_fd(), &name, false)?;
+        Ok((dir, name, stat))
+    });
+    if let (Some(d), Ok((_, _, l))) = (dst, &lead) {
         if d.ino == l.ino && d.dev == l.dev {
             // Already that link: listed (`hf` without its leader) only when all are.
             let item = Item::new(Action::HardLink, &e.stat, &e.rel);
@@ -520,36 +532,106 @@ pub(super) fn hard_link(
         report(run, &item, &e.stat, lines);
         return Some(true);
     }
-    let Some(dir) = &pair.dst else { return None };
-    let dir = dir.as_fd();
-    if lead.is_err() {
-        // The first name was not made (it failed, or was filtered): copy this one.
+    pair.dst.as_ref()?;
+    // The first name was not made (it failed, or was filtered), or holds other bytes than
+    // the group's as the quick check sees them (its write failed and left the old file):
+    // copy this one.
+    let (lead_dir, lead_name, l) = lead.ok()?;
+    let times = !run.plan.times || rules::same_time(l.mtime, e.stat.mtime, run.window_ns);
+    if l.size != e.stat.size || !times {
         return None;
     }
-    let tmp = temp::name(&e.dst_name);
-    if rustix::fs::linkat(
-        leader.anchor.as_fd(),
-        &leader.path,
-        dir,
-        &tmp,
-        AtFlags::empty(),
-    )
-    .is_err()
-    {
-        return None;
-    }
-    let placed = make_room(run, pair, e, dst, lines)
-        .and_then(|()| rename(dir, &tmp, &e.dst_name, || pair.dst_of(&e.dst_name)));
-    if let Err(err) = placed {
-        let _ = sys::unlinkat(dir, &tmp);
-        run.fail(err);
-        return Some(false);
+    let lead = (lead_dir.as_fd(), lead_name.as_c_str());
+    let placed = if staged.is_some() {
+        link_delayed(run, pair, e, lead, dst, lines)
+    } else {
+        link_now(run, pair, e, lead, dst, lines)
+    };
+    match placed {
+        Ok(true) => {}
+        Ok(false) => return None,
+        Err(err) => {
+            run.fail(err);
+            return Some(false);
+        }
     }
     if dst.is_none() {
         run.stats.created.add(e.stat.kind());
     }
     report(run, &item, &e.stat, lines);
     Some(true)
+}
+
+/// A later name of a hard-linked group linked to `lead` (a name in `lead_dir`) under a temporary name and renamed into place. False: the link could not be made (the
+/// name is copied instead).
+fn link_now(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    (lead_dir, lead): (BorrowedFd<'_>, &CStr),
+    dst: Option<&Stat>,
+    lines: &mut Vec<u8>,
+) -> Result<bool, CopyError> {
+    let Some(dir) = &pair.dst else {
+        return Ok(false);
+    };
+    let dir = dir.as_fd();
+    let tmp = temp::name(&e.dst_name);
+    if rustix::fs::linkat(lead_dir, lead, dir, &tmp, AtFlags::empty()).is_err() {
+        return Ok(false);
+    }
+    let placed = make_room(run, pair, e, dst, lines)
+        .and_then(|()| rename(dir, &tmp, &e.dst_name, || pair.dst_of(&e.dst_name)));
+    if placed.is_err() {
+        let _ = sys::unlinkat(dir, &tmp);
+    }
+    placed.map(|()| true)
+}
+
+/// `--delay-updates`: a later name of a group whose first name waits in a `.~tmp~` is linked
+/// to that copy in its own directory's `.~tmp~`, and put into place with the others at the
+/// end.
+fn link_delayed(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    (lead_dir, lead): (BorrowedFd<'_>, &CStr),
+    dst: Option<&Stat>,
+    lines: &mut Vec<u8>,
+) -> Result<bool, CopyError> {
+    let (Some(anchor), Some(stage)) = (pair.anchor.clone(), open_stage(pair)?) else {
+        return Ok(false);
+    };
+    let _ = sys::unlinkat(stage.as_fd(), &e.dst_name);
+    if rustix::fs::linkat(lead_dir, lead, stage.as_fd(), &e.dst_name, AtFlags::empty()).is_err() {
+        return Ok(false);
+    }
+    if let Err(err) = make_room(run, pair, e, dst, lines) {
+        let _ = sys::unlinkat(stage.as_fd(), &e.dst_name);
+        return Err(err);
+    }
+    run.delayed.lock().expect("delayed").push(Delayed {
+        anchor,
+        dir: pair.dst_rel.clone(),
+        name: e.dst_name.clone(),
+    });
+    Ok(true)
+}
+
+/// `--delay-updates`: the directory's `.~tmp~`, made when missing and opened without
+/// following a symlink (`None`: no destination directory).
+fn open_stage(pair: &Pair<'_>) -> Result<Option<OwnedFd>, CopyError> {
+    let Some(dir) = &pair.dst else {
+        return Ok(None);
+    };
+    match sys::mkdirat(dir.as_fd(), STAGE, 0o700) {
+        Ok(()) => {}
+        Err(err) if err.raw_os_error() == Some(libc::EEXIST) => {}
+        Err(err) => return Err(CopyError::io(Op::CreateDir, pair.dst_of(STAGE), err)),
+    }
+    sys::open_dir(dir.as_fd(), STAGE, false)
+        .map(Some)
+        .map_err(|err| CopyError::io(Op::OpenDir, pair.dst_of(STAGE), err))
 }
 
 fn rename(
@@ -620,10 +702,19 @@ fn backup(
     let path = || pair.dst_of(name);
     match &b.dir {
         None => {
-            let mut backup_name = name.to_bytes().to_vec();
-            backup_name.extend_from_slice(b.suffix.as_bytes());
-            let backup_name =
-                CString::new(backup_name).map_err(|_| CopyError::Refused("bad name".into()))?;
+            // One name in the same directory (a suffix with a '/' would lead elsewhere).
+            if b.suffix.contains('/') {
+                return Err(CopyError::Refused(format!(
+                    "--suffix cannot contain slashes: {}",
+                    b.suffix
+                )));
+            }
+            let simple = crate::plan::Backup {
+                mode: crate::plan::BackupMode::Simple,
+                suffix: b.suffix.clone(),
+            };
+            let backup_name = crate::backup::name_for(dir, name, &simple)
+                .map_err(|e| CopyError::io(Op::Backup, path(), e))?;
             let _ = sys::unlinkat(dir, &backup_name);
             rustix::fs::linkat(dir, name, dir, &backup_name, AtFlags::empty())
                 .or_else(|_| rustix::fs::renameat(dir, name, dir, &backup_name))
@@ -634,40 +725,45 @@ fn backup(
             Ok(())
         }
         Some(root) => {
-            // A relative --backup-dir is relative to DEST, as rsync's.
-            let root = if root.is_relative() {
-                run.plan.dest.join(root)
-            } else {
-                root.clone()
+            let mut to = rel.to_vec();
+            to.extend_from_slice(b.suffix.as_bytes());
+            let shown = root.join(OsStr::from_bytes(&to));
+            let fail = |e: io::Error| CopyError::io(Op::Backup, shown.clone(), e);
+            let (parent, last) = match to.iter().rposition(|&c| c == b'/') {
+                Some(i) => (&to[..i], &to[i + 1..]),
+                None => (&[][..], &to[..]),
             };
-            let mut target = root.join(OsStr::from_bytes(rel));
-            let mut with_suffix = target.as_os_str().to_owned();
-            with_suffix.push(&b.suffix);
-            target = PathBuf::from(with_suffix);
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| CopyError::io(Op::Backup, target.clone(), e))?;
-            }
-            let c = CString::new(target.as_os_str().as_bytes())
-                .map_err(|_| CopyError::Refused("bad name".into()))?;
+            let last = CString::new(last).map_err(|_| CopyError::Refused("bad name".into()))?;
+            let Some(anchor) = &pair.anchor else {
+                return Err(fail(io::Error::from_raw_os_error(libc::ENOENT)));
+            };
+            // The tree is a root of its own (a relative one below DEST's, no symlink followed),
+            // and the backup's path in it is made as rsync makes it: what stands where a
+            // directory is needed, a planted symlink too, is replaced by one.
+            let tree = beneath::open_root(anchor.as_fd(), root, true).map_err(fail)?;
+            let parent = std::path::Path::new(OsStr::from_bytes(parent));
+            let at = beneath::open_dirs(tree.as_fd(), parent, Walk::Replace).map_err(fail)?;
             // What stands at the backup's name goes, a directory too (as rsync's backups).
-            if fs_is_dir(&target) {
-                std::fs::remove_dir_all(&target)
-                    .map_err(|e| CopyError::io(Op::Backup, target.clone(), e))?;
-            }
-            let _ = sys::unlinkat(rustix::fs::CWD, &c);
-            rustix::fs::linkat(dir, name, rustix::fs::CWD, &c, AtFlags::empty())
-                .or_else(|_| rustix::fs::renameat(dir, name, rustix::fs::CWD, &c))
-                .map_err(|e| CopyError::io(Op::Backup, path(), e))?;
-            backed_up(run, rel, c.as_bytes(), lines);
+            beneath::remove_all(at.as_fd(), &last).map_err(fail)?;
+            rustix::fs::linkat(dir, name, at.as_fd(), &last, AtFlags::empty())
+                .or_else(|_| rustix::fs::renameat(dir, name, at.as_fd(), &last))
+                .map_err(|e| CopyError::io(Op::Backup, path(), io::Error::from(e)))?;
+            backed_up(run, rel, shown.as_os_str().as_bytes(), lines);
             Ok(())
         }
     }
 }
 
-/// A directory (not a symlink to one) is at `path`.
-fn fs_is_dir(path: &std::path::Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+/// `-T`: the temporaries' directory, open, and its device. A relative one is DEST's own
+/// (reached below DEST's root without following a symlink); one that is not there, or that
+/// the walk refuses, is not used.
+pub(super) fn open_temp_dir(plan: &super::SyncPlan) -> Option<(OwnedFd, u64)> {
+    let given = plan.temp_dir.as_ref()?;
+    let dest = CString::new(plan.dest.as_os_str().as_bytes()).ok()?;
+    let base = sys::open_dir(rustix::fs::CWD, &dest, true).ok()?;
+    let fd = beneath::open_root(base.as_fd(), given, false).ok()?;
+    let dev = sys::fstatx(fd.as_fd()).ok()?.dev;
+    Some((fd, dev))
 }
 
 /// `--info=backup`'s line.
@@ -789,23 +885,9 @@ pub(super) fn make(
                 sys::mknodat(dir, &tmp, mode, e.stat.rdev)
                     .map_err(|err| CopyError::io(Op::CreateSpecial, path(), err))?;
             }
-            let finish = (|| {
-                let want = wanted(run, &e.stat, None);
-                chown(run, &want, |u, g| sys::lchownat(dir, &tmp, u, g))
-                    .map_err(|err| CopyError::io(Op::SetOwner, path(), err))?;
-                // Without -p the kernel gave it the source's bits less the umask.
-                if kind == Kind::Special && plan.perms {
-                    sys::fchmodat(dir, &tmp, e.stat.perm())
-                        .map_err(|err| CopyError::io(Op::SetMode, path(), err))?;
-                }
-                if plan.times {
-                    let atime = if plan.atimes { e.stat.atime } else { OMIT };
-                    sys::lutimensat(dir, &tmp, atime, e.stat.mtime)
-                        .map_err(|err| CopyError::io(Op::SetTimes, path(), err))?;
-                }
-                make_room(run, pair, e, dst, lines)?;
-                rename(dir, &tmp, &e.dst_name, path)
-            })();
+            let finish = special_attrs(run, pair, e, (dir, &tmp))
+                .and_then(|()| make_room(run, pair, e, dst, lines))
+                .and_then(|()| rename(dir, &tmp, &e.dst_name, path));
             if let Err(err) = finish {
                 let _ = sys::unlinkat(dir, &tmp);
                 return Err(err);
@@ -813,6 +895,40 @@ pub(super) fn make(
         }
     }
     Ok(Some(item))
+}
+
+/// A new symlink's or special file's owner, mode (special files under -p), extended attributes
+/// and times, set on its temporary `tmp` in `dir`.
+fn special_attrs(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    (dir, tmp): (BorrowedFd<'_>, &CStr),
+) -> Result<(), CopyError> {
+    let plan = run.plan;
+    let kind = e.stat.kind();
+    let path = || pair.dst_of(&e.dst_name);
+    let want = wanted(run, &e.stat, None);
+    chown(run, &want, |u, g| sys::lchownat(dir, tmp, u, g))
+        .map_err(|err| CopyError::io(Op::SetOwner, path(), err))?;
+    // Without -p the kernel gave it the source's bits less the umask.
+    if kind == Kind::Special && plan.perms {
+        sys::fchmodat(dir, tmp, e.stat.perm())
+            .map_err(|err| CopyError::io(Op::SetMode, path(), err))?;
+    }
+    if plan.xattrs || plan.acls {
+        // Symlinks and special files carry them too (trusted.*, security.*); a special file
+        // reached through a followed symlink, its own.
+        let src = Target::at(pair.src(e), &e.name, kind != Kind::Symlink);
+        super::xattrs::bring(run, src, Target::at(dir, tmp, false))
+            .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
+    }
+    if plan.times {
+        let atime = if plan.atimes { e.stat.atime } else { OMIT };
+        sys::lutimensat(dir, tmp, atime, e.stat.mtime)
+            .map_err(|err| CopyError::io(Op::SetTimes, path(), err))?;
+    }
+    Ok(())
 }
 
 /// Writes a file's data: to a temporary renamed over the old file, or (`--inplace`) into the
@@ -877,28 +993,7 @@ fn write_data(
     let data = basis.unwrap_or(src.as_fd());
     // --inplace with -b goes the temporary's way: the backup keeps the old inode.
     if plan.inplace && plan.backup.is_none() && existing.is_some() {
-        {
-            let fd = sys::openat(
-                dir,
-                &e.dst_name,
-                libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-                0,
-            )
-            .map_err(|err| CopyError::io(Op::Open, path(), err))?;
-            copy_data(
-                plan.sparse,
-                (src.as_fd(), src.as_fd(), fd.as_fd()),
-                e,
-                hash,
-                &path,
-            )?;
-            rustix::fs::ftruncate(&fd, e.stat.size)
-                .map_err(|err| CopyError::io(Op::Write, path(), err))?;
-            file_attrs(run, (src.as_fd(), fd.as_fd()), &want, &e.stat, &path, None)?;
-            return sys::close(fd)
-                .map(|()| true)
-                .map_err(|err| CopyError::io(Op::Close, path(), err));
-        }
+        return write_in_place(run, pair, e, (src.as_fd(), &want), hash).map(|()| true);
     }
     if plan.delay_updates {
         return delay(
@@ -918,7 +1013,7 @@ fn write_data(
         match temp::Unnamed::create(dir, mode) {
             Ok(Some(new)) => {
                 copy_data(
-                    plan.sparse,
+                    Holes::of(plan.sparse, false),
                     (src.as_fd(), data, new.fd.as_fd()),
                     e,
                     hash,
@@ -962,7 +1057,13 @@ fn write_data(
     let fd = temp::create(tmp_dir, &mut tmp, mode)
         .map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
-        copy_data(plan.sparse, (src.as_fd(), data, fd.as_fd()), e, hash, &path)?;
+        copy_data(
+            Holes::of(plan.sparse, false),
+            (src.as_fd(), data, fd.as_fd()),
+            e,
+            hash,
+            &path,
+        )?;
         file_attrs(
             run,
             (src.as_fd(), fd.as_fd()),
@@ -982,6 +1083,29 @@ fn write_data(
     }
     closed.map_err(|err| CopyError::io(Op::Close, path(), err))?;
     Ok(true)
+}
+
+/// `--inplace`: the data written into the existing file itself (the source's holes punched
+/// in it under `-S`), cut to the source's size, and given its attributes.
+fn write_in_place(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    (src, want): (BorrowedFd<'_>, &Stat),
+    hash: Option<&FileHash>,
+) -> Result<(), CopyError> {
+    let path = || pair.dst_of(&e.dst_name);
+    let Some(dir) = &pair.dst else {
+        return Ok(());
+    };
+    let flags = libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+    let fd = sys::openat(dir.as_fd(), &e.dst_name, flags, 0)
+        .map_err(|err| CopyError::io(Op::Open, path(), err))?;
+    let holes = Holes::of(run.plan.sparse, true);
+    copy_data(holes, (src, src, fd.as_fd()), e, hash, &path)?;
+    rustix::fs::ftruncate(&fd, e.stat.size).map_err(|err| CopyError::io(Op::Write, path(), err))?;
+    file_attrs(run, (src, fd.as_fd()), want, &e.stat, &path, None)?;
+    sys::close(fd).map_err(|err| CopyError::io(Op::Close, path(), err))
 }
 
 /// `want`, with its type bits cleared when its mode is not to be set (see [`file_attrs`]).
@@ -1006,26 +1130,25 @@ fn delay(
 ) -> Result<bool, CopyError> {
     let (mode, chmod) = creation(pair, &e.stat, existing, want);
     let want = &keep_mode(want, chmod);
-    let Some(dir) = &pair.dst else {
-        return Ok(true);
-    };
     let Some(anchor) = pair.anchor.clone() else {
         return Ok(true);
     };
     let path = || pair.dst_of(&e.dst_name);
-    match sys::mkdirat(dir.as_fd(), STAGE, 0o700) {
-        Ok(()) => {}
-        Err(err) if err.raw_os_error() == Some(libc::EEXIST) => {}
-        Err(err) => return Err(CopyError::io(Op::CreateDir, pair.dst_of(STAGE), err)),
-    }
-    let stage = sys::open_dir(dir.as_fd(), STAGE, false)
-        .map_err(|err| CopyError::io(Op::OpenDir, pair.dst_of(STAGE), err))?;
+    let Some(stage) = open_stage(pair)? else {
+        return Ok(true);
+    };
     let _ = sys::unlinkat(stage.as_fd(), &e.dst_name);
     let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     let fd = sys::openat(stage.as_fd(), &e.dst_name, flags, mode)
         .map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
-        copy_data(run.plan.sparse, (src, data, fd.as_fd()), e, hash, &path)?;
+        copy_data(
+            Holes::of(run.plan.sparse, false),
+            (src, data, fd.as_fd()),
+            e,
+            hash,
+            &path,
+        )?;
         file_attrs(run, (src, fd.as_fd()), want, &e.stat, &path, Some(pair))?;
         make_room(run, pair, e, dst, lines)
     })();
@@ -1035,6 +1158,20 @@ fn delay(
         return Err(err);
     }
     closed.map_err(|err| CopyError::io(Op::Close, path(), err))?;
+    // The first name of a hard-linked group: its later names are linked to this copy.
+    if run.plan.hard_links && e.stat.nlink > 1 {
+        let mut staged = join(&pair.dst_rel, STAGE.to_bytes());
+        staged.push(b'/');
+        staged.extend_from_slice(e.dst_name.to_bytes());
+        let links = run.links.lock().expect("links");
+        let mine = links.get(&(e.stat.dev, e.stat.ino)).filter(|l| {
+            Arc::ptr_eq(&l.anchor, &anchor)
+                && l.path.as_bytes() == join(&pair.dst_rel, e.dst_name.to_bytes())
+        });
+        if let (Some(l), Ok(staged)) = (mine, CString::new(staged)) {
+            let _ = l.ready.staged.set(staged);
+        }
+    }
     run.delayed.lock().expect("delayed").push(Delayed {
         anchor,
         dir: pair.dst_rel.clone(),
@@ -1088,7 +1225,7 @@ pub(super) fn finish_delayed(run: &Run<'_>) {
 /// a source that changed while it was read fails the file, so the manifest never holds a hash
 /// of bytes from two versions of it.
 fn copy_data(
-    sparse: bool,
+    holes: Holes,
     (source, src, dst): (BorrowedFd<'_>, BorrowedFd<'_>, BorrowedFd<'_>),
     e: &SrcEntry,
     hash: Option<&FileHash>,
@@ -1112,9 +1249,15 @@ fn copy_data(
             other => other.map_err(map),
         }
     };
-    if !sparse && size <= SMALL_FILE {
+    let punch = |from: u64, to: u64| -> Result<(), CopyError> {
+        if holes == Holes::Punched && from < to {
+            punch_hole(dst, from, to - from).map_err(|e| CopyError::io(Op::Write, path(), e))?;
+        }
+        Ok(())
+    };
+    if holes == Holes::Written && size <= SMALL_FILE {
         copy_small(src, dst, size, hash).map_err(map)?;
-    } else if !sparse {
+    } else if holes == Holes::Written {
         copy(0, size)?;
     } else {
         let mut at = 0u64;
@@ -1130,11 +1273,13 @@ fn copy_data(
             if let Some(hash) = hash {
                 hash.hole(src, at, data.min(size));
             }
+            punch(at, data.min(size))?;
             let hole = rustix::fs::seek(src, SeekFrom::Hole(data)).unwrap_or(size);
             copy(data, hole - data)?;
             at = hole;
         }
         rustix::fs::ftruncate(dst, size).map_err(|e| CopyError::io(Op::Write, path(), e))?;
+        punch(at, size)?;
         if let Some(hash) = hash {
             hash.hole(src, at, size);
         }
@@ -1148,6 +1293,47 @@ fn copy_data(
                 crate::quote::quote(&path())
             )));
         }
+    }
+    Ok(())
+}
+
+/// What the copy does with the source's holes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Holes {
+    /// Written as the zeros they read as (no `-S`).
+    Written,
+    /// Left out of a new file, where they read as zeros (`-S`).
+    Skipped,
+    /// Punched in a file that held data (`-S --inplace`), so its old bytes there read as zeros.
+    Punched,
+}
+
+impl Holes {
+    /// The holes of a `-S` (`sparse`) copy into a file that may hold data (`over_data`).
+    fn of(sparse: bool, over_data: bool) -> Holes {
+        match (sparse, over_data) {
+            (false, _) => Holes::Written,
+            (true, false) => Holes::Skipped,
+            (true, true) => Holes::Punched,
+        }
+    }
+}
+
+/// Makes `[from, from + len)` of `fd` read as zeros: a hole punched, or zeros written where
+/// the filesystem cannot punch one.
+fn punch_hole(fd: BorrowedFd<'_>, from: u64, len: u64) -> io::Result<()> {
+    use rustix::fs::FallocateFlags as F;
+    match rustix::fs::fallocate(fd, F::PUNCH_HOLE | F::KEEP_SIZE, from, len) {
+        Ok(()) => return Ok(()),
+        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::NOSYS) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let zeros = vec![0u8; len.min(1 << 20) as usize];
+    let mut done = 0u64;
+    while done < len {
+        let n = (len - done).min(zeros.len() as u64) as usize;
+        sys::pwrite_all(fd, &zeros[..n], from + done)?;
+        done += n as u64;
     }
     Ok(())
 }
@@ -1363,6 +1549,16 @@ pub(super) fn delete_extraneous(
         }
         return false;
     }
+    // -x: a directory of DEST on another filesystem (a mount point synced into) keeps what it
+    // holds, as rsync's receiver keeps it.
+    let root_dev = || {
+        pair.anchor
+            .as_ref()
+            .and_then(|a| sys::fstatx(a.as_fd()).ok())
+    };
+    if run.plan.one_file_system && !on_dev(dir, root_dev().map(|s| s.dev)) {
+        return false;
+    }
     let mut names: Vec<(bool, CString)> = Vec::new();
     let listed = sys::read_dir_entries(dir, buf, |name, kind| {
         // Where the directory does not say (DT_UNKNOWN), a statx does.
@@ -1403,6 +1599,11 @@ pub(super) fn delete_extraneous(
     deleted
 }
 
+/// `dir` is on the filesystem `dev` (`None`: unknown, so not).
+fn on_dev(dir: BorrowedFd<'_>, dev: Option<u64>) -> bool {
+    dev.is_some_and(|dev| sys::fstatx(dir).is_ok_and(|d| d.dev == dev))
+}
+
 /// How [`remove_tree`] treats what it deletes.
 #[derive(Clone, Copy)]
 struct Removal {
@@ -1435,6 +1636,11 @@ fn remove_tree(
         Err(e) => return Err(CopyError::io(Op::Stat, path(), e)),
     };
     let is_dir = stat.kind() == Kind::Dir;
+    // -x: what is on another filesystem (what is mounted inside DEST) is never deleted, and
+    // so neither is the directory holding it (rsync says it cannot delete it).
+    if run.plan.one_file_system && !on_dev(dir, Some(stat.dev)) {
+        return Ok(false);
+    }
     if how.filtered {
         // Inside a directory being deleted, rsync leaves perishable rules out.
         let protected = match &pair.dst_scope {

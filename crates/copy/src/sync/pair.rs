@@ -61,6 +61,9 @@ pub(super) struct Leader {
 pub(super) struct Ready {
     done: Mutex<bool>,
     raised: std::sync::Condvar,
+    /// `--delay-updates`: where the first name's new bytes wait (its `.~tmp~` copy, by path
+    /// below the anchor) until the end of the transfer: later names are linked to that.
+    pub staged: std::sync::OnceLock<CString>,
 }
 
 impl Ready {

@@ -179,17 +179,7 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         deletions_skipped: AtomicU64::new(0),
         links: Mutex::new(HashMap::new()),
         delayed: Mutex::new(Vec::new()),
-        temp_dir: plan.temp_dir.as_ref().and_then(|dir| {
-            let dir = if dir.is_relative() {
-                plan.dest.join(dir)
-            } else {
-                dir.clone()
-            };
-            let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
-            let fd = sys::open_dir(rustix::fs::CWD, &c, true).ok()?;
-            let dev = sys::fstatx(fd.as_fd()).ok()?.dev;
-            Some((fd, dev))
-        }),
+        temp_dir: apply::open_temp_dir(plan),
         dest_id: std::sync::OnceLock::new(),
         alt_roots: Vec::new(),
         creator: (
@@ -378,6 +368,23 @@ impl Drop for Done<'_, '_> {
     }
 }
 
+/// A directory reached through a followed symlink, unless it is one the walk is already in (a
+/// cycle: ELOOP, where rsync stops too).
+fn not_an_ancestor(
+    parent: &Arc<Pair<'_>>,
+    fd: std::os::fd::OwnedFd,
+) -> std::io::Result<std::os::fd::OwnedFd> {
+    let st = sys::fstatx(fd.as_fd())?;
+    let mut at = Some(parent);
+    while let Some(p) = at {
+        if p.src_stat.dev == st.dev && p.src_stat.ino == st.ino {
+            return Err(std::io::Error::from_raw_os_error(libc::ELOOP));
+        }
+        at = p._parent.as_ref();
+    }
+    Ok(fd)
+}
+
 /// Opens a subdirectory task's two sides: each source that holds the directory, and the
 /// destination's.
 fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
@@ -390,7 +397,19 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
     for &i in &task.layers {
         let above = &parent.layers[i];
         let path = above.path.join(apply::os(&name));
-        let fd = match sys::open_dir(above.fd.as_fd(), &name, follow || above.enters_only()) {
+        // --copy-unsafe-links: a symlink here is one the listing followed (a safe one is
+        // synced as a symlink, never entered).
+        let opened = match sys::open_dir(above.fd.as_fd(), &name, follow || above.enters_only()) {
+            Err(e)
+                if run.plan.copy_unsafe_links
+                    && matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) =>
+            {
+                sys::open_dir(above.fd.as_fd(), &name, true)
+                    .and_then(|fd| not_an_ancestor(&parent, fd))
+            }
+            other => other,
+        };
+        let fd = match opened {
             Ok(fd) => fd,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                 run.vanished(&path);
@@ -892,10 +911,10 @@ fn entry<'r>(
             let mut changes = attr_target
                 .map(|d| rules::attr_changes(&run.rules, &want, &d, run.window_ns))
                 .unwrap_or_default();
-            if (plan.xattrs || plan.acls) && kind != Kind::Symlink {
+            if plan.xattrs || plan.acls {
                 if let Some(dst_dir) = &pair.dst {
                     let follow = plan.symlinks == Symlinks::Follow || dir_target.is_some();
-                    let src = crate::xattr::Target::at(pair.src(e), &e.name, true);
+                    let src = crate::xattr::Target::at(pair.src(e), &e.name, kind != Kind::Symlink);
                     let dst = crate::xattr::Target::at(dst_dir.as_fd(), &e.dst_name, follow);
                     match super::xattrs::differ(run, src, dst) {
                         Ok((acl, xattr)) => {

@@ -36,6 +36,7 @@ pub const SYNTAX: i32 = 1;
 /// filter rules apply in the order given.
 #[derive(Debug, clap::Args)]
 #[command(
+    args_override_self = true,
     disable_help_flag = true,
     disable_version_flag = true,
     override_usage = "ringio sync [OPTION]... SRC... DEST\n       rsync [OPTION]... SRC... DEST   (ringio run under the name rsync)",
@@ -128,9 +129,15 @@ pub struct Args {
     /// Preserve device files (as root).
     #[arg(long, action = ArgAction::SetTrue, help_heading = "What to keep")]
     pub devices: bool,
+    /// Undo --devices (and -D's share of it).
+    #[arg(long = "no-devices", action = ArgAction::SetTrue, hide_short_help = true)]
+    pub no_devices: bool,
     /// Preserve special files (FIFOs, sockets).
     #[arg(long, action = ArgAction::SetTrue, help_heading = "What to keep")]
     pub specials: bool,
+    /// Undo --specials (and -D's share of it).
+    #[arg(long = "no-specials", action = ArgAction::SetTrue, hide_short_help = true)]
+    pub no_specials: bool,
     /// Preserve modification times.
     #[arg(short = 't', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
     pub times: bool,
@@ -152,9 +159,16 @@ pub struct Args {
     /// Keep holes: only the source's data extents are written.
     #[arg(short = 'S', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
     pub sparse: bool,
-    /// Don't cross filesystem boundaries (a mount point is made, empty).
-    #[arg(short = 'x', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
-    pub one_file_system: bool,
+    /// Don't cross filesystem boundaries (a mount point is made, empty; -xx: as -x).
+    #[arg(short = 'x', long, action = ArgAction::Count, help_heading = "What to keep")]
+    pub one_file_system: u8,
+    /// Open source files with O_NOATIME where permitted (the owner's files, or as root), so
+    /// reading them leaves their access times as they were.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub open_noatime: bool,
+    /// fsync each written file before it is put in place.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Safety")]
+    pub fsync: bool,
     /// Copy files whole (always, locally: there is no delta to compute).
     #[arg(short = 'W', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
     pub whole_file: bool,
@@ -588,6 +602,41 @@ fn id_of(text: &str, user: bool) -> Result<u32> {
     })
 }
 
+impl Args {
+    /// The combinations rsync refuses (options.c's checks, in its order), whether or not
+    /// the option they concern takes effect: `--suffix=/x` is refused without `-b` too.
+    fn rsyncs_conflicts(&self, dirs: bool) -> Result<()> {
+        let during = self.delete_during || self.delete_delay;
+        let whens = [self.delete_before, during, self.delete_after];
+        if whens.iter().filter(|w| **w).count() > 1 {
+            bail!("You may not combine multiple --delete-WHEN options.");
+        }
+        let deleting = whens.contains(&true) || self.delete || self.delete_excluded;
+        if deleting && !dirs {
+            bail!("--delete does not work without --recursive (-r) or --dirs (-d).");
+        }
+        let suffix = match (&self.suffix, &self.backup_dir) {
+            (Some(s), _) => s.as_str(),
+            (None, Some(_)) => "",
+            (None, None) => "~",
+        };
+        if suffix.contains('/') {
+            bail!("--suffix cannot contain slashes: {suffix}");
+        }
+        let no_dir = self
+            .backup_dir
+            .as_ref()
+            .is_none_or(|d| d.as_os_str().is_empty());
+        if suffix.is_empty() && no_dir {
+            bail!("--suffix cannot be empty without a --backup-dir");
+        }
+        if self.inplace && self.delay_updates {
+            bail!("--inplace cannot be used with --delay-updates");
+        }
+        Ok(())
+    }
+}
+
 /// True when the last of `on` comes after the last of `off` (options read in order).
 fn last_wins(m: &ArgMatches, on: &[&str], off: &[&str]) -> bool {
     let last = |ids: &[&str]| {
@@ -654,6 +703,7 @@ impl Args {
         };
         plan.recursive = last_wins(m, recursing, &["no_recursive"]);
         plan.dirs = self.dirs || self.files_from.is_some() || list_only;
+        self.rsyncs_conflicts(plan.recursive || plan.dirs)?;
         let links = last_wins(m, &[a, "links"], &["no_links"]);
         // A listing shows every symlink (its target only under -l).
         plan.symlinks = if self.copy_links {
@@ -680,16 +730,20 @@ impl Args {
                     .transpose()?,
             );
         }
-        let d = last_wins(m, &[a, "devices_specials"], &["no_devices_specials"]);
-        plan.devices = d || self.devices || list_only;
-        plan.specials = d || self.specials || list_only;
+        let d = [a, "devices_specials"];
+        let no_d = "no_devices_specials";
+        plan.devices = last_wins(m, &[d[0], d[1], "devices"], &[no_d, "no_devices"]) || list_only;
+        plan.specials =
+            last_wins(m, &[d[0], d[1], "specials"], &[no_d, "no_specials"]) || list_only;
         plan.times = last_wins(m, &[a, "times"], &["no_times"]);
         plan.omit_dir_times = self.omit_dir_times;
         plan.atimes = self.atimes;
         plan.acls = self.acls;
         plan.xattrs = self.xattrs;
         plan.sparse = self.sparse;
-        plan.one_file_system = self.one_file_system;
+        plan.one_file_system = self.one_file_system > 0;
+        plan.fsync = self.fsync;
+        plan.open_noatime = self.open_noatime;
         plan.inplace = self.inplace;
         let window_ns = match self.modify_window {
             Some(n) if n > 0 => (n as u64).saturating_mul(1_000_000_000),
@@ -742,12 +796,6 @@ impl Args {
                     "~".into()
                 }
             });
-            if suffix.contains('/') {
-                bail!("--suffix cannot contain slashes: {suffix}");
-            }
-            if suffix.is_empty() && self.backup_dir.is_none() {
-                bail!("--suffix cannot be empty without a --backup-dir");
-            }
             if self.backup_dir.is_none() {
                 // rsync: backups beside the files imply -O, and a deletion spares them.
                 plan.omit_dir_times = true;

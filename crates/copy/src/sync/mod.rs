@@ -130,6 +130,10 @@ pub struct SyncPlan {
     pub one_file_system: bool,
     /// `--inplace`.
     pub inplace: bool,
+    /// `--fsync`: each written file is fsynced before it is put in place.
+    pub fsync: bool,
+    /// `--open-noatime`: source files are opened with O_NOATIME where permitted.
+    pub open_noatime: bool,
     /// The quick check (`-c`, `--size-only`, `-I`, `--modify-window`).
     pub quick: QuickCheck,
     /// `-u`.
@@ -216,6 +220,8 @@ impl SyncPlan {
             xattrs: false,
             sparse: false,
             one_file_system: false,
+            fsync: false,
+            open_noatime: false,
             inplace: false,
             quick: QuickCheck::SizeAndTime { window_ns: 0 },
             update: false,

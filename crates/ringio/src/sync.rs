@@ -159,7 +159,8 @@ pub struct Args {
     /// Keep holes: only the source's data extents are written.
     #[arg(short = 'S', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
     pub sparse: bool,
-    /// Don't cross filesystem boundaries (a mount point is made, empty; -xx: as -x).
+    /// Don't cross filesystem boundaries (a mount point is made, empty); twice (-xx): mount
+    /// points are left out.
     #[arg(short = 'x', long, action = ArgAction::Count, help_heading = "What to keep")]
     pub one_file_system: u8,
     /// Open source files with O_NOATIME where permitted (the owner's files, or as root), so
@@ -637,6 +638,40 @@ impl Args {
     }
 }
 
+/// `--log-file`: appended to, made if missing. As rsync, a log file that cannot be opened is
+/// warned about and ignored; one that is not a regular file too (opened without blocking and
+/// without following a symlink, so a FIFO or a planted link neither hangs nor redirects it).
+fn open_log(path: &std::path::Path, program: &str) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .and_then(|file| match file.metadata() {
+            Ok(m) if m.is_file() => Ok(file),
+            Ok(_) => Err(std::io::Error::other("not a regular file")),
+            Err(e) => Err(e),
+        });
+    match opened {
+        Ok(file) => Some(file),
+        Err(e) => {
+            let why = match e.raw_os_error() {
+                Some(n) => format!("{} ({n})", std::io::Error::from_raw_os_error(n))
+                    .replace(&format!(" (os error {n})"), ""),
+                None => e.to_string(),
+            };
+            to_stderr!(
+                "{program}: [client] failed to open log-file {}: {why}",
+                path.display()
+            );
+            to_stderr!("Ignoring \"log file\" setting.");
+            None
+        }
+    }
+}
+
 /// True when the last of `on` comes after the last of `off` (options read in order).
 fn last_wins(m: &ArgMatches, on: &[&str], off: &[&str]) -> bool {
     let last = |ids: &[&str]| {
@@ -742,6 +777,7 @@ impl Args {
         plan.xattrs = self.xattrs;
         plan.sparse = self.sparse;
         plan.one_file_system = self.one_file_system > 0;
+        plan.skip_mount_points = self.one_file_system > 1;
         plan.fsync = self.fsync;
         plan.open_noatime = self.open_noatime;
         plan.inplace = self.inplace;
@@ -869,12 +905,7 @@ impl Args {
         out.backups = info.backup > 0 || self.verbose > 1;
         out.skips = info.skip.max(u8::from(out.verbose > 1));
         if let Some(path) = &self.log_file {
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .with_context(|| format!("cannot open the log file {}", path.display()))?;
-            out.log = Some(Mutex::new(file));
+            out.log = open_log(path, program).map(Mutex::new);
         }
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         // Cold, a walk waits on the disk for each directory and inode it reads: more workers
@@ -945,11 +976,21 @@ impl Args {
             std::fs::read(list)
                 .with_context(|| format!("cannot read the --files-from list {}", list.display()))?
         };
-        let sep = if self.from0 { b'\0' } else { b'\n' };
+        // rsync's read_line with RL_DUMP_COMMENTS: lines end at CR or LF (NUL with -0), and
+        // a line starting with '#' or ';' is a comment.
+        let end = |b: &u8| {
+            if self.from0 {
+                *b == b'\0'
+            } else {
+                matches!(b, b'\n' | b'\r')
+            }
+        };
         let base = src.as_bytes();
         let mut out = Vec::new();
-        for line in text.split(|&b| b == sep) {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
+        for line in text.split(end) {
+            if line.starts_with(b"#") || line.starts_with(b";") {
+                continue;
+            }
             let path: &[u8] = {
                 let mut p = line;
                 while let Some(rest) = p.strip_prefix(b"/") {

@@ -128,6 +128,8 @@ pub struct SyncPlan {
     pub sparse: bool,
     /// `-x`.
     pub one_file_system: bool,
+    /// `-xx`: a mount point is left out altogether (not made, empty).
+    pub skip_mount_points: bool,
     /// `--inplace`.
     pub inplace: bool,
     /// `--fsync`: each written file is fsynced before it is put in place.
@@ -220,6 +222,7 @@ impl SyncPlan {
             xattrs: false,
             sparse: false,
             one_file_system: false,
+            skip_mount_points: false,
             fsync: false,
             open_noatime: false,
             inplace: false,

@@ -169,11 +169,10 @@ fn rsync_refusal(refusal: &popt::Refusal, program: &str) -> ! {
         4 => "requested action not supported",
         _ => "syntax or usage error",
     };
-    // rsync prints an unknown algorithm's name bare, a usage error after its own name.
-    if refusal.code == 1 {
-        eprintln!("{program}: {}", refusal.message);
-    } else {
+    if refusal.bare {
         eprintln!("{}", refusal.message);
+    } else {
+        eprintln!("{program}: {}", refusal.message);
     }
     eprintln!("{program} error: {why} (code {})", refusal.code);
     std::process::exit(refusal.code);

@@ -96,8 +96,8 @@ static TABLE: &[Opt] = &[
     o("dirs", b'd', N, "xfer_dirs", Ours),
     o("no-dirs", 0, N, "xfer_dirs", Undo(&["xfer_dirs"])),
     o("no-d", 0, N, "xfer_dirs", Undo(&["xfer_dirs"])),
-    o("old-dirs", 0, N, "xfer_dirs", As("dirs")),
-    o("old-d", 0, N, "xfer_dirs", As("dirs")),
+    o("old-dirs", 0, N, "old_dirs", Unsupported),
+    o("old-d", 0, N, "old_dirs", Unsupported),
     o("perms", b'p', N, "perms", Ours),
     o("no-perms", 0, N, "perms", Undo(&["perms"])),
     o("no-p", 0, N, "perms", Undo(&["perms"])),
@@ -325,10 +325,24 @@ static TABLE: &[Opt] = &[
 pub struct Refusal {
     pub message: String,
     pub code: i32,
+    /// rsync prints it without its name in front.
+    pub bare: bool,
 }
 
 fn usage(message: String) -> Refusal {
-    Refusal { message, code: 1 }
+    Refusal {
+        message,
+        code: 1,
+        bare: false,
+    }
+}
+
+/// A refusal rsync prints without its name in front.
+fn bare(message: &str) -> Refusal {
+    Refusal {
+        bare: true,
+        ..usage(message.to_string())
+    }
 }
 
 /// The options clap reads itself: ringio's own (`--hash`, `--manifest`, ...) beside rsync's.
@@ -399,7 +413,7 @@ pub fn preparse(args: Vec<OsString>, known: &Known) -> Result<Vec<OsString>, Ref
             };
             let value = match (takes, attached) {
                 (false, Some(_)) => {
-                    return Err(usage(format!("--{name}: option does not take an argument")))
+                    return Err(usage(format!("--{text}: option does not take an argument")))
                 }
                 (false, None) => None,
                 (true, Some(v)) => Some(v),
@@ -608,14 +622,12 @@ fn check_value(opt: &Opt, value: &str) -> Result<(), Refusal> {
         "remote_option" if !value.starts_with('-') => Err(usage(format!(
             "Remote option must start with a dash: {value}"
         ))),
-        "connect_timeout" if value != "0" => Err(usage(
-            "The --contimeout option may only be used when connecting to an rsync daemon."
-                .to_string(),
+        "connect_timeout" if value != "0" => Err(bare(
+            "The --contimeout option may only be used when connecting to an rsync daemon.",
         )),
         "debug" => debug_flags(value),
-        "password_file" => Err(usage(
-            "The --password-file option may only be used when accessing an rsync daemon."
-                .to_string(),
+        "password_file" => Err(bare(
+            "The --password-file option may only be used when accessing an rsync daemon.",
         )),
         _ => Ok(()),
     }
@@ -637,7 +649,7 @@ fn debug_flags(value: &str) -> Result<(), Refusal> {
             .filter(|n| WORDS.contains(n))
             .unwrap_or(&name);
         if !WORDS.contains(&name) {
-            return Err(usage(format!("Unknown --debug item: \"{word}\"")));
+            return Err(bare(&format!("Unknown --debug item: \"{word}\"")));
         }
     }
     Ok(())
@@ -658,6 +670,7 @@ fn names(value: &str, what: &str, valid: &[&str]) -> Result<(), Refusal> {
             return Err(Refusal {
                 message: format!("unknown {what} name: {name}"),
                 code: 4,
+                bare: true,
             });
         }
     }
@@ -777,7 +790,7 @@ mod tests {
         assert_eq!(err(&["-aB"]).message, "-aB: missing argument");
         assert_eq!(
             err(&["--verbose=1"]).message,
-            "--verbose: option does not take an argument"
+            "--verbose=1: option does not take an argument"
         );
         assert_eq!(
             err(&["--modify-window=99999999999"]).message,

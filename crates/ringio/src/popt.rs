@@ -607,12 +607,17 @@ fn check_value(opt: &Opt, value: &str) -> Result<(), Refusal> {
             }
             Ok(())
         }
-        "stderr" => match value {
-            "errors" | "all" | "client" | "e" | "a" | "c" => Ok(()),
-            _ => Err(usage(format!(
-                "--stderr mode \"{value}\" is not one of errors, all, or client"
-            ))),
-        },
+        // Any prefix of a mode's name (strncmp over the value's length).
+        "stderr"
+            if ["errors", "all", "client"]
+                .iter()
+                .any(|mode| !value.is_empty() && mode.starts_with(value)) =>
+        {
+            Ok(())
+        }
+        "stderr" => Err(usage(format!(
+            "--stderr mode \"{value}\" is not one of errors, all, or client"
+        ))),
         "outbuf" => match value.chars().next().map(|c| c.to_ascii_uppercase()) {
             Some('N' | 'L' | 'B') => Ok(()),
             _ => Err(usage(

@@ -49,10 +49,18 @@ reader sees the old or the new file, never a mix (--inplace writes into the file
 destination directory below DEST is opened without following symlinks, so a directory swapped for \
 a symlink mid-run redirects nothing. A run killed at any moment leaves temporaries that the next \
 run removes.\n\n\
-Exit status, as rsync's: 0 done; 1 usage; 3 DEST unusable; 20 interrupted; 23 some entries \
+Exit status, as rsync's: 0 done; 1 usage; 3 DEST unusable; 4 an unknown --checksum-choice or \
+--compress-choice name; 11 file I/O (DEST cannot be made); 20 interrupted; 23 some entries \
 failed (nothing is deleted in a directory whose source could not be read, and nothing at all \
 when a source operand is missing); 24 some source files vanished; 25 --max-delete stopped \
-deletions. Remote operands (HOST:PATH, rsync://) are refused: ringio syncs locally only."
+deletions. Remote operands (HOST:PATH, rsync://) are refused: ringio syncs locally only.\n\n\
+Every option of rsync 3.2.7 is known, read as rsync reads it (repeats allowed, the last value \
+wins, --no-X undoes X). Those for remote transfers and the delta algorithm (-z, --compress-level, \
+--compress-choice, --skip-compress, -B/--block-size, --checksum-choice, -s/--protect-args, \
+--old-args, --no-inc-recursive, -4, -6, --port, --address, --sockopts, --outbuf, --protocol, \
+--checksum-seed, --max-alloc, --preallocate, -8, --qsort, ...) are checked as rsync checks them \
+and have no effect locally; the few ringio does not carry out (--append, --partial-dir, \
+--iconv, --usermap, ...) are refused by name. docs/CONFORMANCE.md lists each."
 )]
 pub struct Args {
     /// Sources, then DEST.

@@ -456,6 +456,10 @@ pub fn preparse(args: Vec<OsString>, known: &Known) -> Result<Vec<OsString>, Ref
             take(&mut given, (Some(opt), known), &name, &shown, value)?;
         }
     }
+    // rsync: -h with nothing to transfer is the old -h, --help.
+    if operands.is_empty() && given.iter().any(|g| g.var == "human") {
+        return Ok(vec![OsString::from("--help")]);
+    }
     let mut out: Vec<OsString> = given.into_iter().map(|g| g.spelled).collect();
     out.push(OsString::from("--"));
     out.extend(operands);
@@ -784,6 +788,9 @@ mod tests {
         assert_eq!(parse(&["--max-delete="]).unwrap(), ["--max-delete=0", "--"]);
         assert_eq!(parse(&["--help", "--bogus"]).unwrap(), ["--help"]);
         assert_eq!(parse(&["--", "-a"]).unwrap(), ["--", "-a"]);
+        // -h alone is help; undone, it is not.
+        assert_eq!(parse(&["-v", "-h"]).unwrap(), ["--help"]);
+        assert_eq!(parse(&["-h", "--no-h"]).unwrap(), ["--"]);
     }
 
     #[test]

@@ -31,6 +31,31 @@ macro_rules! to_stderr {
 /// rsync's exit code for a usage error.
 pub const SYNTAX: i32 = 1;
 
+/// A file the command line names could not be read (`--exclude-from`, `--include-from`):
+/// rsync's file I/O error, exit 11, not a usage error.
+#[derive(Debug)]
+struct FileIo(String);
+
+impl FileIo {
+    /// The message as rsync words it: the reason's errno in parentheses.
+    fn from_filter(err: ringio_copy::filter::FilterError) -> anyhow::Error {
+        let text = err.to_string();
+        let text = match text.rsplit_once(" (os error ") {
+            Some((head, n)) => format!("{head} ({}", n),
+            None => text,
+        };
+        anyhow::Error::new(FileIo(text))
+    }
+}
+
+impl std::fmt::Display for FileIo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[client] {}", self.0)
+    }
+}
+
+impl std::error::Error for FileIo {}
+
 /// `ringio sync`: rsync's options for a local transfer. Options are read in order, as rsync
 /// reads them: a later `--no-OPTION` undoes an earlier one (or `-a`'s share of it), and
 /// filter rules apply in the order given.
@@ -586,12 +611,14 @@ fn dest_root(plan: &SyncPlan) -> PathBuf {
     plan.dest.clone()
 }
 
-/// A user or group by name or number.
-fn id_of(text: &str, user: bool) -> Result<u32> {
+/// A user or group by name or number. An unknown name is warned about and left out, as
+/// rsync's receiver leaves out an unknown --usermap/--groupmap name (the entries keep theirs).
+fn id_of(text: &str, user: bool) -> Option<u32> {
     if let Ok(n) = text.parse::<u32>() {
-        return Ok(n);
+        return Some(n);
     }
-    let c = std::ffi::CString::new(text).context("a name holds a NUL")?;
+    // Command-line words hold no NUL.
+    let c = std::ffi::CString::new(text).ok()?;
     // SAFETY: getpwnam/getgrnam read a NUL-terminated name; the result is read before any
     // other call could reuse the static buffer (sync parses its options on one thread).
     let id = unsafe {
@@ -603,12 +630,11 @@ fn id_of(text: &str, user: bool) -> Result<u32> {
             (!g.is_null()).then(|| (*g).gr_gid)
         }
     };
-    id.with_context(|| {
-        format!(
-            "--chown: unknown {} {text:?}",
-            if user { "user" } else { "group" }
-        )
-    })
+    if id.is_none() {
+        let map = if user { "usermap" } else { "groupmap" };
+        to_stderr!("Unknown --{map} name on receiver: {text}");
+    }
+    id
 }
 
 impl Args {
@@ -646,6 +672,32 @@ impl Args {
     }
 }
 
+/// A list file's bytes (`--files-from`): opened without blocking and without following a
+/// symlink, and refused unless it is a regular file, so a FIFO cannot hang the run.
+fn read_regular(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// An I/O error's reason without Rust's " (os error N)".
+fn bare_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rsplit_once(" (os error ") {
+        Some((reason, _)) => reason.to_string(),
+        None => text,
+    }
+}
+
 /// `--log-file`: appended to, made if missing. As rsync, a log file that cannot be opened is
 /// warned about and ignored; one that is not a regular file too (opened without blocking and
 /// without following a symlink, so a FIFO or a planted link neither hangs nor redirects it).
@@ -666,8 +718,7 @@ fn open_log(path: &std::path::Path, program: &str) -> Option<std::fs::File> {
         Ok(file) => Some(file),
         Err(e) => {
             let why = match e.raw_os_error() {
-                Some(n) => format!("{} ({n})", std::io::Error::from_raw_os_error(n))
-                    .replace(&format!(" (os error {n})"), ""),
+                Some(n) => format!("{} ({n})", bare_reason(&e)),
                 None => e.to_string(),
             };
             to_stderr!(
@@ -767,10 +818,8 @@ impl Args {
         if let Some(spec) = &self.chown {
             let (user, group) = spec.split_once(':').unwrap_or((spec, ""));
             plan.chown = (
-                (!user.is_empty()).then(|| id_of(user, true)).transpose()?,
-                (!group.is_empty())
-                    .then(|| id_of(group, false))
-                    .transpose()?,
+                (!user.is_empty()).then(|| id_of(user, true)).flatten(),
+                (!group.is_empty()).then(|| id_of(group, false)).flatten(),
             );
         }
         let d = [a, "devices_specials"];
@@ -981,8 +1030,13 @@ impl Args {
                 .context("cannot read the --files-from list from stdin")?;
             text
         } else {
-            std::fs::read(list)
-                .with_context(|| format!("cannot read the --files-from list {}", list.display()))?
+            read_regular(list).map_err(|e| {
+                anyhow::anyhow!(
+                    "failed to open files-from file {}: {}",
+                    list.display(),
+                    bare_reason(&e)
+                )
+            })?
         };
         // rsync's read_line with RL_DUMP_COMMENTS: lines end at CR or LF (NUL with -0), and
         // a line starting with '#' or ';' is a comment.
@@ -1094,10 +1148,10 @@ impl Args {
                 "filter" => rules.add_rule(bytes).map_err(|e| anyhow::anyhow!("{e}"))?,
                 "exclude_from" => rules
                     .read_from(std::path::Path::new(&value), ListKind::Exclude, self.from0)
-                    .map_err(|e| anyhow::anyhow!("{e}"))?,
+                    .map_err(FileIo::from_filter)?,
                 _ => rules
                     .read_from(std::path::Path::new(&value), ListKind::Include, self.from0)
-                    .map_err(|e| anyhow::anyhow!("{e}"))?,
+                    .map_err(FileIo::from_filter)?,
             }
         }
         let deleting = self.delete
@@ -1126,6 +1180,11 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
     }
     let (plan, out) = match args.plan(m, program) {
         Ok(p) => p,
+        Err(e) if e.is::<FileIo>() => {
+            to_stderr!("{program}: {e:#}");
+            to_stderr!("{program} error: error in file IO (code 11)");
+            return Ok(11);
+        }
         Err(e) => {
             to_stderr!("{program}: {e:#}");
             to_stderr!("{program} error: syntax or usage error (code {SYNTAX})");

@@ -241,7 +241,12 @@ const SPELLINGS: &[&[&str]] = &[
     &["-a", "--modify-window="],
     &["-a", "--remove-sent-files"],
     &["-a", "--no-motd"],
+    &["-a", "--chown=no-such-user"],
+    &["-a", "--chown=:no-such-group"],
     // Refused, as rsync refuses them.
+    &["-a", "--exclude-from=no-such-file"],
+    &["-a", "--include-from=no-such-file"],
+    &["-a", "--files-from=no-such-file"],
     &["--bogus"],
     &["--recur"],
     &["--del=x"],
@@ -345,6 +350,32 @@ fn ringio_sync_reads_rsyncs_command_line() {
     assert_eq!(
         String::from_utf8_lossy(&bad.stderr),
         "ringio sync: --recur: unknown option\nringio sync error: syntax or usage error (code 1)\n"
+    );
+}
+
+/// `-h` with nothing to transfer is help (rsync's old -h), exit 0; undone, it is not.
+#[test]
+fn h_alone_is_help() {
+    let dir = Scratch::new();
+    let help = ours(dir.path(), &["-h"]);
+    assert_exit(&help, 0);
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--human-readable"));
+    let undone = ours(dir.path(), &["-h", "--no-h"]);
+    assert_exit(&undone, 1);
+}
+
+/// A --files-from list that is a FIFO is refused at once, not waited on.
+#[test]
+fn a_files_from_fifo_is_refused_not_waited_on() {
+    let dir = Scratch::new();
+    source(dir.path());
+    mkfifo(&dir.join("list"), 0o644);
+    let out = ours(dir.path(), &["-a", "--files-from=list", "src/", "d/"]);
+    assert_exit(&out, 1);
+    assert!(
+        first_error(&out).contains("failed to open files-from file list: not a regular file"),
+        "{}",
+        describe(&out)
     );
 }
 

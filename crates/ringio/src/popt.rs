@@ -236,7 +236,7 @@ static TABLE: &[Opt] = &[
     o("zl", 0, Int, "compress_level", Ignored),
     o("", b'P', N, "P", Ours),
     o("progress", 0, N, "progress", Ours),
-    o("no-progress", 0, N, "progress", Undo(&["progress", "P"])),
+    o("no-progress", 0, N, "progress", Undo(&["progress"])),
     o("partial", 0, N, "partial", Ours),
     o("no-partial", 0, N, "partial", Undo(&["partial"])),
     o("partial-dir", 0, Str, "partial_dir", Unsupported),
@@ -518,6 +518,16 @@ fn take(
         m => m,
     };
     match meaning {
+        // -P is --partial --progress: each can be undone alone (--no-progress keeps -P's
+        // --partial).
+        Ours if opt.var == "P" => {
+            for (var, long) in [("partial", "partial"), ("progress", "progress")] {
+                given.push(Given {
+                    var,
+                    spelled: spell(long, None),
+                });
+            }
+        }
         Ours => given.push(Given {
             var: opt.var,
             spelled: spell(name, value),
@@ -791,6 +801,10 @@ mod tests {
         // -h alone is help; undone, it is not.
         assert_eq!(parse(&["-v", "-h"]).unwrap(), ["--help"]);
         assert_eq!(parse(&["-h", "--no-h"]).unwrap(), ["--"]);
+        assert_eq!(
+            parse(&["-P", "--no-progress"]).unwrap(),
+            ["--partial", "--"]
+        );
     }
 
     #[test]

@@ -363,9 +363,9 @@ pub(super) fn same_value(_run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry, dst: &St
 }
 
 /// `-c`: the two files hold the same bytes (read side by side, up to the first difference).
-pub(super) fn same_content(_run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> bool {
+pub(super) fn same_content(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> bool {
     let Some(dir) = &pair.dst else { return false };
-    let a = sys::openat(pair.src(e), &e.name, src_flags(_run), 0);
+    let a = open_src(run, pair, e);
     let b = sys::openat(
         dir.as_fd(),
         &e.dst_name,

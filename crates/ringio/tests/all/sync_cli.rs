@@ -183,6 +183,8 @@ const SPELLINGS: &[&[&str]] = &[
     &["-a", "--no-J"],
     &["-a", "--i-d", "--no-i-d"],
     &["-a", "--no-progress"],
+    &["-a", "-P", "--no-progress"],
+    &["-a", "-c", "--open-noatime"],
     &["-a", "--no-partial"],
     // Accepted where rsync ignores them locally (or carries them out, unseen).
     &["-a", "-z"],

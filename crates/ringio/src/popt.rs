@@ -308,7 +308,8 @@ static TABLE: &[Opt] = &[
     o("blocking-io", 0, N, "blocking_io", Ignored),
     o("no-blocking-io", 0, N, "blocking_io", Undo(&["blocking_io"])),
     o("outbuf", 0, Str, "outbuf", Ignored),
-    o("remote-option", b'M', Str, "remote_option", Ignored),
+    // rsync 3.2.7 hands these to its local receiving side: not ignored, not carried out.
+    o("remote-option", b'M', Str, "remote_option", Unsupported),
     o("protocol", 0, Int, "protocol", Ignored),
     o("checksum-seed", 0, Int, "checksum_seed", Ignored),
     o("server", 0, N, "server", Unsupported),

@@ -402,8 +402,11 @@ pub fn preparse(args: Vec<OsString>, known: &Known) -> Result<Vec<OsString>, Ref
         }
         if let Some(body) = word.strip_prefix(b"--") {
             let text = String::from_utf8_lossy(body).into_owned();
-            let (name, attached) = match text.split_once('=') {
-                Some((n, _)) => (n.to_string(), Some(body[n.len() + 1..].to_vec())),
+            let (name, attached) = match body.iter().position(|&b| b == b'=') {
+                Some(eq) => (
+                    String::from_utf8_lossy(&body[..eq]).into_owned(),
+                    Some(body[eq + 1..].to_vec()),
+                ),
                 None => (text.clone(), None),
             };
             if name == "help" {
@@ -746,6 +749,7 @@ fn ours() -> impl Iterator<Item = String> {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use std::os::unix::ffi::OsStrExt;
 
     fn known() -> Known {
         Known::from_command(&crate::cli::RsyncCli::command())
@@ -799,6 +803,12 @@ mod tests {
         assert_eq!(parse(&["--max-delete="]).unwrap(), ["--max-delete=0", "--"]);
         assert_eq!(parse(&["--help", "--bogus"]).unwrap(), ["--help"]);
         assert_eq!(parse(&["--", "-a"]).unwrap(), ["--", "-a"]);
+        // A value is kept byte for byte, after a name of any bytes.
+        let odd = OsString::from_vec(b"--exclude=\xff\xfe".to_vec());
+        let out = preparse(vec![odd], &known()).unwrap();
+        assert_eq!(out[0].as_bytes(), b"--exclude=\xff\xfe");
+        let bad = OsString::from_vec(b"--\xff=x".to_vec());
+        assert_eq!(preparse(vec![bad], &known()).unwrap_err().code, 1);
         // -h alone is help; undone, it is not.
         assert_eq!(parse(&["-v", "-h"]).unwrap(), ["--help"]);
         assert_eq!(parse(&["-h", "--no-h"]).unwrap(), ["--"]);

@@ -251,6 +251,15 @@ const SPELLINGS: &[&[&str]] = &[
     &["-a", "--chown=no-such-user"],
     &["-a", "--chown=:no-such-group"],
     // Refused, as rsync refuses them.
+    // --no-X where rsync has none.
+    &["-a", "--no-delete"],
+    &["-a", "--no-archive"],
+    &["-a", "--no-a"],
+    &["-a", "--no-stats"],
+    &["-a", "--no-u"],
+    &["-a", "--no-n"],
+    &["-a", "--no-fake-super"],
+    &["-a", "--no-P"],
     &["-a", "--exclude-from=no-such-file"],
     &["-a", "--include-from=no-such-file"],
     &["-a", "--files-from=no-such-file"],

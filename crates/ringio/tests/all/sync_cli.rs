@@ -386,7 +386,13 @@ fn a_files_from_fifo_is_refused_not_waited_on() {
     let dir = Scratch::new();
     source(dir.path());
     mkfifo(&dir.join("list"), 0o644);
-    let out = ours(dir.path(), &["-a", "--files-from=list", "src/", "d/"]);
+    // Through the helper with a time limit: a run that waits on the FIFO fails, not hangs.
+    let out = Cp::bare()
+        .arg("sync")
+        .args(["-a", "--files-from=list", "src/", "d/"])
+        .current_dir(dir.path())
+        .timeout(std::time::Duration::from_secs(20))
+        .run();
     assert_exit(&out, 1);
     assert!(
         first_error(&out).contains("failed to open files-from file list: not a regular file"),

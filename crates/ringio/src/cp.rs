@@ -441,7 +441,15 @@ pub fn run(args: &CpArgs) -> Result<i32> {
         asking: std::sync::Mutex::new(()),
         json: args.json.then(Default::default),
         log: match &args.log_file {
-            Some(path) => Some(std::sync::Mutex::new(crate::log_file::open(path)?)),
+            Some(path) => Some(std::sync::Mutex::new(crate::log_file::open(path).map_err(
+                |e| {
+                    anyhow::anyhow!(
+                        "cannot open the log file {}: {}",
+                        quote(path),
+                        ringio_copy::quote::reason(&e)
+                    )
+                },
+            )?)),
             None => None,
         },
     };

@@ -4,37 +4,37 @@
 //! signal could not stop the command meanwhile), a device could block or misbehave. It never
 //! follows a symlink either: a log named in a shared directory cannot be turned into an append
 //! to some other file. So the file is opened with O_NONBLOCK|O_NOFOLLOW and kept only when the
-//! descriptor is a regular file.
+//! descriptor is a regular file. What a command does when it cannot be opened is its own: cp
+//! fails, sync warns and goes on, as rsync.
 
 use std::fs::File;
+use std::io;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
-use anyhow::{anyhow, Result};
-use ringio_copy::quote::{quote, reason};
-
-/// Opens (creating it 0666 less the umask) the log file `path` for appending; refuses, with a
-/// message naming `path`, anything but a regular file.
-pub fn open(path: &Path) -> Result<File> {
-    let cannot =
-        |why: &dyn std::fmt::Display| anyhow!("cannot open the log file {}: {why}", quote(&path));
+/// Opens (creating it 0666 less the umask) the log file `path` for appending; anything but a
+/// regular file is refused, the error saying what it is ("not a regular file (a FIFO)").
+pub fn open(path: &Path) -> io::Result<File> {
+    // A directory is said as the kernel and rsync say it; the other kinds by what they are.
+    let not_a_file = |what| match what {
+        "a directory" => io::Error::from_raw_os_error(libc::EISDIR),
+        _ => io::Error::other(format!("not a regular file ({what})")),
+    };
     // Asked first, so that a device is not even opened (opening some has effects: a tape
     // rewinds, a watchdog starts); the check on the opened descriptor is the one that holds.
     if let Some(what) = not_regular(path) {
-        return Err(cannot(&format_args!("not a regular file ({what})")));
+        return Err(not_a_file(what));
     }
     // The one open of a file that must be regular (O_NONBLOCK, checked on the descriptor);
     // not followed: an append through a symlink planted in a shared directory would write
     // into whatever it names.
-    let file =
-        ringio_copy::open_regular_path(path, false, ringio_copy::Regular::Append).map_err(|e| {
-            match not_regular(path) {
-                // Swapped in since: the kernel's words for it say less than what the entry is.
-                Some(what) => cannot(&format_args!("not a regular file ({what})")),
-                None => cannot(&reason(&e)),
-            }
-        })?;
-    Ok(file)
+    ringio_copy::open_regular_path(path, false, ringio_copy::Regular::Append).map_err(|e| {
+        // Swapped in since: the kernel's words for it say less than what the entry is.
+        match not_regular(path) {
+            Some(what) => not_a_file(what),
+            None => e,
+        }
+    })
 }
 
 /// What `path` is, when it exists and is not a regular file.

@@ -12,6 +12,7 @@ mod examples;
 mod load;
 mod log_file;
 mod man;
+mod popt;
 mod progress;
 mod read;
 mod serve;
@@ -32,6 +33,10 @@ use cli::{Cli, Command, CpCli, RsyncCli};
 fn main() {
     let mut args: Vec<OsString> = std::env::args_os().collect();
     let code = if argv::invoked_as_rsync(args.first().map(OsString::as_os_str)) {
+        let known = popt::Known::from_command(&RsyncCli::command());
+        let rest = popt::preparse(args.split_off(1), &known)
+            .unwrap_or_else(|refusal| rsync_refusal(&refusal, "rsync"));
+        args.extend(rest);
         match RsyncCli::command().try_get_matches_from(&args) {
             Ok(m) => match RsyncCli::from_arg_matches(&m) {
                 Ok(cli) => sync::run(&cli.args, &m, "rsync"),
@@ -58,6 +63,17 @@ fn main() {
             Err(e) => usage_error(&e, "cp"),
         }
     } else {
+        if args.get(1).is_some_and(|a| a == "sync") {
+            let mut top = Cli::command();
+            top.build();
+            let known = top
+                .find_subcommand("sync")
+                .map(popt::Known::from_command)
+                .expect("ringio has a sync subcommand");
+            let rest = popt::preparse(args.split_off(2), &known)
+                .unwrap_or_else(|refusal| rsync_refusal(&refusal, "ringio sync"));
+            args.extend(rest);
+        }
         if args.get(1).is_some_and(|a| a == "cp") {
             let mut top = Cli::command();
             // Built, so that `ringio cp` has the --version it inherits.
@@ -145,6 +161,22 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// An rsync command line refused as rsync refuses it: the message, rsync's line for its
+/// exit code, and that code.
+fn rsync_refusal(refusal: &popt::Refusal, program: &str) -> ! {
+    let why = match refusal.code {
+        4 => "requested action not supported",
+        _ => "syntax or usage error",
+    };
+    if refusal.bare {
+        eprintln!("{}", refusal.message);
+    } else {
+        eprintln!("{program}: {}", refusal.message);
+    }
+    eprintln!("{program} error: {why} (code {})", refusal.code);
+    std::process::exit(refusal.code);
 }
 
 /// rsync's usage errors: the message, and exit status 1 (rsync's for syntax); --help and

@@ -31,11 +31,37 @@ macro_rules! to_stderr {
 /// rsync's exit code for a usage error.
 pub const SYNTAX: i32 = 1;
 
+/// A file the command line names could not be read (`--exclude-from`, `--include-from`):
+/// rsync's file I/O error, exit 11, not a usage error.
+#[derive(Debug)]
+struct FileIo(String);
+
+impl FileIo {
+    /// The message as rsync words it: the reason's errno in parentheses.
+    fn from_filter(err: ringio_copy::filter::FilterError) -> anyhow::Error {
+        let text = err.to_string();
+        let text = match text.rsplit_once(" (os error ") {
+            Some((head, n)) => format!("{head} ({}", n),
+            None => text,
+        };
+        anyhow::Error::new(FileIo(text))
+    }
+}
+
+impl std::fmt::Display for FileIo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[client] {}", self.0)
+    }
+}
+
+impl std::error::Error for FileIo {}
+
 /// `ringio sync`: rsync's options for a local transfer. Options are read in order, as rsync
 /// reads them: a later `--no-OPTION` undoes an earlier one (or `-a`'s share of it), and
 /// filter rules apply in the order given.
 #[derive(Debug, clap::Args)]
 #[command(
+    args_override_self = true,
     disable_help_flag = true,
     disable_version_flag = true,
     override_usage = "ringio sync [OPTION]... SRC... DEST\n       rsync [OPTION]... SRC... DEST   (ringio run under the name rsync)",
@@ -48,10 +74,18 @@ reader sees the old or the new file, never a mix (--inplace writes into the file
 destination directory below DEST is opened without following symlinks, so a directory swapped for \
 a symlink mid-run redirects nothing. A run killed at any moment leaves temporaries that the next \
 run removes.\n\n\
-Exit status, as rsync's: 0 done; 1 usage; 3 DEST unusable; 20 interrupted; 23 some entries \
+Exit status, as rsync's: 0 done; 1 usage; 3 DEST unusable; 4 an unknown --checksum-choice or \
+--compress-choice name; 11 file I/O (DEST cannot be made); 20 interrupted; 23 some entries \
 failed (nothing is deleted in a directory whose source could not be read, and nothing at all \
 when a source operand is missing); 24 some source files vanished; 25 --max-delete stopped \
-deletions. Remote operands (HOST:PATH, rsync://) are refused: ringio syncs locally only."
+deletions. Remote operands (HOST:PATH, rsync://) are refused: ringio syncs locally only.\n\n\
+Every option of rsync 3.2.7 is known, read as rsync reads it (repeats allowed, the last value \
+wins, --no-X undoes X). Those for remote transfers and the delta algorithm (-z, --compress-level, \
+--compress-choice, --skip-compress, -B/--block-size, --checksum-choice, -s/--protect-args, \
+--old-args, --no-inc-recursive, -4, -6, --port, --address, --sockopts, --outbuf, --protocol, \
+--checksum-seed, --max-alloc, --preallocate, -8, --qsort, ...) are checked as rsync checks them \
+and have no effect locally; the few ringio does not carry out (--append, --partial-dir, \
+--iconv, --usermap, ...) are refused by name. docs/CONFORMANCE.md lists each."
 )]
 pub struct Args {
     /// Sources, then DEST.
@@ -128,9 +162,15 @@ pub struct Args {
     /// Preserve device files (as root).
     #[arg(long, action = ArgAction::SetTrue, help_heading = "What to keep")]
     pub devices: bool,
+    /// Undo --devices (and -D's share of it).
+    #[arg(long = "no-devices", action = ArgAction::SetTrue, hide_short_help = true)]
+    pub no_devices: bool,
     /// Preserve special files (FIFOs, sockets).
     #[arg(long, action = ArgAction::SetTrue, help_heading = "What to keep")]
     pub specials: bool,
+    /// Undo --specials (and -D's share of it).
+    #[arg(long = "no-specials", action = ArgAction::SetTrue, hide_short_help = true)]
+    pub no_specials: bool,
     /// Preserve modification times.
     #[arg(short = 't', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
     pub times: bool,
@@ -152,9 +192,17 @@ pub struct Args {
     /// Keep holes: only the source's data extents are written.
     #[arg(short = 'S', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
     pub sparse: bool,
-    /// Don't cross filesystem boundaries (a mount point is made, empty).
-    #[arg(short = 'x', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
-    pub one_file_system: bool,
+    /// Don't cross filesystem boundaries (a mount point is made, empty); twice (-xx): mount
+    /// points are left out.
+    #[arg(short = 'x', long, action = ArgAction::Count, help_heading = "What to keep")]
+    pub one_file_system: u8,
+    /// Open source files with O_NOATIME where permitted (the owner's files, or as root), so
+    /// reading them leaves their access times as they were.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "What to keep")]
+    pub open_noatime: bool,
+    /// fsync each written file before it is put in place.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Safety")]
+    pub fsync: bool,
     /// Copy files whole (always, locally: there is no delta to compute).
     #[arg(short = 'W', long, action = ArgAction::SetTrue, help_heading = "What to keep")]
     pub whole_file: bool,
@@ -569,12 +617,14 @@ fn dest_root(plan: &SyncPlan) -> PathBuf {
     plan.dest.clone()
 }
 
-/// A user or group by name or number.
-fn id_of(text: &str, user: bool) -> Result<u32> {
+/// A user or group by name or number. An unknown name is warned about and left out, as
+/// rsync's receiver leaves out an unknown --usermap/--groupmap name (the entries keep theirs).
+fn id_of(text: &str, user: bool) -> Option<u32> {
     if let Ok(n) = text.parse::<u32>() {
-        return Ok(n);
+        return Some(n);
     }
-    let c = std::ffi::CString::new(text).context("a name holds a NUL")?;
+    // Command-line words hold no NUL.
+    let c = std::ffi::CString::new(text).ok()?;
     // SAFETY: getpwnam/getgrnam read a NUL-terminated name; the result is read before any
     // other call could reuse the static buffer (sync parses its options on one thread).
     let id = unsafe {
@@ -586,12 +636,67 @@ fn id_of(text: &str, user: bool) -> Result<u32> {
             (!g.is_null()).then(|| (*g).gr_gid)
         }
     };
-    id.with_context(|| {
-        format!(
-            "--chown: unknown {} {text:?}",
-            if user { "user" } else { "group" }
-        )
-    })
+    if id.is_none() {
+        let map = if user { "usermap" } else { "groupmap" };
+        to_stderr!("Unknown --{map} name on receiver: {text}");
+    }
+    id
+}
+
+impl Args {
+    /// The combinations rsync refuses (options.c's checks, in its order), whether or not
+    /// the option they concern takes effect: `--suffix=/x` is refused without `-b` too.
+    fn rsyncs_conflicts(&self, dirs: bool) -> Result<()> {
+        let during = self.delete_during || self.delete_delay;
+        let whens = [self.delete_before, during, self.delete_after];
+        if whens.iter().filter(|w| **w).count() > 1 {
+            bail!("You may not combine multiple --delete-WHEN options.");
+        }
+        let deleting = whens.contains(&true) || self.delete || self.delete_excluded;
+        if deleting && !dirs {
+            bail!("--delete does not work without --recursive (-r) or --dirs (-d).");
+        }
+        let suffix = match (&self.suffix, &self.backup_dir) {
+            (Some(s), _) => s.as_str(),
+            (None, Some(_)) => "",
+            (None, None) => "~",
+        };
+        if suffix.contains('/') {
+            bail!("--suffix cannot contain slashes: {suffix}");
+        }
+        let no_dir = self
+            .backup_dir
+            .as_ref()
+            .is_none_or(|d| d.as_os_str().is_empty());
+        if suffix.is_empty() && no_dir {
+            bail!("--suffix cannot be empty without a --backup-dir");
+        }
+        if self.inplace && self.delay_updates {
+            bail!("--inplace cannot be used with --delay-updates");
+        }
+        Ok(())
+    }
+}
+
+/// `--log-file`: appended to, made if missing. As rsync, a log file that cannot be opened is
+/// warned about and ignored; one that is not a regular file too (opened without blocking and
+/// without following a symlink, so a FIFO or a planted link neither hangs nor redirects it).
+fn open_log(path: &std::path::Path, program: &str) -> Option<std::fs::File> {
+    match crate::log_file::open(path) {
+        Ok(file) => Some(file),
+        Err(e) => {
+            let why = match e.raw_os_error() {
+                Some(n) => format!("{} ({n})", ringio_copy::quote::reason(&e)),
+                None => e.to_string(),
+            };
+            to_stderr!(
+                "{program}: [client] failed to open log-file {}: {why}",
+                path.display()
+            );
+            to_stderr!("Ignoring \"log file\" setting.");
+            None
+        }
+    }
 }
 
 /// True when the last of `on` comes after the last of `off` (options read in order).
@@ -656,6 +761,7 @@ impl Args {
         };
         plan.recursive = last_wins(m, recursing, &["no_recursive"]);
         plan.dirs = self.dirs || self.files_from.is_some() || list_only;
+        self.rsyncs_conflicts(plan.recursive || plan.dirs)?;
         let links = last_wins(m, &[a, "links"], &["no_links"]);
         // A listing shows every symlink (its target only under -l).
         plan.symlinks = if self.copy_links {
@@ -676,22 +782,25 @@ impl Args {
         if let Some(spec) = &self.chown {
             let (user, group) = spec.split_once(':').unwrap_or((spec, ""));
             plan.chown = (
-                (!user.is_empty()).then(|| id_of(user, true)).transpose()?,
-                (!group.is_empty())
-                    .then(|| id_of(group, false))
-                    .transpose()?,
+                (!user.is_empty()).then(|| id_of(user, true)).flatten(),
+                (!group.is_empty()).then(|| id_of(group, false)).flatten(),
             );
         }
-        let d = last_wins(m, &[a, "devices_specials"], &["no_devices_specials"]);
-        plan.devices = d || self.devices || list_only;
-        plan.specials = d || self.specials || list_only;
+        let d = [a, "devices_specials"];
+        let no_d = "no_devices_specials";
+        plan.devices = last_wins(m, &[d[0], d[1], "devices"], &[no_d, "no_devices"]) || list_only;
+        plan.specials =
+            last_wins(m, &[d[0], d[1], "specials"], &[no_d, "no_specials"]) || list_only;
         plan.times = last_wins(m, &[a, "times"], &["no_times"]);
         plan.omit_dir_times = self.omit_dir_times;
         plan.atimes = self.atimes;
         plan.acls = self.acls;
         plan.xattrs = self.xattrs;
         plan.sparse = self.sparse;
-        plan.one_file_system = self.one_file_system;
+        plan.one_file_system = self.one_file_system > 0;
+        plan.skip_mount_points = self.one_file_system > 1;
+        plan.fsync = self.fsync;
+        plan.open_noatime = self.open_noatime;
         plan.inplace = self.inplace;
         let window_ns = match self.modify_window {
             Some(n) if n > 0 => (n as u64).saturating_mul(1_000_000_000),
@@ -744,12 +853,6 @@ impl Args {
                     "~".into()
                 }
             });
-            if suffix.contains('/') {
-                bail!("--suffix cannot contain slashes: {suffix}");
-            }
-            if suffix.is_empty() && self.backup_dir.is_none() {
-                bail!("--suffix cannot be empty without a --backup-dir");
-            }
             if self.backup_dir.is_none() {
                 // rsync: backups beside the files imply -O, and a deletion spares them.
                 plan.omit_dir_times = true;
@@ -823,7 +926,7 @@ impl Args {
         out.backups = info.backup > 0 || self.verbose > 1;
         out.skips = info.skip.max(u8::from(out.verbose > 1));
         if let Some(path) = &self.log_file {
-            out.log = Some(Mutex::new(crate::log_file::open(path)?));
+            out.log = open_log(path, program).map(Mutex::new);
         }
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         // Cold, a walk waits on the disk for each directory and inode it reads: more workers
@@ -891,14 +994,29 @@ impl Args {
                 .context("cannot read the --files-from list from stdin")?;
             text
         } else {
-            ringio_copy::read_regular_path(list)
-                .with_context(|| format!("cannot read the --files-from list {}", list.display()))?
+            ringio_copy::read_regular_path(list).map_err(|e| {
+                anyhow::anyhow!(
+                    "failed to open files-from file {}: {}",
+                    list.display(),
+                    ringio_copy::quote::reason(&e)
+                )
+            })?
         };
-        let sep = if self.from0 { b'\0' } else { b'\n' };
+        // rsync's read_line with RL_DUMP_COMMENTS: lines end at CR or LF (NUL with -0), and
+        // a line starting with '#' or ';' is a comment.
+        let end = |b: &u8| {
+            if self.from0 {
+                *b == b'\0'
+            } else {
+                matches!(b, b'\n' | b'\r')
+            }
+        };
         let base = src.as_bytes();
         let mut out = Vec::new();
-        for line in text.split(|&b| b == sep) {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
+        for line in text.split(end) {
+            if line.starts_with(b"#") || line.starts_with(b";") {
+                continue;
+            }
             let path: &[u8] = {
                 let mut p = line;
                 while let Some(rest) = p.strip_prefix(b"/") {
@@ -980,10 +1098,10 @@ impl Args {
                 "filter" => rules.add_rule(bytes).map_err(|e| anyhow::anyhow!("{e}"))?,
                 "exclude_from" => rules
                     .read_from(std::path::Path::new(&value), ListKind::Exclude, self.from0)
-                    .map_err(|e| anyhow::anyhow!("{e}"))?,
+                    .map_err(FileIo::from_filter)?,
                 _ => rules
                     .read_from(std::path::Path::new(&value), ListKind::Include, self.from0)
-                    .map_err(|e| anyhow::anyhow!("{e}"))?,
+                    .map_err(FileIo::from_filter)?,
             }
         }
         let deleting = self.delete
@@ -1012,6 +1130,11 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
     }
     let (plan, out) = match args.plan(m, program) {
         Ok(p) => p,
+        Err(e) if e.is::<FileIo>() => {
+            to_stderr!("{program}: {e:#}");
+            to_stderr!("{program} error: error in file IO (code 11)");
+            return Ok(11);
+        }
         Err(e) => {
             to_stderr!("{program}: {e:#}");
             to_stderr!("{program} error: syntax or usage error (code {SYNTAX})");

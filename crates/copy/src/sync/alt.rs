@@ -29,6 +29,9 @@ pub(super) struct Match {
     /// It is exactly what the transfer would make (else only an entry of the same kind there:
     /// what the transfer's lines compare with).
     pub exact: bool,
+    /// A file whose data passes the quick check (size and mtime, or `-c`'s content) though
+    /// its attributes differ: rsync copies it from there, a local change (`cf`).
+    pub same_data: bool,
 }
 
 /// Opens the alternate trees' roots (relative to DEST), in order; a missing one is noted.
@@ -126,17 +129,20 @@ pub(super) fn find(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> Option<Match
         if stat.kind() != e.stat.kind() {
             continue;
         }
-        if same(run, pair, e, &dir, &stat) {
+        let (exact, same_data) = same(run, pair, e, &dir, &stat);
+        if exact {
             return Some(Match {
                 dir,
                 stat,
-                exact: true,
+                exact,
+                same_data,
             });
         }
         basis.get_or_insert(Match {
             dir,
             stat,
-            exact: false,
+            exact,
+            same_data,
         });
     }
     basis
@@ -148,9 +154,10 @@ fn os_str(bytes: &[u8]) -> &std::ffi::OsStr {
     std::ffi::OsStr::from_bytes(bytes)
 }
 
-/// The alternate entry `alt` (in `dir`) is what the transfer would make of `e`.
-fn same(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry, dir: &OwnedFd, alt: &Stat) -> bool {
-    match e.stat.kind() {
+/// Whether the alternate entry `alt` (in `dir`) is what the transfer would make of `e`, and
+/// (for a file) whether its data passes the quick check.
+fn same(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry, dir: &OwnedFd, alt: &Stat) -> (bool, bool) {
+    let exact = match e.stat.kind() {
         Kind::Dir => true,
         Kind::Symlink => {
             let a = sys::readlinkat(pair.src(e), &e.name, e.stat.size);
@@ -170,11 +177,15 @@ fn same(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry, dir: &OwnedFd, alt: &Stat)
                 }
             };
             let want = super::wanted::wanted(run, &e.stat, None);
-            quick
-                && rules::attr_changes(&run.rules, &want, alt, run.window_ns).none()
-                && same_xattrs(run, pair, e, dir)
+            return (
+                quick
+                    && rules::attr_changes(&run.rules, &want, alt, run.window_ns).none()
+                    && same_xattrs(run, pair, e, dir),
+                quick,
+            );
         }
-    }
+    };
+    (exact, false)
 }
 
 /// Under -X or -A: the alternate file's extended attributes and ACLs are the source's.

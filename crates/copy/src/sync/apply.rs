@@ -199,6 +199,9 @@ fn file_attrs(
         let atime = if plan.atimes { src_stat.atime } else { OMIT };
         sys::futimens(fd, atime, want.mtime).map_err(|e| CopyError::io(Op::SetTimes, path(), e))?;
     }
+    if plan.fsync {
+        rustix::fs::fsync(fd).map_err(|e| CopyError::io(Op::Write, path(), io::Error::from(e)))?;
+    }
     Ok(())
 }
 
@@ -362,9 +365,9 @@ pub(super) fn same_value(_run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry, dst: &St
 }
 
 /// `-c`: the two files hold the same bytes (read side by side, up to the first difference).
-pub(super) fn same_content(_run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> bool {
+pub(super) fn same_content(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> bool {
     let Some(dir) = &pair.dst else { return false };
-    let a = sys::openat(pair.src(e), &e.name, src_flags(_run), 0);
+    let a = open_src(run, pair, e);
     let b = sys::openat(
         dir.as_fd(),
         &e.dst_name,
@@ -447,6 +450,18 @@ pub(super) fn from_alt(
 fn src_flags(run: &Run<'_>) -> i32 {
     let follow = run.plan.symlinks == Symlinks::Follow || run.plan.copy_unsafe_links;
     libc::O_RDONLY | libc::O_CLOEXEC | if follow { 0 } else { libc::O_NOFOLLOW }
+}
+
+/// A source file opened for reading; `--open-noatime` asks for O_NOATIME, which only the
+/// file's owner (or root) may use: without that right the file is opened as usual.
+fn open_src(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> io::Result<std::os::fd::OwnedFd> {
+    if run.plan.open_noatime {
+        match sys::openat(pair.src(e), &e.name, src_flags(run) | libc::O_NOATIME, 0) {
+            Err(err) if err.raw_os_error() == Some(libc::EPERM) => {}
+            other => return other,
+        }
+    }
+    sys::openat(pair.src(e), &e.name, src_flags(run), 0)
 }
 
 /// A symlink's target, for `%L`.
@@ -979,7 +994,7 @@ fn write_data(
     };
     let dir = dir.as_fd();
     let path = || pair.dst_of(&e.dst_name);
-    let src = match sys::openat(pair.src(e), &e.name, src_flags(run), 0) {
+    let src = match open_src(run, pair, e) {
         Ok(fd) => fd,
         Err(err) if err.raw_os_error() == Some(libc::ENOENT) => {
             run.vanished(&pair.src_of(e));

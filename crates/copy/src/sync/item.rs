@@ -185,12 +185,18 @@ impl OutFormat {
             }
             // rsync's apostrophe (thousands separators) is accepted and shown plainly.
             while chars.next_if_eq(&'\'').is_some() {}
-            let Some(code) = chars.next() else {
-                return Err(format!("--out-format ends with '%': {format}"));
+            // rsync prints an escape it does not know (and a '%' at the end) as it is
+            // written; the daemon's %a %h %P %u among them, in a local transfer.
+            let Some(code) = chars.next_if(|c| CODES.contains(*c)) else {
+                text.push('%');
+                if left {
+                    text.push('-');
+                }
+                if width > 0 {
+                    text.push_str(&width.to_string());
+                }
+                continue;
             };
-            if !CODES.contains(code) {
-                return Err(format!("--out-format: unknown escape %{code}"));
-            }
             if code == '%' {
                 text.push('%');
                 continue;
@@ -233,15 +239,24 @@ impl OutFormat {
                             Action::Transfer => item.len.to_string().into_bytes(),
                             _ => b"0".to_vec(),
                         },
+                        // A local rsync's lines come from its sending side.
                         'o' => match item.action {
                             Action::Deleted => b"del.".to_vec(),
-                            _ => b"recv".to_vec(),
+                            _ => b"send".to_vec(),
                         },
                         'B' => {
                             let mode = src.map_or(0, |s| s.perm());
                             permission_string(mode).into_bytes()
                         }
-                        'M' => src.map_or_else(Vec::new, |s| s.mtime.0.to_string().into_bytes()),
+                        'M' => src.map_or_else(Vec::new, |s| {
+                            local_time(s.mtime.0, "%Y/%m/%d-%H:%M:%S").into_bytes()
+                        }),
+                        't' => {
+                            let now = std::time::SystemTime::now()
+                                .duration_since(std::time::UNIX_EPOCH)
+                                .map_or(0, |d| d.as_secs() as i64);
+                            local_time(now, "%Y/%m/%d %H:%M:%S").into_bytes()
+                        }
                         'U' => src.map_or_else(Vec::new, |s| s.uid.to_string().into_bytes()),
                         'G' => src.map_or_else(Vec::new, |s| s.gid.to_string().into_bytes()),
                         'p' => std::process::id().to_string().into_bytes(),
@@ -260,6 +275,30 @@ impl OutFormat {
         }
         out
     }
+}
+
+/// `secs` since the epoch in local time, as strftime writes it with `format`.
+fn local_time(secs: i64, format: &str) -> String {
+    let Ok(format) = std::ffi::CString::new(format) else {
+        return String::new();
+    };
+    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
+    let mut buf = [0u8; 64];
+    // SAFETY: localtime_r fills the `tm` it is given (checked non-null); strftime writes at
+    // most `buf.len()` bytes into `buf` and returns how many.
+    let n = unsafe {
+        let t: libc::time_t = secs;
+        if libc::localtime_r(&t, tm.as_mut_ptr()).is_null() {
+            return String::new();
+        }
+        libc::strftime(
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            format.as_ptr(),
+            tm.as_ptr(),
+        )
+    };
+    String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
 /// A name as rsync prints it: a control character, and a byte that does not print in the
@@ -412,7 +451,8 @@ mod tests {
         link.link = Some(b"target".to_vec());
         let f = OutFormat::parse("%n%L").unwrap();
         assert_eq!(f.render(&link, None), b"l -> target");
-        assert!(OutFormat::parse("%q").is_err());
-        assert!(OutFormat::parse("%").is_err());
+        // rsync prints what it does not know as written.
+        let f = OutFormat::parse("%q %a 5%").unwrap();
+        assert_eq!(f.parts, vec![Part::Text("%q %a 5%".into())]);
     }
 }

@@ -130,8 +130,14 @@ pub struct SyncPlan {
     pub sparse: bool,
     /// `-x`.
     pub one_file_system: bool,
+    /// `-xx`: a mount point is left out altogether (not made, empty).
+    pub skip_mount_points: bool,
     /// `--inplace`.
     pub inplace: bool,
+    /// `--fsync`: each written file is fsynced before it is put in place.
+    pub fsync: bool,
+    /// `--open-noatime`: source files are opened with O_NOATIME where permitted.
+    pub open_noatime: bool,
     /// The quick check (`-c`, `--size-only`, `-I`, `--modify-window`).
     pub quick: QuickCheck,
     /// `-u`.
@@ -218,6 +224,9 @@ impl SyncPlan {
             xattrs: false,
             sparse: false,
             one_file_system: false,
+            skip_mount_points: false,
+            fsync: false,
+            open_noatime: false,
             inplace: false,
             quick: QuickCheck::SizeAndTime { window_ns: 0 },
             update: false,

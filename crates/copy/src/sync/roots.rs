@@ -173,7 +173,8 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
         };
         if let Err(e) = made {
             run.fail(CopyError::io(Op::CreateDir, dest.clone(), e));
-            run.trouble.root.store(true, Ordering::Relaxed);
+            // rsync: a DEST that cannot be made is an I/O error (11), not a usage one (3).
+            run.trouble.file_io.store(true, Ordering::Relaxed);
             return Vec::new();
         }
     }

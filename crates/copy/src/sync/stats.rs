@@ -93,6 +93,17 @@ pub(super) fn group(n: u64) -> String {
     out
 }
 
+/// 1,234,567.89: a figure with two decimals, its whole part grouped as [`group`] does
+/// (rsync's comma_dnum, for rates and the speedup).
+pub(super) fn group_decimal(x: f64) -> String {
+    let text = format!("{:.2}", x.max(0.0));
+    let (whole, frac) = text.split_once('.').unwrap_or((&text, "00"));
+    match whole.parse::<u64>() {
+        Ok(n) => format!("{}.{frac}", group(n)),
+        Err(_) => text,
+    }
+}
+
 impl Stats {
     /// `--stats`' lines (rsync's wording; the protocol's own figures, which a local run
     /// through one process does not have, are given as the data moved).
@@ -128,14 +139,15 @@ impl Stats {
         vec![
             String::new(),
             format!(
-                "sent {} bytes  received {} bytes  {:.2} bytes/sec",
+                "sent {} bytes  received {} bytes  {} bytes/sec",
                 group(sent),
                 group(0),
-                rate
+                group_decimal(rate)
             ),
             format!(
-                "total size is {}  speedup is {speedup:.2}{dry}",
-                group(total)
+                "total size is {}  speedup is {}{dry}",
+                group(total),
+                group_decimal(speedup)
             ),
         ]
     }
@@ -151,6 +163,14 @@ mod tests {
         assert_eq!(group(999), "999");
         assert_eq!(group(1000), "1,000");
         assert_eq!(group(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn rates_are_grouped_with_two_decimals() {
+        assert_eq!(group_decimal(0.0), "0.00");
+        assert_eq!(group_decimal(764.0), "764.00");
+        assert_eq!(group_decimal(1234.567), "1,234.57");
+        assert_eq!(group_decimal(90_751_203.49), "90,751,203.49");
     }
 
     #[test]

@@ -645,6 +645,10 @@ fn list_dir<'r>(
             if is_dir && run.dest_id.get() == Some(&(stat.dev, stat.ino)) {
                 continue;
             }
+            // -xx: a directory on another filesystem is not sent at all.
+            if is_dir && plan.skip_mount_points && stat.dev != layer.dev {
+                continue;
+            }
             let entry = SrcEntry {
                 layer: i,
                 more: Vec::new(),
@@ -989,6 +993,9 @@ fn entry<'r>(
                         item.matched = m.exact;
                         item.attrs = rules::attr_changes(&run.rules, &want, &m.stat, run.window_ns);
                         if kind == Kind::File {
+                            if m.same_data {
+                                item.action = Action::LocalChange;
+                            }
                             item.size = m.stat.size != e.stat.size;
                             item.attrs.time |= !plan.times;
                         }

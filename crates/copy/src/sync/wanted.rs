@@ -36,11 +36,18 @@ pub(super) fn wanted(run: &Run<'_>, src: &Stat, existing: Option<&Stat>) -> Stat
         (None, false, Some(d)) => d.uid,
         (None, false, None) => rustix::process::geteuid().as_raw(),
     };
-    want.gid = match (plan.chown.1, plan.group, existing) {
-        (Some(gid), _, _) => gid,
-        (None, true, _) => src.gid,
-        (None, false, Some(d)) => d.gid,
-        (None, false, None) => rustix::process::getegid().as_raw(),
+    // rsync's match_gid: a group the run cannot give (not root, and not one of the user's
+    // groups) is not kept, so neither set nor compared: the entry keeps the group it has.
+    let givable = |gid: &u32| run.is_root || plan.fake_super || in_my_groups(*gid);
+    let kept = match (plan.chown.1, plan.group) {
+        (Some(gid), _) => Some(gid),
+        (None, true) => Some(src.gid),
+        (None, false) => None,
+    };
+    want.gid = match (kept.filter(givable), existing) {
+        (Some(gid), _) => gid,
+        (None, Some(d)) => d.gid,
+        (None, None) => run.creator.1,
     };
     let keep_time = plan.times && !(src.kind() == Kind::Dir && plan.omit_dir_times);
     if !keep_time {
@@ -49,4 +56,28 @@ pub(super) fn wanted(run: &Run<'_>, src: &Stat, existing: Option<&Stat>) -> Stat
         }
     }
     want
+}
+
+/// True when `gid` is the process's effective group or one of its supplementary groups: a
+/// group an owner who is not root may give a file.
+fn in_my_groups(gid: u32) -> bool {
+    static GROUPS: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+    let groups = GROUPS.get_or_init(|| {
+        let mut groups = vec![rustix::process::getegid().as_raw()];
+        // SAFETY: getgroups(0, NULL) only counts; the second call writes at most `n` gids
+        // into a buffer of `n`.
+        unsafe {
+            let n = libc::getgroups(0, std::ptr::null_mut());
+            if n > 0 {
+                let mut list = vec![0 as libc::gid_t; n as usize];
+                let got = libc::getgroups(n, list.as_mut_ptr());
+                if got > 0 {
+                    list.truncate(got as usize);
+                    groups.extend(list);
+                }
+            }
+        }
+        groups
+    });
+    groups.contains(&gid)
 }

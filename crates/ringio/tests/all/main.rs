@@ -36,6 +36,7 @@ mod outside_fixes;
 mod progress;
 mod sync;
 mod sync_adversary;
+mod sync_cli;
 mod sync_dest;
 mod sync_escape;
 mod sync_operands;

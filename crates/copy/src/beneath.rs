@@ -31,6 +31,11 @@ pub(crate) enum Walk {
 /// Opens the directory `rel` below `root`, component by component, as `how` says. An absolute
 /// `rel` starts at `/`; `..` is refused unless the walk follows the user's path.
 pub(crate) fn open_dirs(root: BorrowedFd<'_>, rel: &Path, how: Walk) -> io::Result<OwnedFd> {
+    if how == Walk::Existing && rel.is_relative() {
+        if let Some(fd) = open_at_once(root, rel) {
+            return Ok(fd);
+        }
+    }
     let mut at = sys::open_dir(root, c".", false)?;
     for part in rel.components() {
         let name = match part {
@@ -49,6 +54,19 @@ pub(crate) fn open_dirs(root: BorrowedFd<'_>, rel: &Path, how: Walk) -> io::Resu
         at = step(at.as_fd(), &name, how)?;
     }
     Ok(at)
+}
+
+/// [`Walk::Existing`] in one openat2 (RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS): `None` where it
+/// refuses for any reason (a symlink or `..` on the way, a path past PATH_MAX, a kernel
+/// without openat2), and the walk by components then finds, or names, what is in the way.
+fn open_at_once(root: BorrowedFd<'_>, rel: &Path) -> Option<OwnedFd> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    if rel.as_os_str().is_empty() {
+        return None;
+    }
+    let how = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    rustix::fs::openat2(root, rel, flags, Mode::empty(), how).ok()
 }
 
 /// One component of [`open_dirs`].
@@ -126,7 +144,7 @@ pub(crate) fn below(base: BorrowedFd<'_>, given: &Path) -> Option<PathBuf> {
     }
     let proc = CString::new(format!("/proc/self/fd/{}", base.as_raw_fd())).ok()?;
     let real = PathBuf::from(std::ffi::OsString::from_vec(
-        sys::readlinkat(rustix::fs::CWD, &proc, 256).ok()?,
+        sys::readlinkat(rustix::fs::CWD, &proc, libc::PATH_MAX as u64).ok()?,
     ));
     let mut at = PathBuf::new();
     for part in real.join(given).components() {

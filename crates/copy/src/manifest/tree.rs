@@ -191,22 +191,18 @@ impl LastDir {
     }
 }
 
-/// The directory `rel` below `root` (empty: the root itself). One openat2 with
-/// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS; where it refuses (a symlink on the way, a name past
-/// PATH_MAX, a kernel without openat2), component by component with O_NOFOLLOW, which also
-/// names the symlink.
+/// The directory `rel` below `root` (empty: the root itself), reached as everything below a
+/// destination is ([`crate::beneath::open_dirs`]: no symlink followed); where a symlink is in
+/// the way, the walk again by components names it.
 fn open_beneath(root: BorrowedFd<'_>, rel: &[u8]) -> Result<OwnedFd, Beneath> {
     if rel.is_empty() {
         return root.try_clone_to_owned().map_err(Beneath::Io);
     }
-    use rustix::fs::{Mode, OFlags, ResolveFlags};
-    let how = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    match rustix::fs::openat2(root, OsStr::from_bytes(rel), flags, Mode::empty(), how) {
+    let path = std::path::Path::new(OsStr::from_bytes(rel));
+    match crate::beneath::open_dirs(root, path, crate::beneath::Walk::Existing) {
         Ok(fd) => return Ok(fd),
-        Err(e @ (rustix::io::Errno::NOENT | rustix::io::Errno::ACCESS)) => {
-            return Err(Beneath::Io(e.into()))
-        }
+        Err(e) if e.raw_os_error() != Some(libc::ELOOP) => return Err(Beneath::Io(e)),
+        // A symlink on the way: found again below, to be named.
         Err(_) => {}
     }
     let mut dir = root.try_clone_to_owned().map_err(Beneath::Io)?;

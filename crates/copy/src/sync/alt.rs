@@ -112,11 +112,8 @@ pub(super) fn find(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> Option<Match
         let dir = if pair.dst_rel.is_empty() {
             root.try_clone().ok()
         } else {
-            use rustix::fs::{Mode, OFlags, ResolveFlags};
-            let how = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH;
-            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-            let rel = std::ffi::OsStr::new(os_str(&pair.dst_rel));
-            rustix::fs::openat2(root.as_fd(), rel, flags, Mode::empty(), how).ok()
+            let rel = std::path::Path::new(os_str(&pair.dst_rel));
+            crate::beneath::open_dirs(root.as_fd(), rel, crate::beneath::Walk::Existing).ok()
         };
         let Some(dir) = dir else { continue };
         let Ok(mut stat) = sys::statx_at(dir.as_fd(), &e.dst_name, false) else {

@@ -1210,12 +1210,8 @@ pub(super) fn finish_delayed(run: &Run<'_>) {
         let dir = if d.dir.is_empty() {
             d.anchor.try_clone()
         } else {
-            use rustix::fs::{Mode, OFlags, ResolveFlags};
-            let how = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH;
-            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-            let rel = OsStr::from_bytes(&d.dir);
-            rustix::fs::openat2(d.anchor.as_fd(), rel, flags, Mode::empty(), how)
-                .map_err(io::Error::from)
+            let rel = std::path::Path::new(OsStr::from_bytes(&d.dir));
+            beneath::open_dirs(d.anchor.as_fd(), rel, Walk::Existing)
         };
         let placed = dir.and_then(|dir| {
             let stage = sys::open_dir(dir.as_fd(), STAGE, false)?;

@@ -173,8 +173,13 @@ pub(super) fn resolve(run: &Run<'_>) -> Vec<Root> {
         };
         if let Err(e) = made {
             run.fail(CopyError::io(Op::CreateDir, dest.clone(), e));
-            // rsync: a DEST that cannot be made is an I/O error (11), not a usage one (3).
-            run.trouble.file_io.store(true, Ordering::Relaxed);
+            // rsync: a DEST that cannot be made is an I/O error (11) where there is something
+            // to put in it; with no source left, its receiver only fails to enter it (3).
+            if sources.is_empty() {
+                run.trouble.root.store(true, Ordering::Relaxed);
+            } else {
+                run.trouble.file_io.store(true, Ordering::Relaxed);
+            }
             return Vec::new();
         }
     }

@@ -1325,23 +1325,18 @@ pub(super) fn remove_source(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) {
 
 /// Deletes what the destination directory holds and the source does not (`kept`: the
 /// source's names after filters), except what a filter protects. Stale temporaries of an
-/// interrupted run go too.
+/// interrupted run go too, unless `making`: the directory's entries may be being made
+/// meanwhile (its deletions waited for their turn), so temporaries and the `--delay-updates`
+/// staging directory are left alone (the stale ones went when it was listed).
 pub(super) fn delete_extraneous(
     run: &Run<'_>,
     pair: &Pair<'_>,
-    dir: BorrowedFd<'_>,
+    (dir, making): (BorrowedFd<'_>, bool),
     kept: &HashSet<Vec<u8>>,
     buf: &mut [MaybeUninit<u8>],
     lines: &mut Vec<u8>,
 ) -> bool {
-    // After a source could not be read, rsync deletes nothing more (once said).
-    if run.trouble.source_io.load(Ordering::Relaxed) {
-        if !run.trouble.deletion_stopped.swap(true, Ordering::Relaxed) {
-            run.out
-                .error("IO error encountered -- skipping file deletion");
-        }
-        return false;
-    }
+    // Whether a source error stops it is the walk's to say, in its order (`walk::deletion`).
     let mut names: Vec<(bool, CString)> = Vec::new();
     let listed = sys::read_dir_entries(dir, buf, |name, kind| {
         // Where the directory does not say (DT_UNKNOWN), a statx does.
@@ -1360,6 +1355,9 @@ pub(super) fn delete_extraneous(
     });
     for (_, name) in names.iter().rev() {
         if kept.contains(name.to_bytes()) {
+            continue;
+        }
+        if making && (name.as_c_str() == STAGE || temp::is_ours(name.to_bytes())) {
             continue;
         }
         if temp::is_ours(name.to_bytes()) {

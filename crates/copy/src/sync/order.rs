@@ -1,71 +1,185 @@
-//! rsync's order for the lines of a parallel walk. rsync prints a directory's block (its own
-//! line, its deletions, its entries) and then each subdirectory's, in order: a depth-first
-//! walk. Here directories finish on any worker in any order, so each one's block waits in a
-//! [`Block`] until every block before it is printed; the [`Printer`] follows the walk's order
-//! and prints whatever is ready. The walk's shared stack hands out the most recently found
-//! directories first, so the workers stay near the printed edge and few blocks wait.
+//! rsync's order for the lines of a parallel walk, and for its deletions. rsync prints a
+//! directory's block (its own line, its deletions, its entries) and then each subdirectory's,
+//! in order: a depth-first walk. Here directories finish on any worker in any order, so each
+//! one's block waits in a [`Block`] until every block before it is printed; the [`Printer`]
+//! follows the walk's order and prints whatever is ready. The walk's shared stack hands out
+//! the most recently found directories first, so the workers stay near the printed edge and
+//! few blocks wait.
+//!
+//! The same cursor gates deletion. rsync deletes nothing once reading the source failed
+//! ("IO error encountered -- skipping file deletion"), and its generator meets directories in
+//! this order, so a directory's deletions are made only when every directory before it in
+//! the order has been walked (listed, its entries read) and none of them, nor it, met a
+//! source error. A directory listed while the cursor is on it deletes at once; one listed
+//! earlier leaves its deletions in its block ([`Printer::claim`]), and they are made when
+//! the cursor reaches it, by the thread that moves the cursor there, before its block is
+//! printed. What waits is what the printer keeps anyway: a block per directory finished out
+//! of turn, which the LIFO stack keeps few.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::output::Output;
 
+/// A directory's deletions, made at its turn: called with whether they may be made (no
+/// source error before it or in it) and whether its entries may be being made meanwhile (they
+/// waited for their turn), it returns their lines.
+pub(super) type Deferred<'r> = Box<dyn FnOnce(bool, bool) -> Vec<u8> + Send + 'r>;
+
 /// One directory's lines and, once it is listed, its subdirectories' blocks in order.
-#[derive(Debug, Default)]
-pub(super) struct Block {
-    done: Mutex<Option<Done>>,
+#[derive(Default)]
+pub(super) struct Block<'r> {
+    done: Mutex<Option<Done<'r>>>,
+    /// The directory's path from the transfer root.
+    rel: Vec<u8>,
+    /// Reading the source failed in this directory (opening it, listing it, an entry).
+    source_error: AtomicBool,
+    /// Its deletions, waiting for their turn, then their lines; with where those go in its
+    /// block (after its own line).
+    deletion: Mutex<Option<(usize, Deletion<'r>)>>,
 }
 
-#[derive(Debug)]
-struct Done {
+enum Deletion<'r> {
+    Waiting(Deferred<'r>),
+    Made(Vec<u8>),
+}
+
+struct Done<'r> {
     lines: Vec<u8>,
-    children: Vec<Arc<Block>>,
+    children: Vec<Arc<Block<'r>>>,
 }
 
-/// Prints blocks in the walk's order as they become ready.
-#[derive(Debug)]
-pub(super) struct Printer {
-    /// The walk's position: each block on the way down with the index of its next child, and
-    /// whether its own lines are out.
-    cursor: Mutex<Vec<(Arc<Block>, usize, bool)>>,
+/// Where the walk is: each block on the way down with the index of its next child, and
+/// whether its own lines are out; whether a source error came before.
+struct Cursor<'r> {
+    stack: Vec<(Arc<Block<'r>>, usize, bool)>,
+    failed: bool,
+    first_failure: Option<Vec<u8>>,
 }
 
-impl Printer {
+/// Prints blocks in the walk's order as they become ready, and makes each directory's
+/// deletions at its turn.
+pub(super) struct Printer<'r> {
+    cursor: Mutex<Cursor<'r>>,
+}
+
+impl<'r> Block<'r> {
+    /// The block of the directory at `rel`.
+    pub fn at(rel: Vec<u8>) -> Arc<Block<'r>> {
+        Arc::new(Block {
+            rel,
+            ..Block::default()
+        })
+    }
+
+    /// Reading the source failed here: no deletion from here on in the walk's order.
+    pub fn source_error(&self) {
+        self.source_error.store(true, Ordering::Relaxed);
+    }
+}
+
+impl<'r> Printer<'r> {
     /// A printer whose first block is `root`'s.
-    pub fn new() -> (Printer, Arc<Block>) {
-        let root = Arc::new(Block::default());
+    pub fn new() -> (Printer<'r>, Arc<Block<'r>>) {
+        let root = Block::at(Vec::new());
         let printer = Printer {
-            cursor: Mutex::new(vec![(root.clone(), 0, false)]),
+            cursor: Mutex::new(Cursor {
+                stack: vec![(root.clone(), 0, false)],
+                failed: false,
+                first_failure: None,
+            }),
         };
         (printer, root)
     }
 
     /// `block` is done: its `lines`, then the blocks of its subdirectories (`children`, in
     /// order). Prints every block that is now next in order.
-    pub fn finish(&self, out: &Output, block: &Block, lines: Vec<u8>, children: Vec<Arc<Block>>) {
+    pub fn finish(
+        &self,
+        out: &Output,
+        block: &Block<'r>,
+        lines: Vec<u8>,
+        children: Vec<Arc<Block<'r>>>,
+    ) {
         *block.done.lock().expect("block") = Some(Done { lines, children });
         self.advance(out, false);
     }
 
+    /// `block`'s deletions (their lines at `at` in its block): handed back with whether they
+    /// may be made when it is the block's turn now (so they are made at once, before its
+    /// entries), else kept until the cursor reaches the block.
+    pub fn claim(
+        &self,
+        block: &Arc<Block<'r>>,
+        at: usize,
+        deletion: Deferred<'r>,
+    ) -> Option<(Deferred<'r>, bool)> {
+        let cursor = self.cursor.lock().expect("cursor");
+        match cursor.stack.last() {
+            Some((top, _, false)) if Arc::ptr_eq(top, block) => {
+                let clean = !cursor.failed && !block.source_error.load(Ordering::Relaxed);
+                Some((deletion, clean))
+            }
+            _ => {
+                *block.deletion.lock().expect("deletion") = Some((at, Deletion::Waiting(deletion)));
+                None
+            }
+        }
+    }
+
+    /// The path of the first directory, in the walk's order, where reading the source failed.
+    pub fn first_failure(&self) -> Option<Vec<u8>> {
+        self.cursor.lock().expect("cursor").first_failure.clone()
+    }
+
     /// At the end of the walk: what is still waiting is printed in order, and a block that
-    /// never finished (the run was stopped) is passed over with everything below it.
+    /// never finished (the run was stopped) is passed over with everything below it (and
+    /// deletions waiting there are not made).
     pub fn rest(&self, out: &Output) {
         self.advance(out, true);
     }
 
     fn advance(&self, out: &Output, to_the_end: bool) {
         let mut cursor = self.cursor.lock().expect("cursor");
+        let cursor = &mut *cursor;
         loop {
-            let Some((block, next, printed)) = cursor.last_mut() else {
+            let Some((block, next, printed)) = cursor.stack.last_mut() else {
                 return;
             };
             let mut done = block.done.lock().expect("block");
+            if !*printed && done.is_none() && to_the_end {
+                // Never finished (the run was stopped): what waits here is not made.
+                block.deletion.lock().expect("deletion").take();
+            } else if !*printed {
+                // The block's turn: its deletions are made now.
+                let mut deletion = block.deletion.lock().expect("deletion");
+                if let Some((at, Deletion::Waiting(_))) = deletion.as_ref() {
+                    let at = *at;
+                    let Some((_, Deletion::Waiting(delete))) = deletion.take() else {
+                        unreachable!("checked above")
+                    };
+                    let clean = !cursor.failed && !block.source_error.load(Ordering::Relaxed);
+                    *deletion = Some((at, Deletion::Made(delete(clean, true))));
+                }
+            }
             let child = match done.as_mut() {
                 None if !to_the_end => return,
                 None => None,
                 Some(done) => {
                     if !*printed {
-                        out.print(&std::mem::take(&mut done.lines));
+                        let mut lines = std::mem::take(&mut done.lines);
+                        if let Some((at, Deletion::Made(deleted))) =
+                            block.deletion.lock().expect("deletion").take()
+                        {
+                            let at = at.min(lines.len());
+                            lines.splice(at..at, deleted);
+                        }
+                        out.print(&lines);
                         *printed = true;
+                        if block.source_error.load(Ordering::Relaxed) && !cursor.failed {
+                            cursor.failed = true;
+                            cursor.first_failure = Some(block.rel.clone());
+                        }
                     }
                     let child = done.children.get(*next).cloned();
                     *next += 1;
@@ -74,9 +188,9 @@ impl Printer {
             };
             drop(done);
             match child {
-                Some(child) => cursor.push((child, 0, false)),
+                Some(child) => cursor.stack.push((child, 0, false)),
                 None => {
-                    cursor.pop();
+                    cursor.stack.pop();
                 }
             }
         }
@@ -93,11 +207,11 @@ mod tests {
         let out = Output::new("t");
         let (printer, root) = Printer::new();
         let (x, y, p) = (
-            Arc::<Block>::default(),
-            Arc::<Block>::default(),
-            Arc::<Block>::default(),
+            Arc::<Block<'_>>::default(),
+            Arc::<Block<'_>>::default(),
+            Arc::<Block<'_>>::default(),
         );
-        let text = |b: &Block| b.done.lock().unwrap().as_ref().map(|d| d.lines.clone());
+        let text = |b: &Block<'_>| b.done.lock().unwrap().as_ref().map(|d| d.lines.clone());
         printer.finish(&out, &y, b"y\n".to_vec(), vec![]);
         printer.finish(&out, &p, b"p\n".to_vec(), vec![]);
         // Nothing is printed before the root: every block still holds its lines.
@@ -109,7 +223,7 @@ mod tests {
         printer.finish(&out, &x, b"x\n".to_vec(), vec![p.clone()]);
         assert_eq!(text(&p), Some(vec![]));
         assert_eq!(text(&y), Some(vec![]));
-        assert!(printer.cursor.lock().unwrap().is_empty());
+        assert!(printer.cursor.lock().unwrap().stack.is_empty());
     }
 
     /// A block that never finishes holds back only what follows it, until the end.
@@ -117,12 +231,60 @@ mod tests {
     fn an_unfinished_block_is_passed_over_at_the_end() {
         let out = Output::new("t");
         let (printer, root) = Printer::new();
-        let (x, y) = (Arc::<Block>::default(), Arc::<Block>::default());
+        let (x, y) = (Arc::<Block<'_>>::default(), Arc::<Block<'_>>::default());
         printer.finish(&out, &root, Vec::new(), vec![x.clone(), y.clone()]);
         printer.finish(&out, &y, b"y\n".to_vec(), vec![]);
         assert_eq!(y.done.lock().unwrap().as_ref().unwrap().lines, b"y\n");
         printer.rest(&out);
         assert!(y.done.lock().unwrap().as_ref().unwrap().lines.is_empty());
-        assert!(printer.cursor.lock().unwrap().is_empty());
+        assert!(printer.cursor.lock().unwrap().stack.is_empty());
+    }
+
+    /// Deletions claimed out of turn wait for it, and none is made after a source error
+    /// in an earlier block (nor in the block itself): root, x (failed), x/p, y.
+    #[test]
+    fn deletions_wait_for_their_turn_and_stop_after_an_error() {
+        use std::sync::atomic::AtomicUsize;
+        let out = Output::new("t");
+        let (printer, root) = Printer::new();
+        let (x, y, p) = (
+            Block::at(b"x".to_vec()),
+            Block::at(b"y".to_vec()),
+            Block::at(b"x/p".to_vec()),
+        );
+        let made = Arc::new(Mutex::new(Vec::new()));
+        let calls = Arc::new(AtomicUsize::new(0));
+        let deletion = |name: &'static str| -> Deferred<'static> {
+            let (made, calls) = (made.clone(), calls.clone());
+            Box::new(move |clean, _| {
+                calls.fetch_add(1, Ordering::Relaxed);
+                if clean {
+                    made.lock().unwrap().push(name);
+                }
+                Vec::new()
+            })
+        };
+        // The root's turn is now: handed back to be made at once.
+        let (now, clean) = printer.claim(&root, 0, deletion("root")).expect("its turn");
+        assert!(clean);
+        now(clean, false);
+        printer.finish(&out, &root, Vec::new(), vec![x.clone(), y.clone()]);
+        // y is listed before x: its deletions wait.
+        assert!(printer.claim(&y, 0, deletion("y")).is_none());
+        printer.finish(&out, &y, Vec::new(), vec![]);
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+        x.source_error();
+        assert!(printer
+            .claim(&x, 0, deletion("x"))
+            .is_some_and(|(_, clean)| !clean));
+        printer.finish(&out, &x, Vec::new(), vec![p.clone()]);
+        assert!(printer
+            .claim(&p, 0, deletion("p"))
+            .is_some_and(|(_, clean)| !clean));
+        printer.finish(&out, &p, Vec::new(), vec![]);
+        // y's turn came after x's error: called, but not allowed.
+        assert_eq!(calls.load(Ordering::Relaxed), 2);
+        assert_eq!(*made.lock().unwrap(), vec!["root"]);
+        assert_eq!(printer.first_failure(), Some(b"x".to_vec()));
     }
 }

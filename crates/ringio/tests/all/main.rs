@@ -34,5 +34,6 @@ mod mpi_missing;
 mod progress;
 mod sync;
 mod sync_adversary;
+mod sync_errors;
 mod torture;
 mod verify;

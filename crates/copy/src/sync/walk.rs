@@ -386,8 +386,8 @@ fn worker<'r>(run: &'r Run<'r>, pool: &Pool<'r>) {
                 Work::Dir(task) => {
                     let block = task.block.clone();
                     match open_task(run, *task) {
-                        Some(pair) => list_dir(run, pool, Arc::new(pair), &mut buf),
-                        None => pool.print(run.out, block.as_deref(), Vec::new(), Vec::new()),
+                        Ok(pair) => list_dir(run, pool, Arc::new(pair), &mut buf),
+                        Err(lines) => pool.print(run.out, block.as_deref(), lines, Vec::new()),
                     }
                 }
                 Work::Entries(pair, entries, block) => {
@@ -409,14 +409,16 @@ impl Drop for Done<'_, '_> {
 }
 
 /// Opens a subdirectory task's two sides: each source that holds the directory, and the
-/// destination's.
-fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
+/// destination's. When it cannot be walked, the lines of its block: its own line (it was
+/// made), and where a source error keeps its deletions from being made, rsync's note.
+fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> {
     let parent = task.parent;
     let name = task.name;
     let follow = run.plan.symlinks == Symlinks::Follow;
     let rel = join(&parent.rel, name.to_bytes());
     let dst_path = parent.dst_path.join(apply::os(&name));
     let mut layers = Vec::with_capacity(task.layers.len());
+    let mut failed = false;
     for &i in &task.layers {
         let above = &parent.layers[i];
         let path = above.path.join(apply::os(&name));
@@ -430,6 +432,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
             }
             Err(e) => {
                 let e = CopyError::io(Op::OpenDir, path, e);
+                failed = true;
                 run.source_fail(parent.pass, task.block.as_deref(), e);
                 continue;
             }
@@ -439,6 +442,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
         let id = sys::fstatx(fd.as_fd()).map_or((0, 0), |st| (st.dev, st.ino));
         if above.ancestry.holds(id) {
             let e = std::io::Error::from_raw_os_error(libc::ELOOP);
+            failed = true;
             run.source_fail(
                 parent.pass,
                 task.block.as_deref(),
@@ -454,6 +458,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
             Ok(scope) => scope,
             Err(e) => {
                 let e = CopyError::Refused(e.to_string());
+                failed = true;
                 run.source_fail(parent.pass, task.block.as_deref(), e);
                 continue;
             }
@@ -485,7 +490,20 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
         });
     }
     if layers.is_empty() {
-        return None;
+        let mut lines = Vec::new();
+        if parent.pass != Pass::Scan {
+            if let Some(item) = &task.item {
+                report(run, item, &task.src_stat, &mut lines);
+            }
+            let deletes = matches!(parent.pass, Pass::Transfer { delete: true } | Pass::Delete);
+            // As rsync: said where a deletion would have been tried (not, under -n, in a
+            // directory that does not exist yet).
+            let exists = task.dst_before.is_some() || !run.plan.dry_run;
+            if deletes && failed && exists && !run.plan.ignore_errors {
+                run.deletion_stopped(&mut lines);
+            }
+        }
+        return Err(lines);
     }
     let dst = match &parent.dst {
         Some(_) if parent.pass == Pass::Scan => None,
@@ -494,7 +512,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
                 Ok(fd) => Some(fd),
                 Err(e) => {
                     run.fail(CopyError::io(Op::OpenDir, dst_path, e));
-                    return None;
+                    return Err(Vec::new());
                 }
             }
         }
@@ -518,7 +536,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
         && dst
             .as_ref()
             .is_some_and(|fd| crate::xattr::has_default_acl(fd.as_fd()));
-    Some(Pair {
+    Ok(Pair {
         run,
         dst_setgid,
         dst_default_acl,

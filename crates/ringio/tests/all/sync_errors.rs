@@ -422,3 +422,132 @@ fn directory_cycles_end_with_an_error_and_stop_deletion() {
     assert_exit(&out, 23);
     assert_eq!(fs::read(dir.join("dst/f")).unwrap(), b"f");
 }
+
+/// stdout's lines, sorted (rsync's processes may interleave them differently).
+fn sorted_lines(bytes: &[u8]) -> Vec<String> {
+    let mut lines: Vec<String> = String::from_utf8_lossy(bytes)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// stderr's error lines without the program's name and the closing summary.
+fn error_lines(bytes: &[u8]) -> Vec<String> {
+    let mut lines: Vec<String> = String::from_utf8_lossy(bytes)
+        .lines()
+        .filter(|l| !l.contains("some files/attrs were not transferred"))
+        .map(|l| l.trim_start_matches("ringio sync: ").to_string())
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// A dry run predicts the real run: the same exit code, the same lines on stdout and the same
+/// errors, wherever the rules can know without writing; and so does rsync -n. Cases: a file, a
+/// symlink and a FIFO over non-empty directories (no --force: rsync's "could not make way"),
+/// a file over a directory holding what a filter protects (--delete), a directory over a
+/// file (no error), a source directory that cannot be read.
+#[test]
+fn a_dry_run_exits_as_the_real_run() {
+    type Make = fn(&Path);
+    let cases: [(&str, Make, &[&str], i32); 4] = [
+        (
+            "over non-empty directories",
+            |d| {
+                write_file(d.join("src/x"), "f");
+                symlink("tgt", d.join("src/y")).unwrap();
+                mkfifo(&d.join("src/z"), 0o644);
+                for n in ["x", "y", "z"] {
+                    write_file(d.join(format!("dst/{n}/inner")), "in");
+                }
+                write_file(d.join("src/ok"), "fine");
+            },
+            &["-rl", "--specials", "-i"],
+            23,
+        ),
+        (
+            "over a protected entry",
+            |d| {
+                write_file(d.join("src/p"), "f");
+                write_file(d.join("src/x"), "f");
+                write_file(d.join("dst/p/keep"), "keep");
+                write_file(d.join("dst/x/inner"), "in");
+            },
+            &["-r", "-i", "--delete", "--filter=P keep"],
+            23,
+        ),
+        (
+            "a directory over a file",
+            |d| {
+                write_file(d.join("src/d/f"), "f");
+                write_file(d.join("dst/d"), "a file");
+            },
+            &["-r", "-i"],
+            0,
+        ),
+        (
+            "an unreadable source directory",
+            |d| {
+                write_file(d.join("src/a/f"), "f");
+                write_file(d.join("src/b/g"), "g");
+                write_file(d.join("dst/c"), "c");
+                hand_over(d, &["src/b"]);
+            },
+            &["-r", "-i", "--delete"],
+            23,
+        ),
+    ];
+    for (what, make, opts, code) in cases {
+        let mut outs = Vec::new();
+        for tool in ["ringio", "rsync"] {
+            if tool == "rsync" && !rsync_available() {
+                continue;
+            }
+            for dry in [false, true] {
+                let dir = scratch();
+                make(dir.path());
+                hand_over(dir.path(), &[]);
+                let mut args = opts.to_vec();
+                if dry {
+                    args.push("-n");
+                }
+                args.extend(["src/", "dst/"]);
+                let out = run(tool, dir.path(), &args, None);
+                let _ = fs::set_permissions(
+                    dir.join("src/b"),
+                    std::os::unix::fs::PermissionsExt::from_mode(0o755),
+                );
+                outs.push((tool, dry, out));
+            }
+        }
+        let (_, _, real) = &outs[0];
+        // rsync's note on deletion is said only where a deletion is tried: under -n, not in
+        // a directory that is still to be made.
+        let kept = |out: &Output| -> Vec<String> {
+            let lines = sorted_lines(&out.stdout);
+            lines.into_iter().filter(|l| l != STOPPED).collect()
+        };
+        for (tool, dry, out) in &outs {
+            let shown = format!("{what}: {tool} dry={dry}\n{}", describe(out));
+            assert_eq!(out.status.code(), Some(code), "{shown}");
+            assert_eq!(kept(out), kept(real), "{shown}");
+            // rsync's dry run and real run as ringio's.
+            let (_, _, ours) = &outs[usize::from(*dry)];
+            assert_eq!(
+                sorted_lines(&out.stdout),
+                sorted_lines(&ours.stdout),
+                "{shown}"
+            );
+            // rsync names its sender in some errors; the text after it is the same.
+            let theirs: Vec<String> = error_lines(&out.stderr)
+                .iter()
+                .map(|l| l.replace("rsync: [sender] opendir ", "cannot open directory "))
+                .collect();
+            if *tool == "ringio" || what != "an unreadable source directory" {
+                assert_eq!(theirs, error_lines(&real.stderr), "{shown}");
+            }
+        }
+    }
+}

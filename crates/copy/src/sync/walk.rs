@@ -770,15 +770,22 @@ fn list_dir<'r>(
         Pass::Scan => false,
     };
     if delete_here && pair.whole && pair.dst.is_some() {
-        let deletion = deletion(&pair, kept, complete);
+        let kept = Arc::new(kept);
+        let nothing = Arc::new(AtomicBool::new(false));
+        let deletion = deletion(&pair, (kept.clone(), nothing.clone()), complete);
         let now = match (&pool.printer, &pair.block) {
             (Some(printer), Some(block)) => printer.claim(block, lines.len(), deletion),
             _ => Some((deletion, !run.trouble.source_io.load(Ordering::Relaxed))),
         };
         match now {
             Some((delete, clean)) => lines.extend(delete(clean, false)),
-            // Its deletions wait; the stale temporaries go now, before any entry is made.
-            None => remove_stale(&pair, buf),
+            // Its deletions wait: the stale temporaries go now, before any entry is made, and
+            // a directory that holds nothing extraneous is not read again at its turn.
+            None => {
+                if !sweep(&pair, &kept, buf) {
+                    nothing.store(true, Ordering::Relaxed);
+                }
+            }
         }
     } else if pair.whole && !scan {
         remove_stale(&pair, buf);
@@ -824,9 +831,11 @@ fn list_dir<'r>(
 /// stopped. `--ignore-errors` deletes all the same, but never where the listing itself is
 /// incomplete (its missing names are not known to be extraneous). `--delete-delay` deletes
 /// only in the directories before the first that failed during the transfer.
+///
+/// `nothing`: set once the directory was found to hold nothing extraneous.
 fn deletion<'r>(
     pair: &Arc<Pair<'r>>,
-    kept: HashSet<Vec<u8>>,
+    (kept, nothing): (Arc<HashSet<Vec<u8>>>, Arc<AtomicBool>),
     complete: bool,
 ) -> super::order::Deferred<'r> {
     let pair = pair.clone();
@@ -845,7 +854,13 @@ fn deletion<'r>(
             }
             return lines;
         }
-        let Some(dst) = &pair.dst else { return lines };
+        let Some(dst) = pair
+            .dst
+            .as_ref()
+            .filter(|_| !nothing.load(Ordering::Relaxed))
+        else {
+            return lines;
+        };
         let mut buf = vec![MaybeUninit::<u8>::uninit(); DIR_BUF];
         let at = (dst.as_fd(), making);
         let deleted = apply::delete_extraneous(run, &pair, at, &kept, &mut buf, &mut lines);
@@ -857,6 +872,33 @@ fn deletion<'r>(
         }
         lines
     })
+}
+
+/// Reads the pair's destination directory once, as its deletions are left for their turn:
+/// removes the stale temporaries of an interrupted run (not under -n), and says whether it
+/// holds any name the source lacks (or could not be read: its turn will tell).
+fn sweep(pair: &Pair<'_>, kept: &HashSet<Vec<u8>>, buf: &mut [MaybeUninit<u8>]) -> bool {
+    let Some(dst) = pair.dst.as_ref().filter(|_| !pair.made_now) else {
+        return false;
+    };
+    let (mut extraneous, mut ours) = (false, Vec::new());
+    let read = sys::read_dir_entries(dst.as_fd(), buf, |name, _| {
+        let bytes = name.to_bytes();
+        if crate::temp::is_ours(bytes) {
+            ours.push(name.to_owned());
+        } else if !kept.contains(bytes) && name != super::pair::STAGE {
+            extraneous = true;
+        }
+    });
+    if read.is_err() {
+        return true;
+    }
+    if !pair.run.plan.dry_run {
+        for name in ours {
+            let _ = crate::temp::remove_stale(dst.as_fd(), &name);
+        }
+    }
+    extraneous
 }
 
 /// Removes the stale temporaries of an interrupted run from the pair's destination directory.

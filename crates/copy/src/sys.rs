@@ -388,15 +388,15 @@ pub fn close(fd: OwnedFd) -> io::Result<()> {
     unsafe { rustix::io::try_close(raw) }.map_err(io::Error::from)
 }
 
-/// Reads directory entries with getdents64 into a caller-owned buffer: all of them, from the
-/// start, however often the descriptor was read before (getdents64 goes on from where the last
-/// read stopped: a second read of a directory would see nothing).
+/// Reads directory entries with getdents64 into a caller-owned buffer, from where the
+/// descriptor's last read stopped: a descriptor read once to its end yields nothing more, so a
+/// directory read twice is read through a descriptor of its own (opened anew: a dup shares
+/// the position).
 pub fn read_dir_entries(
     dir: BorrowedFd<'_>,
     buf: &mut [MaybeUninit<u8>],
     mut each: impl FnMut(&CStr, Option<Kind>),
 ) -> io::Result<()> {
-    rustix::fs::seek(dir, rustix::fs::SeekFrom::Start(0)).map_err(io::Error::from)?;
     let mut raw = rustix::fs::RawDir::new(dir, buf);
     while let Some(entry) = raw.next() {
         let entry = entry.map_err(io::Error::from)?;

@@ -16,15 +16,18 @@
 //! printed. What waits is what the printer keeps anyway: a block per directory finished out
 //! of turn, which the LIFO stack keeps few.
 
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::output::Output;
 
 /// A directory's deletions, made at its turn: called with whether they may be made (no
-/// source error before it or in it) and whether its entries may be being made meanwhile (they
-/// waited for their turn), it returns their lines.
-pub(super) type Deferred<'r> = Box<dyn FnOnce(bool, bool) -> Vec<u8> + Send + 'r>;
+/// source error before it or in it) and, when made at once as the directory is listed, the
+/// worker's buffer (`None`: they waited for their turn, and its entries may be being made
+/// meanwhile), it returns their lines.
+pub(super) type Deferred<'r> =
+    Box<dyn for<'b> FnOnce(bool, Option<&'b mut [MaybeUninit<u8>]>) -> Vec<u8> + Send + 'r>;
 
 /// One directory's lines and, once it is listed, its subdirectories' blocks in order.
 #[derive(Default)]
@@ -34,13 +37,14 @@ pub(super) struct Block<'r> {
     rel: Vec<u8>,
     /// Reading the source failed in this directory (opening it, listing it, an entry).
     source_error: AtomicBool,
-    /// Its deletions, waiting for their turn, then their lines; with where those go in its
-    /// block (after its own line).
+    /// Its deletions, waiting for their turn, being made, then their lines; with where those
+    /// go in its block (after its own line).
     deletion: Mutex<Option<(usize, Deletion<'r>)>>,
 }
 
 enum Deletion<'r> {
     Waiting(Deferred<'r>),
+    Making,
     Made(Vec<u8>),
 }
 
@@ -49,13 +53,22 @@ struct Done<'r> {
     children: Vec<Arc<Block<'r>>>,
 }
 
-/// Where the walk is: each block on the way down with the index of its next child, and
-/// whether its own lines are out; whether a source error came before.
+/// A walk over the blocks in order: each block on the way down with the index of its next
+/// child, and whether it was passed (its lines printed, or its turn come and gone).
+type Stack<'r> = Vec<(Arc<Block<'r>>, usize, bool)>;
+
+/// The two cursors: `gate` passes every block finished, in order (a block it reaches has its
+/// turn to delete); `print` follows it, printing each block once its deletions are made.
 struct Cursor<'r> {
-    stack: Vec<(Arc<Block<'r>>, usize, bool)>,
+    gate: Stack<'r>,
+    print: Stack<'r>,
     failed: bool,
     first_failure: Option<Vec<u8>>,
 }
+
+/// Deletions whose turn came, to be made outside the lock: the block, whether they may be
+/// made, and they.
+type Due<'r> = Vec<(Arc<Block<'r>>, bool, Deferred<'r>)>;
 
 /// Prints blocks in the walk's order as they become ready, and makes each directory's
 /// deletions at its turn.
@@ -84,7 +97,8 @@ impl<'r> Printer<'r> {
         let root = Block::at(Vec::new());
         let printer = Printer {
             cursor: Mutex::new(Cursor {
-                stack: vec![(root.clone(), 0, false)],
+                gate: vec![(root.clone(), 0, false)],
+                print: vec![(root.clone(), 0, false)],
                 failed: false,
                 first_failure: None,
             }),
@@ -107,7 +121,7 @@ impl<'r> Printer<'r> {
 
     /// `block`'s deletions (their lines at `at` in its block): handed back with whether they
     /// may be made when it is the block's turn now (so they are made at once, before its
-    /// entries), else kept until the cursor reaches the block.
+    /// entries), else kept until its turn comes.
     pub fn claim(
         &self,
         block: &Arc<Block<'r>>,
@@ -115,13 +129,14 @@ impl<'r> Printer<'r> {
         deletion: Deferred<'r>,
     ) -> Option<(Deferred<'r>, bool)> {
         let cursor = self.cursor.lock().expect("cursor");
-        match cursor.stack.last() {
+        match cursor.gate.last() {
             Some((top, _, false)) if Arc::ptr_eq(top, block) => {
                 let clean = !cursor.failed && !block.source_error.load(Ordering::Relaxed);
                 Some((deletion, clean))
             }
             _ => {
-                *block.deletion.lock().expect("deletion") = Some((at, Deletion::Waiting(deletion)));
+                let waiting = Deletion::Waiting(deletion);
+                *block.deletion.lock().expect("deletion") = Some((at, waiting));
                 None
             }
         }
@@ -139,31 +154,94 @@ impl<'r> Printer<'r> {
         self.advance(out, true);
     }
 
+    /// Moves both cursors as far as they go; the deletions whose turn came are made by this
+    /// thread, outside the lock (so other workers' deletions go on meanwhile), then it moves
+    /// on again.
     fn advance(&self, out: &Output, to_the_end: bool) {
-        let mut cursor = self.cursor.lock().expect("cursor");
-        let cursor = &mut *cursor;
         loop {
-            let Some((block, next, printed)) = cursor.stack.last_mut() else {
+            let due = {
+                let mut cursor = self.cursor.lock().expect("cursor");
+                let due = cursor.open_gate(to_the_end);
+                if due.is_empty() {
+                    cursor.print(out, to_the_end);
+                    return;
+                }
+                due
+            };
+            for (block, clean, delete) in due {
+                let made = delete(clean, None);
+                if let Some((_, state)) = block.deletion.lock().expect("deletion").as_mut() {
+                    *state = Deletion::Made(made);
+                }
+            }
+        }
+    }
+}
+
+impl<'r> Cursor<'r> {
+    /// Moves the gate over every finished block; each block it reaches has its turn: its
+    /// waiting deletions are returned, to be made.
+    fn open_gate(&mut self, to_the_end: bool) -> Due<'r> {
+        let mut due = Vec::new();
+        loop {
+            let Some((block, next, passed)) = self.gate.last_mut() else {
+                return due;
+            };
+            let done = block.done.lock().expect("block");
+            if !*passed {
+                let mut deletion = block.deletion.lock().expect("deletion");
+                if done.is_none() && to_the_end {
+                    // Never finished (the run was stopped): what waits here is not made.
+                    deletion.take();
+                } else if let Some((_, state @ Deletion::Waiting(_))) = deletion.as_mut() {
+                    let Deletion::Waiting(delete) = std::mem::replace(state, Deletion::Making)
+                    else {
+                        unreachable!("matched above")
+                    };
+                    let clean = !self.failed && !block.source_error.load(Ordering::Relaxed);
+                    due.push((block.clone(), clean, delete));
+                }
+            }
+            let child = match done.as_ref() {
+                None if !to_the_end => return due,
+                None => None,
+                Some(d) => {
+                    if !*passed {
+                        *passed = true;
+                        if block.source_error.load(Ordering::Relaxed) && !self.failed {
+                            self.failed = true;
+                            self.first_failure = Some(block.rel.clone());
+                        }
+                    }
+                    let child = d.children.get(*next).cloned();
+                    *next += 1;
+                    child
+                }
+            };
+            drop(done);
+            match child {
+                Some(child) => self.gate.push((child, 0, false)),
+                None => {
+                    self.gate.pop();
+                }
+            }
+        }
+    }
+
+    /// Prints every block that is next in order, finished and with its deletions made.
+    fn print(&mut self, out: &Output, to_the_end: bool) {
+        loop {
+            let Some((block, next, printed)) = self.print.last_mut() else {
                 return;
             };
             let mut done = block.done.lock().expect("block");
-            if !*printed && done.is_none() && to_the_end {
-                // Never finished (the run was stopped): what waits here is not made.
-                block.deletion.lock().expect("deletion").take();
-            } else if !*printed {
-                // The block's turn: its deletions are made now.
-                let mut deletion = block.deletion.lock().expect("deletion");
-                if let Some((at, Deletion::Waiting(_))) = deletion.as_ref() {
-                    let at = *at;
-                    let Some((_, Deletion::Waiting(delete))) = deletion.take() else {
-                        unreachable!("checked above")
-                    };
-                    let clean = !cursor.failed && !block.source_error.load(Ordering::Relaxed);
-                    *deletion = Some((at, Deletion::Made(delete(clean, true))));
-                }
-            }
+            let making = matches!(
+                block.deletion.lock().expect("deletion").as_ref(),
+                Some((_, Deletion::Making | Deletion::Waiting(_)))
+            );
             let child = match done.as_mut() {
                 None if !to_the_end => return,
+                Some(_) if making && !*printed && !to_the_end => return,
                 None => None,
                 Some(done) => {
                     if !*printed {
@@ -176,10 +254,6 @@ impl<'r> Printer<'r> {
                         }
                         out.print(&lines);
                         *printed = true;
-                        if block.source_error.load(Ordering::Relaxed) && !cursor.failed {
-                            cursor.failed = true;
-                            cursor.first_failure = Some(block.rel.clone());
-                        }
                     }
                     let child = done.children.get(*next).cloned();
                     *next += 1;
@@ -188,9 +262,9 @@ impl<'r> Printer<'r> {
             };
             drop(done);
             match child {
-                Some(child) => cursor.stack.push((child, 0, false)),
+                Some(child) => self.print.push((child, 0, false)),
                 None => {
-                    cursor.stack.pop();
+                    self.print.pop();
                 }
             }
         }
@@ -223,7 +297,7 @@ mod tests {
         printer.finish(&out, &x, b"x\n".to_vec(), vec![p.clone()]);
         assert_eq!(text(&p), Some(vec![]));
         assert_eq!(text(&y), Some(vec![]));
-        assert!(printer.cursor.lock().unwrap().stack.is_empty());
+        assert!(printer.cursor.lock().unwrap().print.is_empty());
     }
 
     /// A block that never finishes holds back only what follows it, until the end.
@@ -237,7 +311,7 @@ mod tests {
         assert_eq!(y.done.lock().unwrap().as_ref().unwrap().lines, b"y\n");
         printer.rest(&out);
         assert!(y.done.lock().unwrap().as_ref().unwrap().lines.is_empty());
-        assert!(printer.cursor.lock().unwrap().stack.is_empty());
+        assert!(printer.cursor.lock().unwrap().print.is_empty());
     }
 
     /// Deletions claimed out of turn wait for it, and none is made after a source error
@@ -267,7 +341,7 @@ mod tests {
         // The root's turn is now: handed back to be made at once.
         let (now, clean) = printer.claim(&root, 0, deletion("root")).expect("its turn");
         assert!(clean);
-        now(clean, false);
+        now(clean, None);
         printer.finish(&out, &root, Vec::new(), vec![x.clone(), y.clone()]);
         // y is listed before x: its deletions wait.
         assert!(printer.claim(&y, 0, deletion("y")).is_none());

@@ -778,7 +778,7 @@ fn list_dir<'r>(
             _ => Some((deletion, !run.trouble.source_io.load(Ordering::Relaxed))),
         };
         match now {
-            Some((delete, clean)) => lines.extend(delete(clean, false)),
+            Some((delete, clean)) => lines.extend(delete(clean, Some(buf))),
             // Its deletions wait: the stale temporaries go now, before any entry is made, and
             // a directory that holds nothing extraneous is not read again at its turn.
             None => {
@@ -839,7 +839,7 @@ fn deletion<'r>(
     complete: bool,
 ) -> super::order::Deferred<'r> {
     let pair = pair.clone();
-    Box::new(move |clean, making| {
+    Box::new(move |clean, buf: Option<&mut [MaybeUninit<u8>]>| {
         let run = pair.run;
         let mut lines = Vec::new();
         let before_failure = match &*run.trouble.first_failure.lock().expect("first failure") {
@@ -861,9 +861,24 @@ fn deletion<'r>(
         else {
             return lines;
         };
-        let mut buf = vec![MaybeUninit::<u8>::uninit(); DIR_BUF];
-        let at = (dst.as_fd(), making);
-        let deleted = apply::delete_extraneous(run, &pair, at, &kept, &mut buf, &mut lines);
+        // Made at once: with the worker's buffer, on the descriptor as it is. At their turn:
+        // the directory was read when listed, so through a descriptor of its own.
+        let (mut own, fresh);
+        let (buf, dir, making) = match buf {
+            Some(buf) => (buf, dst.as_fd(), false),
+            None => {
+                own = vec![MaybeUninit::<u8>::uninit(); 16 * 1024];
+                fresh = match sys::open_dir(dst.as_fd(), c".", false) {
+                    Ok(fd) => fd,
+                    Err(e) => {
+                        run.fail(CopyError::io(Op::OpenDir, pair.dst_path.clone(), e));
+                        return lines;
+                    }
+                };
+                (&mut own[..], fresh.as_fd(), true)
+            }
+        };
+        let deleted = apply::delete_extraneous(run, &pair, (dir, making), &kept, buf, &mut lines);
         // A deletion pass after the transfer moved the directory's mtime: put it back.
         if deleted && pair.pass == Pass::Delete && !run.plan.dry_run {
             if let Err(e) = apply::dir_attrs(run, &pair, dst.as_fd()) {

@@ -6,15 +6,16 @@
 //! the most recently found directories first, so the workers stay near the printed edge and
 //! few blocks wait.
 //!
-//! The same cursor gates deletion. rsync deletes nothing once reading the source failed
-//! ("IO error encountered -- skipping file deletion"), and its generator meets directories in
-//! this order, so a directory's deletions are made only when every directory before it in
-//! the order has been walked (listed, its entries read) and none of them, nor it, met a
-//! source error. A directory listed while the cursor is on it deletes at once; one listed
-//! earlier leaves its deletions in its block ([`Printer::claim`]), and they are made when
-//! the cursor reaches it, by the thread that moves the cursor there, before its block is
-//! printed. What waits is what the printer keeps anyway: a block per directory finished out
-//! of turn, which the LIFO stack keeps few.
+//! A second cursor, the gate, gates deletion. rsync deletes nothing once reading the source
+//! failed ("IO error encountered -- skipping file deletion"), and its generator meets
+//! directories in this order, so a directory's deletions are made only when every directory
+//! before it in the order has been walked (listed, its entries read) and none of them, nor
+//! it, met a source error. The gate passes every finished block in order; a directory listed
+//! while the gate is on it deletes at once; one listed earlier leaves its deletions in its
+//! block ([`Printer::claim`]), and they are made when the gate reaches it, by the thread that
+//! moved the gate there, outside the lock. The printing cursor follows, printing a block once
+//! its deletions are made. What waits is what the printer keeps anyway: a block per
+//! directory finished out of turn, which the LIFO stack keeps few.
 
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};

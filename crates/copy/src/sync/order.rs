@@ -143,6 +143,12 @@ impl<'r> Printer<'r> {
         }
     }
 
+    /// Whether it is `block`'s turn now (the gate is on it).
+    pub fn at(&self, block: &Arc<Block<'r>>) -> bool {
+        let cursor = self.cursor.lock().expect("cursor");
+        matches!(cursor.gate.last(), Some((top, _, false)) if Arc::ptr_eq(top, block))
+    }
+
     /// The path of the first directory, in the walk's order, where reading the source failed.
     pub fn first_failure(&self) -> Option<Vec<u8>> {
         self.cursor.lock().expect("cursor").first_failure.clone()

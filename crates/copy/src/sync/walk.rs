@@ -770,22 +770,19 @@ fn list_dir<'r>(
         Pass::Scan => false,
     };
     if delete_here && pair.whole && pair.dst.is_some() {
-        let kept = Arc::new(kept);
-        let nothing = Arc::new(AtomicBool::new(false));
-        let deletion = deletion(&pair, (kept.clone(), nothing.clone()), complete);
-        let now = match (&pool.printer, &pair.block) {
-            (Some(printer), Some(block)) => printer.claim(block, lines.len(), deletion),
-            _ => Some((deletion, !run.trouble.source_io.load(Ordering::Relaxed))),
+        // Out of turn, its deletions will wait: the directory is read now (stale temporaries
+        // go before any entry is made), and where it holds nothing extraneous, what waits
+        // keeps neither the pair nor the names (only the note, should deletion stop there).
+        let ordered = pool.printer.as_ref().zip(pair.block.as_ref());
+        let waits = ordered.is_some_and(|(printer, block)| !printer.at(block));
+        let work = !waits || sweep(&pair, &kept, buf);
+        let deletion = deletion(&pair, work.then_some((kept, waits)), complete);
+        let now = match ordered {
+            Some((printer, block)) => printer.claim(block, lines.len(), deletion),
+            None => Some((deletion, !run.trouble.source_io.load(Ordering::Relaxed))),
         };
-        match now {
-            Some((delete, clean)) => lines.extend(delete(clean, Some(buf))),
-            // Its deletions wait: the stale temporaries go now, before any entry is made, and
-            // a directory that holds nothing extraneous is not read again at its turn.
-            None => {
-                if !sweep(&pair, &kept, buf) {
-                    nothing.store(true, Ordering::Relaxed);
-                }
-            }
+        if let Some((delete, clean)) = now {
+            lines.extend(delete(clean, Some(buf)));
         }
     } else if pair.whole && !scan {
         remove_stale(&pair, buf);
@@ -832,19 +829,20 @@ fn list_dir<'r>(
 /// incomplete (its missing names are not known to be extraneous). `--delete-delay` deletes
 /// only in the directories before the first that failed during the transfer.
 ///
-/// `nothing`: set once the directory was found to hold nothing extraneous.
+/// `kept`: `None` when the directory was found to hold nothing extraneous; with whether its
+/// descriptor was read already.
 fn deletion<'r>(
     pair: &Arc<Pair<'r>>,
-    (kept, nothing): (Arc<HashSet<Vec<u8>>>, Arc<AtomicBool>),
+    kept: Option<(HashSet<Vec<u8>>, bool)>,
     complete: bool,
 ) -> super::order::Deferred<'r> {
-    let pair = pair.clone();
+    let (run, pass, rel) = (pair.run, pair.pass, pair.rel.clone());
+    let work = kept.map(|(kept, read)| (pair.clone(), kept, read));
     Box::new(move |clean, buf: Option<&mut [MaybeUninit<u8>]>| {
-        let run = pair.run;
         let mut lines = Vec::new();
         let before_failure = match &*run.trouble.first_failure.lock().expect("first failure") {
-            Some(failed) if pair.pass == Pass::Delete && !run.plan.ignore_errors => {
-                precedes(&pair.rel, failed)
+            Some(failed) if pass == Pass::Delete && !run.plan.ignore_errors => {
+                precedes(&rel, failed)
             }
             _ => true,
         };
@@ -854,34 +852,35 @@ fn deletion<'r>(
             }
             return lines;
         }
-        let Some(dst) = pair
-            .dst
-            .as_ref()
-            .filter(|_| !nothing.load(Ordering::Relaxed))
-        else {
+        let Some((pair, kept, read)) = &work else {
             return lines;
         };
-        // Made at once: with the worker's buffer, on the descriptor as it is. At their turn:
-        // the directory was read when listed, so through a descriptor of its own.
-        let (mut own, fresh);
-        let (buf, dir, making) = match buf {
-            Some(buf) => (buf, dst.as_fd(), false),
+        let Some(dst) = &pair.dst else { return lines };
+        // Made at once: with the worker's buffer, before any entry is made. At their turn:
+        // while entries may be being made. A descriptor read already (to its end) is not
+        // read again: the directory is read through one of its own.
+        let making = buf.is_none();
+        let mut own = Vec::new();
+        let buf = match buf {
+            Some(buf) => buf,
             None => {
-                own = vec![MaybeUninit::<u8>::uninit(); 16 * 1024];
-                fresh = match sys::open_dir(dst.as_fd(), c".", false) {
-                    Ok(fd) => fd,
-                    Err(e) => {
-                        run.fail(CopyError::io(Op::OpenDir, pair.dst_path.clone(), e));
-                        return lines;
-                    }
-                };
-                (&mut own[..], fresh.as_fd(), true)
+                own.resize_with(16 * 1024, MaybeUninit::<u8>::uninit);
+                &mut own[..]
             }
         };
-        let deleted = apply::delete_extraneous(run, &pair, (dir, making), &kept, buf, &mut lines);
+        let fresh = match (*read).then(|| sys::open_dir(dst.as_fd(), c".", false)) {
+            Some(Ok(fd)) => Some(fd),
+            Some(Err(e)) => {
+                run.fail(CopyError::io(Op::OpenDir, pair.dst_path.clone(), e));
+                return lines;
+            }
+            None => None,
+        };
+        let dir = fresh.as_ref().map_or(dst.as_fd(), |fd| fd.as_fd());
+        let deleted = apply::delete_extraneous(run, pair, (dir, making), kept, buf, &mut lines);
         // A deletion pass after the transfer moved the directory's mtime: put it back.
         if deleted && pair.pass == Pass::Delete && !run.plan.dry_run {
-            if let Err(e) = apply::dir_attrs(run, &pair, dst.as_fd()) {
+            if let Err(e) = apply::dir_attrs(run, pair, dst.as_fd()) {
                 run.fail(e);
             }
         }

@@ -12,8 +12,8 @@
 //! before it in the order has been walked (listed, its entries read) and none of them, nor
 //! it, met a source error. The gate passes every finished block in order; a directory listed
 //! while the gate is on it deletes at once; one listed earlier leaves its deletions in its
-//! block ([`Printer::claim`]), and they are made when the gate reaches it, by the thread that
-//! moved the gate there, outside the lock. The printing cursor follows, printing a block once
+//! block ([`Printer::claim`]), and they are made when the gate reaches it, handed to the
+//! workers (outside the lock, side by side). The printing cursor follows, printing a block once
 //! its deletions are made. What waits is what the printer keeps anyway: a block per
 //! directory finished out of turn, which the LIFO stack keeps few.
 
@@ -67,9 +67,9 @@ struct Cursor<'r> {
     first_failure: Option<Vec<u8>>,
 }
 
-/// Deletions whose turn came, to be made outside the lock: the block, whether they may be
-/// made, and they.
-type Due<'r> = Vec<(Arc<Block<'r>>, bool, Deferred<'r>)>;
+/// Deletions whose turn came, to be made outside the lock (by any worker): the block, whether
+/// they may be made, and they. Once made, [`Printer::made`] is told.
+pub(super) type Due<'r> = Vec<(Arc<Block<'r>>, bool, Deferred<'r>)>;
 
 /// Prints blocks in the walk's order as they become ready, and makes each directory's
 /// deletions at its turn.
@@ -108,16 +108,28 @@ impl<'r> Printer<'r> {
     }
 
     /// `block` is done: its `lines`, then the blocks of its subdirectories (`children`, in
-    /// order). Prints every block that is now next in order.
+    /// order). Prints every block that is now next in order, and returns the deletions whose
+    /// turn came.
+    #[must_use]
     pub fn finish(
         &self,
         out: &Output,
         block: &Block<'r>,
         lines: Vec<u8>,
         children: Vec<Arc<Block<'r>>>,
-    ) {
+    ) -> Due<'r> {
         *block.done.lock().expect("block") = Some(Done { lines, children });
-        self.advance(out, false);
+        self.advance(out, false)
+    }
+
+    /// `block`'s deletions, handed out by [`Printer::finish`], were made (their `lines`):
+    /// prints what is now ready, and returns the deletions whose turn came.
+    #[must_use]
+    pub fn made(&self, out: &Output, block: &Block<'r>, lines: Vec<u8>) -> Due<'r> {
+        if let Some((_, state)) = block.deletion.lock().expect("deletion").as_mut() {
+            *state = Deletion::Made(lines);
+        }
+        self.advance(out, false)
     }
 
     /// `block`'s deletions (their lines at `at` in its block): handed back with whether they
@@ -158,30 +170,21 @@ impl<'r> Printer<'r> {
     /// never finished (the run was stopped) is passed over with everything below it (and
     /// deletions waiting there are not made).
     pub fn rest(&self, out: &Output) {
+        let mut due = self.advance(out, true);
+        while let Some((block, clean, delete)) = due.pop() {
+            let lines = delete(clean, None);
+            due.extend(self.made(out, &block, lines));
+        }
         self.advance(out, true);
     }
 
-    /// Moves both cursors as far as they go; the deletions whose turn came are made by this
-    /// thread, outside the lock (so other workers' deletions go on meanwhile), then it moves
-    /// on again.
-    fn advance(&self, out: &Output, to_the_end: bool) {
-        loop {
-            let due = {
-                let mut cursor = self.cursor.lock().expect("cursor");
-                let due = cursor.open_gate(to_the_end);
-                if due.is_empty() {
-                    cursor.print(out, to_the_end);
-                    return;
-                }
-                due
-            };
-            for (block, clean, delete) in due {
-                let made = delete(clean, None);
-                if let Some((_, state)) = block.deletion.lock().expect("deletion").as_mut() {
-                    *state = Deletion::Made(made);
-                }
-            }
-        }
+    /// Moves both cursors as far as they go; returns the deletions whose turn came (to be
+    /// made outside the lock, so that the workers make them side by side).
+    fn advance(&self, out: &Output, to_the_end: bool) -> Due<'r> {
+        let mut cursor = self.cursor.lock().expect("cursor");
+        let due = cursor.open_gate(to_the_end);
+        cursor.print(out, to_the_end);
+        due
     }
 }
 
@@ -282,6 +285,14 @@ impl<'r> Cursor<'r> {
 mod tests {
     use super::*;
 
+    /// Makes the deletions handed out, and those their making hands out.
+    fn settle<'r>(printer: &Printer<'r>, out: &Output, mut due: Due<'r>) {
+        while let Some((block, clean, delete)) = due.pop() {
+            let lines = delete(clean, None);
+            due.extend(printer.made(out, &block, lines));
+        }
+    }
+
     /// Blocks finished in any order come out depth first: a, a/x, a/x/p, a/y.
     #[test]
     fn blocks_come_out_in_the_walks_order() {
@@ -293,15 +304,31 @@ mod tests {
             Arc::<Block<'_>>::default(),
         );
         let text = |b: &Block<'_>| b.done.lock().unwrap().as_ref().map(|d| d.lines.clone());
-        printer.finish(&out, &y, b"y\n".to_vec(), vec![]);
-        printer.finish(&out, &p, b"p\n".to_vec(), vec![]);
+        settle(
+            &printer,
+            &out,
+            printer.finish(&out, &y, b"y\n".to_vec(), vec![]),
+        );
+        settle(
+            &printer,
+            &out,
+            printer.finish(&out, &p, b"p\n".to_vec(), vec![]),
+        );
         // Nothing is printed before the root: every block still holds its lines.
         assert_eq!(text(&y), Some(b"y\n".to_vec()));
-        printer.finish(&out, &root, b"a\n".to_vec(), vec![x.clone(), y.clone()]);
+        settle(
+            &printer,
+            &out,
+            printer.finish(&out, &root, b"a\n".to_vec(), vec![x.clone(), y.clone()]),
+        );
         assert_eq!(text(&root), Some(vec![]));
         // y waits for x, which is not done.
         assert_eq!(text(&y), Some(b"y\n".to_vec()));
-        printer.finish(&out, &x, b"x\n".to_vec(), vec![p.clone()]);
+        settle(
+            &printer,
+            &out,
+            printer.finish(&out, &x, b"x\n".to_vec(), vec![p.clone()]),
+        );
         assert_eq!(text(&p), Some(vec![]));
         assert_eq!(text(&y), Some(vec![]));
         assert!(printer.cursor.lock().unwrap().print.is_empty());
@@ -313,8 +340,16 @@ mod tests {
         let out = Output::new("t");
         let (printer, root) = Printer::new();
         let (x, y) = (Arc::<Block<'_>>::default(), Arc::<Block<'_>>::default());
-        printer.finish(&out, &root, Vec::new(), vec![x.clone(), y.clone()]);
-        printer.finish(&out, &y, b"y\n".to_vec(), vec![]);
+        settle(
+            &printer,
+            &out,
+            printer.finish(&out, &root, Vec::new(), vec![x.clone(), y.clone()]),
+        );
+        settle(
+            &printer,
+            &out,
+            printer.finish(&out, &y, b"y\n".to_vec(), vec![]),
+        );
         assert_eq!(y.done.lock().unwrap().as_ref().unwrap().lines, b"y\n");
         printer.rest(&out);
         assert!(y.done.lock().unwrap().as_ref().unwrap().lines.is_empty());
@@ -349,20 +384,28 @@ mod tests {
         let (now, clean) = printer.claim(&root, 0, deletion("root")).expect("its turn");
         assert!(clean);
         now(clean, None);
-        printer.finish(&out, &root, Vec::new(), vec![x.clone(), y.clone()]);
+        settle(
+            &printer,
+            &out,
+            printer.finish(&out, &root, Vec::new(), vec![x.clone(), y.clone()]),
+        );
         // y is listed before x: its deletions wait.
         assert!(printer.claim(&y, 0, deletion("y")).is_none());
-        printer.finish(&out, &y, Vec::new(), vec![]);
+        settle(&printer, &out, printer.finish(&out, &y, Vec::new(), vec![]));
         assert_eq!(calls.load(Ordering::Relaxed), 1);
         x.source_error();
         assert!(printer
             .claim(&x, 0, deletion("x"))
             .is_some_and(|(_, clean)| !clean));
-        printer.finish(&out, &x, Vec::new(), vec![p.clone()]);
+        settle(
+            &printer,
+            &out,
+            printer.finish(&out, &x, Vec::new(), vec![p.clone()]),
+        );
         assert!(printer
             .claim(&p, 0, deletion("p"))
             .is_some_and(|(_, clean)| !clean));
-        printer.finish(&out, &p, Vec::new(), vec![]);
+        settle(&printer, &out, printer.finish(&out, &p, Vec::new(), vec![]));
         // y's turn came after x's error: called, but not allowed.
         assert_eq!(calls.load(Ordering::Relaxed), 2);
         assert_eq!(*made.lock().unwrap(), vec!["root"]);

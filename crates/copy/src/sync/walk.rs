@@ -36,6 +36,8 @@ pub(super) enum Work<'r> {
     Dir(Box<Task<'r>>),
     /// With the block its lines go to (when lines are kept in order).
     Entries(Arc<Pair<'r>>, Vec<SrcEntry>, Option<Arc<Block<'r>>>),
+    /// A directory's deletions whose turn came (see `order`), and whether they may be made.
+    Delete(Arc<Block<'r>>, bool, super::order::Deferred<'r>),
 }
 
 /// The work waiting to be done, and how many workers are doing some.
@@ -99,9 +101,19 @@ impl<'r> Pool<'r> {
         children: Vec<Arc<Block<'r>>>,
     ) {
         match (&self.printer, block) {
-            (Some(printer), Some(block)) => printer.finish(out, block, lines, children),
+            (Some(printer), Some(block)) => {
+                self.delete(printer.finish(out, block, lines, children))
+            }
             _ => out.print(&lines),
         }
+    }
+
+    /// Hands deletions whose turn came to the workers.
+    fn delete(&self, due: super::order::Due<'r>) {
+        let work = due
+            .into_iter()
+            .map(|(block, clean, f)| Work::Delete(block, clean, f));
+        self.push(work.collect());
     }
 
     fn push_all(&self, tasks: Vec<Task<'r>>) {
@@ -393,6 +405,12 @@ fn worker<'r>(run: &'r Run<'r>, pool: &Pool<'r>) {
                 Work::Entries(pair, entries, block) => {
                     let at = (block.as_deref(), Vec::new());
                     entries_of(run, pool, &pair, &entries, Vec::new(), at);
+                }
+                Work::Delete(block, clean, delete) => {
+                    let lines = delete(clean, None);
+                    if let Some(printer) = &pool.printer {
+                        pool.delete(printer.made(run.out, &block, lines));
+                    }
                 }
             }
         }

@@ -30,3 +30,16 @@ pub fn resize_after_stat(path: &Path) {
         }
     }
 }
+
+/// `RINGIO_TEST_VANISH_AFTER_LIST=NAME`: once a directory holding an entry NAME has been
+/// listed, the entry is removed (a file; or an empty directory), as another process removing it
+/// between the listing and the stat would. Returns the name to remove, if the hook is set.
+pub fn vanish_after_list() -> Option<&'static std::ffi::CStr> {
+    static NAME: OnceLock<Option<std::ffi::CString>> = OnceLock::new();
+    NAME.get_or_init(|| {
+        std::env::var_os("RINGIO_TEST_VANISH_AFTER_LIST").and_then(|v| {
+            std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(v.as_os_str())).ok()
+        })
+    })
+    .as_deref()
+}

@@ -388,7 +388,10 @@ pub fn close(fd: OwnedFd) -> io::Result<()> {
     unsafe { rustix::io::try_close(raw) }.map_err(io::Error::from)
 }
 
-/// Reads directory entries with getdents64 into a caller-owned buffer.
+/// Reads directory entries with getdents64 into a caller-owned buffer, from where the
+/// descriptor's last read stopped: a descriptor read once to its end yields nothing more, so a
+/// directory read twice is read through a descriptor of its own (opened anew: a dup shares
+/// the position).
 pub fn read_dir_entries(
     dir: BorrowedFd<'_>,
     buf: &mut [MaybeUninit<u8>],

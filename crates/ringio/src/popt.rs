@@ -199,7 +199,7 @@ static TABLE: &[Opt] = &[
     o("remove-source-files", 0, N, "remove_source_files", Ours),
     o("force", 0, N, "force", Ours),
     o("no-force", 0, N, "force", Undo(&["force"])),
-    o("ignore-errors", 0, N, "ignore_errors", Unsupported),
+    o("ignore-errors", 0, N, "ignore_errors", Ours),
     o("no-ignore-errors", 0, N, "ignore_errors", Undo(&["ignore_errors"])),
     o("max-delete", 0, Int, "max_delete", Ours),
     o("", b'F', N, "F", Ours),

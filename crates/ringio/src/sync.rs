@@ -277,6 +277,10 @@ pub struct Args {
     /// Find deletions during the transfer, delete after it.
     #[arg(long, action = ArgAction::SetTrue, help_heading = "Deletion")]
     pub delete_delay: bool,
+    /// Delete even after an error reading the source (rsync stops deleting there, with
+    /// "IO error encountered -- skipping file deletion").
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Deletion")]
+    pub ignore_errors: bool,
     /// Also delete excluded files from the destination.
     #[arg(long, action = ArgAction::SetTrue, help_heading = "Deletion")]
     pub delete_excluded: bool,
@@ -830,8 +834,10 @@ impl Args {
             .transpose()?;
         plan.delete = if self.delete_before {
             Some(DeleteWhen::Before)
-        } else if self.delete_after || self.delete_delay {
+        } else if self.delete_after {
             Some(DeleteWhen::After)
+        } else if self.delete_delay {
+            Some(DeleteWhen::Delay)
         } else if self.delete || self.delete_during || self.delete_excluded {
             Some(DeleteWhen::During)
         } else {
@@ -843,6 +849,7 @@ impl Args {
             // rsync: --max-delete alone deletes nothing.
         }
         plan.force = self.force;
+        plan.ignore_errors = self.ignore_errors;
         plan.remove_source_files = self.remove_source_files;
         plan.filters = Arc::new(self.filters(m)?);
         if self.backup || self.backup_dir.is_some() {

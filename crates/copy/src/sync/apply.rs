@@ -659,9 +659,12 @@ fn rename(
 }
 
 /// Clears the way for a new entry where a directory stands (the new entry is not one): rsync
-/// deletes it with its contents under `--force` or a deletion mode, and only an empty one
-/// otherwise. Other entries are replaced by the rename itself; with `-b` they are backed up
-/// first.
+/// deletes it with its contents under `--force` or a deletion mode (what the receiver's
+/// filters protect stays), and only an empty one otherwise; a directory that stays is
+/// rsync's "cannot delete non-empty directory" (stdout) and "could not make way" (the
+/// entry fails). Under -n the same is judged without deleting, so a dry run fails where the
+/// real run fails. Other entries are replaced by the rename itself; with `-b` they are
+/// backed up first.
 fn make_room(
     run: &Run<'_>,
     pair: &Pair<'_>,
@@ -674,23 +677,54 @@ fn make_room(
     let dir = dir.as_fd();
     if d.kind() == Kind::Dir {
         let recurse = run.plan.force || run.plan.delete.is_some();
-        if recurse {
-            let mut buf = vec![MaybeUninit::<u8>::uninit(); 16 * 1024];
+        let mut buf = vec![MaybeUninit::<u8>::uninit(); 16 * 1024];
+        let gone = if recurse {
             // rsync names what it deletes to make room, but not the directory itself.
             let how = Removal {
-                filtered: false,
+                filtered: true,
                 named: false,
                 nested: false,
             };
-            remove_tree(run, pair, dir, &e.dst_name, &e.rel, &mut buf, lines, how)?;
+            remove_tree(run, pair, dir, &e.dst_name, &e.rel, &mut buf, lines, how)?
         } else {
-            rustix::fs::unlinkat(dir, &e.dst_name, AtFlags::REMOVEDIR).map_err(|err| {
-                CopyError::Refused(format!(
-                    "cannot delete non-empty directory: {}: {}",
-                    String::from_utf8_lossy(&e.rel),
-                    crate::error::reason(&err.into())
-                ))
-            })?;
+            let removed = if run.plan.dry_run {
+                let sub = sys::open_dir(dir, &e.dst_name, false);
+                let mut empty = true;
+                let read = sub.and_then(|sub| {
+                    sys::read_dir_entries(sub.as_fd(), &mut buf, |_, _| empty = false)
+                });
+                read.map(|()| empty)
+            } else {
+                match rustix::fs::unlinkat(dir, &e.dst_name, AtFlags::REMOVEDIR) {
+                    Ok(()) => Ok(true),
+                    Err(rustix::io::Errno::NOTEMPTY | rustix::io::Errno::EXIST) => Ok(false),
+                    Err(err) => Err(err.into()),
+                }
+            };
+            let removed =
+                removed.map_err(|err| CopyError::io(Op::Remove, pair.dst_of(&e.dst_name), err))?;
+            if !removed && !run.out.quiet {
+                lines.extend_from_slice(b"cannot delete non-empty directory: ");
+                lines.extend_from_slice(&e.rel);
+                lines.push(b'\n');
+            }
+            removed
+        };
+        if !gone {
+            let what = match e.stat.kind() {
+                Kind::Symlink => "symlink",
+                Kind::Special
+                    if matches!(e.stat.mode & libc::S_IFMT, libc::S_IFCHR | libc::S_IFBLK) =>
+                {
+                    "device file"
+                }
+                Kind::Special => "special file",
+                _ => "regular file",
+            };
+            return Err(CopyError::Refused(format!(
+                "could not make way for new {what}: {}",
+                String::from_utf8_lossy(&e.rel)
+            )));
         }
         return Ok(());
     }
@@ -845,9 +879,10 @@ pub(super) fn make(
             .fetch_add(e.stat.size, Ordering::Relaxed);
     }
     if plan.dry_run {
-        // What a real run deletes to make room (a directory in the way), it names.
+        // What a real run deletes to make room (a directory in the way), it names, and where
+        // it cannot, it fails as the real run does.
         let in_the_way = dst.filter(|d| d.kind() == Kind::Dir && kind != Kind::Dir);
-        if in_the_way.is_some() && (plan.force || plan.delete.is_some()) {
+        if in_the_way.is_some() {
             make_room(run, pair, e, in_the_way, lines)?;
         }
         return Ok(Some(item));
@@ -1543,23 +1578,18 @@ pub(super) fn remove_source(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) {
 
 /// Deletes what the destination directory holds and the source does not (`kept`: the
 /// source's names after filters), except what a filter protects. Stale temporaries of an
-/// interrupted run go too.
+/// interrupted run go too, unless `making`: the directory's entries may be being made
+/// meanwhile (its deletions waited for their turn), so temporaries and the `--delay-updates`
+/// staging directory are left alone (the stale ones went when it was listed).
 pub(super) fn delete_extraneous(
     run: &Run<'_>,
     pair: &Pair<'_>,
-    dir: BorrowedFd<'_>,
+    (dir, making): (BorrowedFd<'_>, bool),
     kept: &HashSet<Vec<u8>>,
     buf: &mut [MaybeUninit<u8>],
     lines: &mut Vec<u8>,
 ) -> bool {
-    // After a source could not be read, rsync deletes nothing more (once said).
-    if run.trouble.source_io.load(Ordering::Relaxed) {
-        if !run.trouble.deletion_stopped.swap(true, Ordering::Relaxed) {
-            run.out
-                .error("IO error encountered -- skipping file deletion");
-        }
-        return false;
-    }
+    // Whether a source error stops it is the walk's to say, in its order (`walk::deletion`).
     // -x: a directory of DEST on another filesystem (a mount point synced into) keeps what it
     // holds, as rsync's receiver keeps it.
     let root_dev = || {
@@ -1588,6 +1618,9 @@ pub(super) fn delete_extraneous(
     });
     for (_, name) in names.iter().rev() {
         if kept.contains(name.to_bytes()) {
+            continue;
+        }
+        if making && (name.as_c_str() == STAGE || temp::is_ours(name.to_bytes())) {
             continue;
         }
         if temp::is_ours(name.to_bytes()) {

@@ -44,8 +44,11 @@ pub enum DeleteWhen {
     Before,
     /// `--delete`, `--delete-during`: in each directory, before its entries are transferred.
     During,
-    /// `--delete-after`, `--delete-delay`: a deletion pass after the transfer.
+    /// `--delete-after`: a deletion pass after the transfer (none after a source error).
     After,
+    /// `--delete-delay`: a deletion pass after the transfer, in the directories before the
+    /// first source error.
+    Delay,
 }
 
 /// What to do with symlinks found in the source.
@@ -156,6 +159,8 @@ pub struct SyncPlan {
     pub max_delete: Option<u64>,
     /// `--force`: a non-empty directory in the way of a non-directory is deleted.
     pub force: bool,
+    /// `--ignore-errors`: delete even after an error reading the source.
+    pub ignore_errors: bool,
     /// `--remove-source-files`.
     pub remove_source_files: bool,
     /// The filter rules, compiled.
@@ -237,6 +242,7 @@ impl SyncPlan {
             delete: None,
             max_delete: None,
             force: false,
+            ignore_errors: false,
             remove_source_files: false,
             filters: Arc::new(FilterRules::new()),
             prune_empty_dirs: false,

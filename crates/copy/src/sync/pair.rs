@@ -40,6 +40,9 @@ pub(super) struct Trouble {
     pub source_io: AtomicBool,
     /// That was said.
     pub deletion_stopped: AtomicBool,
+    /// The first directory, in rsync's order, where reading the source failed during the
+    /// transfer (`--delete-delay` deletes only in the directories before it).
+    pub first_failure: Mutex<Option<Vec<u8>>>,
 }
 
 /// Where the first name of a hard-linked source inode went.
@@ -157,6 +160,30 @@ pub(super) struct Layer {
     pub operand_follows: bool,
     /// The sender's rules here (with the per-directory merge files read from this source).
     pub scope: Scope,
+    /// This directory's (dev, ino) and its ancestors' in this source: under `-L` a symlink
+    /// that leads to one of them is a cycle, not a directory to walk.
+    pub ancestry: Arc<Ancestry>,
+}
+
+/// A directory's identity and its parent's, up to the source's root.
+#[derive(Debug)]
+pub(super) struct Ancestry {
+    pub id: (u64, u64),
+    pub up: Option<Arc<Ancestry>>,
+}
+
+impl Ancestry {
+    /// Whether `id` is this directory or one above it.
+    pub fn holds(&self, id: (u64, u64)) -> bool {
+        let mut at = Some(self);
+        while let Some(a) = at {
+            if a.id == id {
+                return true;
+            }
+            at = a.up.as_deref();
+        }
+        false
+    }
 }
 
 impl Layer {
@@ -237,7 +264,7 @@ pub(super) struct Pair<'r> {
     /// there (each name once), so neither a stale temporary nor an entry to stat.
     pub made_now: bool,
     /// Where its lines wait for their turn (when lines are printed in rsync's order).
-    pub block: Option<Arc<super::order::Block>>,
+    pub block: Option<Arc<super::order::Block<'r>>>,
 }
 
 impl Pair<'_> {
@@ -269,8 +296,11 @@ impl Pair<'_> {
 pub(super) enum Pass {
     /// Transfer, and delete during it when `delete` is set.
     Transfer { delete: bool },
-    /// Only delete (`--delete-before`, `--delete-after`).
+    /// Only delete (`--delete-before`, `--delete-after`, `--delete-delay`).
     Delete,
+    /// Only read the source (before `--delete-before`, which rsync makes only once the
+    /// whole source was read without error): nothing is written, printed or counted.
+    Scan,
 }
 
 /// One entry of a source listing.
@@ -297,6 +327,28 @@ impl Run<'_> {
         }
         self.out.error(&e.to_string());
         self.trouble.failed.store(true, Ordering::Relaxed);
+    }
+
+    /// Reports an error reading the source (opening a directory, listing it, an entry's stat,
+    /// a link's target, its attributes): the run is partial (23) and, as after rsync's
+    /// "IO error", nothing is deleted from there on in the walk's order (`block`: the
+    /// directory's, where it happened). The scan before `--delete-before` only notes it:
+    /// the transfer that follows reports it.
+    pub fn source_fail(&self, pass: Pass, block: Option<&super::order::Block<'_>>, e: CopyError) {
+        self.trouble.source_io.store(true, Ordering::Relaxed);
+        if let Some(block) = block {
+            block.source_error();
+        }
+        if pass != Pass::Scan {
+            self.fail(e);
+        }
+    }
+
+    /// rsync's line where deletion stops after a source error, the first time only.
+    pub fn deletion_stopped(&self, lines: &mut Vec<u8>) {
+        if !self.trouble.deletion_stopped.swap(true, Ordering::Relaxed) && !self.out.quiet {
+            lines.extend_from_slice(b"IO error encountered -- skipping file deletion\n");
+        }
     }
 
     /// Reports a source entry that vanished (24).

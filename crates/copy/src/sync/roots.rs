@@ -386,15 +386,16 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
         } else {
             top.clone()
         };
-        let dev = sys::fstatx(fd.as_fd()).map_or(0, |st| st.dev);
+        let id = sys::fstatx(fd.as_fd()).map_or((0, 0), |st| (st.dev, st.ino));
         layers.push(Layer {
             fd,
-            dev,
+            dev: id.0,
             path: root.src_dir.clone(),
             only: root.only.clone(),
             implied: root.implied.clone(),
             operand_follows: root.operand_follows,
             scope,
+            ancestry: Arc::new(super::pair::Ancestry { id, up: None }),
         });
     }
     if layers.is_empty() {
@@ -436,7 +437,7 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
         Some(top.clone())
     };
     let mut root_item = None;
-    if shown && pass != Pass::Delete {
+    if shown && matches!(pass, Pass::Transfer { .. }) {
         run.stats.files.add(Kind::Dir);
         let mut item = Item::new(Action::Attributes, &src_stat, b".");
         item.times_kept = plan.times;

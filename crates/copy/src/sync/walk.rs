@@ -16,7 +16,7 @@ use std::time::Instant;
 use super::apply;
 use super::item::{Action, Item};
 use super::order::{Block, Printer};
-use super::pair::{join, report, rsync_order, Layer, Pair, Pass, Run, SrcEntry, Trouble};
+use super::pair::{join, report, rsync_order, Ancestry, Layer, Pair, Pass, Run, SrcEntry, Trouble};
 use super::roots::{self, Root};
 use super::{DeleteWhen, Outcome, Output, Progress, Stats, Symlinks, SyncPlan};
 use crate::error::{CopyError, Op};
@@ -34,7 +34,10 @@ const BATCH: usize = 256;
 /// Work for a worker: a directory to walk, or a batch of a listed directory's entries.
 pub(super) enum Work<'r> {
     Dir(Box<Task<'r>>),
-    Entries(Arc<Pair<'r>>, Vec<SrcEntry>),
+    /// With the block its lines go to (when lines are kept in order).
+    Entries(Arc<Pair<'r>>, Vec<SrcEntry>, Option<Arc<Block<'r>>>),
+    /// A directory's deletions whose turn came (see `order`), and whether they may be made.
+    Delete(Arc<Block<'r>>, bool, super::order::Deferred<'r>),
 }
 
 /// The work waiting to be done, and how many workers are doing some.
@@ -42,8 +45,8 @@ pub(super) struct Pool<'r> {
     queue: Mutex<Vec<Work<'r>>>,
     active: Mutex<usize>,
     wake: Condvar,
-    /// Keeps rsync's order of the lines, where lines are printed.
-    printer: Option<Printer>,
+    /// Keeps rsync's order of the lines, where lines are printed, and of the deletions.
+    printer: Option<Printer<'r>>,
 }
 
 /// A subdirectory to walk.
@@ -59,7 +62,7 @@ pub(super) struct Task<'r> {
     /// Its line.
     item: Option<Item>,
     /// Where its lines wait for their turn (when lines are printed).
-    block: Option<Arc<Block>>,
+    block: Option<Arc<Block<'r>>>,
     /// Its entries are walked (false: `-d`, `-R` or `--files-from` without `-r`, or `-x` at
     /// a mount point: the directory is made and given its attributes, and left empty).
     contents: bool,
@@ -68,7 +71,7 @@ pub(super) struct Task<'r> {
 impl Drop for Pair<'_> {
     fn drop(&mut self) {
         let run = self.run;
-        if !self.keeps_attrs || run.plan.dry_run || self.pass == Pass::Delete {
+        if !self.keeps_attrs || run.plan.dry_run || !matches!(self.pass, Pass::Transfer { .. }) {
             return;
         }
         let Some(dst) = &self.dst else { return };
@@ -79,7 +82,7 @@ impl Drop for Pair<'_> {
 }
 
 impl<'r> Pool<'r> {
-    fn new(printer: Option<Printer>) -> Self {
+    fn new(printer: Option<Printer<'r>>) -> Self {
         Pool {
             queue: Mutex::new(Vec::new()),
             active: Mutex::new(0),
@@ -93,14 +96,24 @@ impl<'r> Pool<'r> {
     fn print(
         &self,
         out: &Output,
-        block: Option<&Block>,
+        block: Option<&Block<'r>>,
         lines: Vec<u8>,
-        children: Vec<Arc<Block>>,
+        children: Vec<Arc<Block<'r>>>,
     ) {
         match (&self.printer, block) {
-            (Some(printer), Some(block)) => printer.finish(out, block, lines, children),
+            (Some(printer), Some(block)) => {
+                self.delete(printer.finish(out, block, lines, children))
+            }
             _ => out.print(&lines),
         }
+    }
+
+    /// Hands deletions whose turn came to the workers.
+    fn delete(&self, due: super::order::Due<'r>) {
+        let work = due
+            .into_iter()
+            .map(|(block, clean, f)| Work::Delete(block, clean, f));
+        self.push(work.collect());
     }
 
     fn push_all(&self, tasks: Vec<Task<'r>>) {
@@ -199,18 +212,26 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         let _ = run.dest_id.set((d.dev, d.ino));
     }
     // rsync deletes nothing when a source could not be read (its "IO error encountered").
-    let source_trouble =
-        run.trouble.failed.load(Ordering::Relaxed) || run.trouble.root.load(Ordering::Relaxed);
+    let source_trouble = (run.trouble.failed.load(Ordering::Relaxed)
+        || run.trouble.root.load(Ordering::Relaxed))
+        && !plan.ignore_errors;
     let delete = plan.delete.filter(|_| !source_trouble);
     if source_trouble && plan.delete.is_some() && !roots.is_empty() {
-        run.trouble.deletion_stopped.store(true, Ordering::Relaxed);
-        out.error("IO error encountered -- skipping file deletion");
+        let mut line = Vec::new();
+        run.deletion_stopped(&mut line);
+        out.print(&line);
     }
+    // --delete-before deletes only once the whole source was read without error (a scan
+    // first); --delete-after not at all after an error; --delete-delay in the directories
+    // before the first error; --delete-during as the walk's order reaches each directory
+    // (see `order`).
     let passes: &[Pass] = match delete {
         None => &[Pass::Transfer { delete: false }],
         Some(DeleteWhen::During) => &[Pass::Transfer { delete: true }],
-        Some(DeleteWhen::Before) => &[Pass::Delete, Pass::Transfer { delete: false }],
-        Some(DeleteWhen::After) => &[Pass::Transfer { delete: false }, Pass::Delete],
+        Some(DeleteWhen::Before) => &[Pass::Scan, Pass::Delete, Pass::Transfer { delete: false }],
+        Some(DeleteWhen::After | DeleteWhen::Delay) => {
+            &[Pass::Transfer { delete: false }, Pass::Delete]
+        }
     };
     let finished = AtomicBool::new(false);
     std::thread::scope(|s| {
@@ -220,10 +241,19 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
                 .spawn_scoped(s, || total_progress(&run, started, &finished));
         }
         for &pass in passes {
+            let failed = run.trouble.source_io.load(Ordering::Relaxed) && !plan.ignore_errors;
+            if pass == Pass::Delete && failed {
+                let mut line = Vec::new();
+                run.deletion_stopped(&mut line);
+                out.print(&line);
+                if delete != Some(DeleteWhen::Delay) {
+                    continue;
+                }
+            }
             if !roots.is_empty() && !stop.load(Ordering::Relaxed) {
                 walk_root(&run, &roots, pass);
             }
-            if pass != Pass::Delete {
+            if matches!(pass, Pass::Transfer { .. }) {
                 apply::finish_delayed(&run);
             }
         }
@@ -246,7 +276,10 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         3
     } else if t.file_io.load(Ordering::Relaxed) {
         11
-    } else if t.failed.load(Ordering::Relaxed) || t.root.load(Ordering::Relaxed) {
+    } else if t.failed.load(Ordering::Relaxed)
+        || t.root.load(Ordering::Relaxed)
+        || t.source_io.load(Ordering::Relaxed)
+    {
         23
     } else if t.delete_limit.load(Ordering::Relaxed) {
         25
@@ -311,7 +344,10 @@ fn walk_root<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) {
     let Some(mut pair) = roots::open_pair(run, roots, pass) else {
         return;
     };
-    let printer = run.out.lists_entries().then(|| {
+    // The order is kept where lines are printed, and wherever the run deletes: deletions
+    // follow it (see `order`).
+    let ordered = run.out.lists_entries() || (run.plan.delete.is_some() && pass != Pass::Scan);
+    let printer = ordered.then(|| {
         let (printer, root) = Printer::new();
         pair.block = Some(root);
         printer
@@ -335,6 +371,12 @@ fn walk_root<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) {
     });
     if let Some(printer) = &pool.printer {
         printer.rest(run.out);
+        if matches!(pass, Pass::Transfer { .. }) {
+            let mut first = run.trouble.first_failure.lock().expect("first failure");
+            if first.is_none() {
+                *first = printer.first_failure();
+            }
+        }
     }
 }
 
@@ -349,11 +391,20 @@ fn worker<'r>(run: &'r Run<'r>, pool: &Pool<'r>) {
                 Work::Dir(task) => {
                     let block = task.block.clone();
                     match open_task(run, *task) {
-                        Some(pair) => list_dir(run, pool, Arc::new(pair), &mut buf),
-                        None => pool.print(run.out, block.as_deref(), Vec::new(), Vec::new()),
+                        Ok(pair) => list_dir(run, pool, Arc::new(pair), &mut buf),
+                        Err(lines) => pool.print(run.out, block.as_deref(), lines, Vec::new()),
                     }
                 }
-                Work::Entries(pair, entries) => entries_of(run, pool, &pair, &entries, Vec::new()),
+                Work::Entries(pair, entries, block) => {
+                    let at = (block.as_deref(), Vec::new());
+                    entries_of(run, pool, &pair, &entries, Vec::new(), at);
+                }
+                Work::Delete(block, clean, delete) => {
+                    let lines = delete(clean, None);
+                    if let Some(printer) = &pool.printer {
+                        pool.delete(printer.made(run.out, &block, lines));
+                    }
+                }
             }
         }
     }
@@ -386,14 +437,16 @@ fn not_an_ancestor(
 }
 
 /// Opens a subdirectory task's two sides: each source that holds the directory, and the
-/// destination's.
-fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
+/// destination's. When it cannot be walked, the lines of its block: its own line (it was
+/// made), and where a source error keeps its deletions from being made, rsync's note.
+fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> {
     let parent = task.parent;
     let name = task.name;
     let follow = run.plan.symlinks == Symlinks::Follow;
     let rel = join(&parent.rel, name.to_bytes());
     let dst_path = parent.dst_path.join(apply::os(&name));
     let mut layers = Vec::with_capacity(task.layers.len());
+    let mut failed = false;
     for &i in &task.layers {
         let above = &parent.layers[i];
         let path = above.path.join(apply::os(&name));
@@ -412,25 +465,48 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
         let fd = match opened {
             Ok(fd) => fd,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
-                run.vanished(&path);
+                if parent.pass != Pass::Scan {
+                    run.vanished(&path);
+                }
                 continue;
             }
             Err(e) => {
-                run.fail(CopyError::io(Op::OpenDir, path, e));
+                let e = CopyError::io(Op::OpenDir, path, e);
+                failed = true;
+                run.source_fail(parent.pass, task.block.as_deref(), e);
                 continue;
             }
         };
+        // -L and its kin: a directory that is one of its own ancestors (a symlink to `.`,
+        // `..` or higher) would be walked for ever; rsync stops there at ELOOP.
+        let id = sys::fstatx(fd.as_fd()).map_or((0, 0), |st| (st.dev, st.ino));
+        if above.ancestry.holds(id) {
+            let e = std::io::Error::from_raw_os_error(libc::ELOOP);
+            failed = true;
+            run.source_fail(
+                parent.pass,
+                task.block.as_deref(),
+                CopyError::io(Op::OpenDir, path, e),
+            );
+            continue;
+        }
+        let ancestry = Arc::new(Ancestry {
+            id,
+            up: Some(above.ancestry.clone()),
+        });
         let scope = match above.scope.enter(fd.as_fd(), &rel) {
             Ok(scope) => scope,
             Err(e) => {
-                run.fail(CopyError::Refused(e.to_string()));
+                let e = CopyError::Refused(e.to_string());
+                failed = true;
+                run.source_fail(parent.pass, task.block.as_deref(), e);
                 continue;
             }
         };
         // Under -R a directory on the way to an operand holds only the next component; one
         // that is not entered, nothing.
         let toward = above.implied.as_ref().filter(|rest| !rest.is_empty());
-        let dev = sys::fstatx(fd.as_fd()).map_or(0, |st| st.dev);
+        let dev = id.0;
         if !task.contents {
             layers.push(Layer {
                 fd,
@@ -440,6 +516,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
                 implied: None,
                 operand_follows: false,
                 scope,
+                ancestry,
             });
             continue;
         }
@@ -451,18 +528,33 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
             implied: toward.map(|rest| Arc::from(&rest[1..])),
             operand_follows: above.operand_follows,
             scope,
+            ancestry,
         });
     }
     if layers.is_empty() {
-        return None;
+        let mut lines = Vec::new();
+        if parent.pass != Pass::Scan {
+            if let Some(item) = &task.item {
+                report(run, item, &task.src_stat, &mut lines);
+            }
+            let deletes = matches!(parent.pass, Pass::Transfer { delete: true } | Pass::Delete);
+            // As rsync: said where a deletion would have been tried (not, under -n, in a
+            // directory that does not exist yet).
+            let exists = task.dst_before.is_some() || !run.plan.dry_run;
+            if deletes && failed && exists && !run.plan.ignore_errors {
+                run.deletion_stopped(&mut lines);
+            }
+        }
+        return Err(lines);
     }
     let dst = match &parent.dst {
+        Some(_) if parent.pass == Pass::Scan => None,
         Some(dst) if !(run.plan.dry_run && task.dst_before.is_none()) => {
             match sys::open_dir(dst.as_fd(), &name, task.dst_follow) {
                 Ok(fd) => Some(fd),
                 Err(e) => {
                     run.fail(CopyError::io(Op::OpenDir, dst_path, e));
-                    return None;
+                    return Err(Vec::new());
                 }
             }
         }
@@ -486,7 +578,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Option<Pair<'r>> {
         && dst
             .as_ref()
             .is_some_and(|fd| crate::xattr::has_default_acl(fd.as_fd()));
-    Some(Pair {
+    Ok(Pair {
         run,
         dst_setgid,
         dst_default_acl,
@@ -579,14 +671,22 @@ fn list_dir<'r>(
                 });
                 if let Err(e) = read {
                     // Nothing here is deleted: the listing is not known to be complete.
-                    run.fail(CopyError::io(Op::ReadDir, layer.path.clone(), e));
-                    run.trouble.source_io.store(true, Ordering::Relaxed);
+                    let e = CopyError::io(Op::ReadDir, layer.path.clone(), e);
+                    run.source_fail(pair.pass, pair.block.as_deref(), e);
                     complete = false;
                     continue;
                 }
                 names
             }
         };
+        if let Some(gone) = ringio_base::hooks::vanish_after_list() {
+            if pair.pass != Pass::Scan && names.iter().any(|(n, _)| n.as_c_str() == gone) {
+                let dir = layer.fd.as_fd();
+                if sys::unlinkat(dir, gone).is_err() {
+                    let _ = rustix::fs::unlinkat(dir, gone, rustix::fs::AtFlags::REMOVEDIR);
+                }
+            }
+        }
         let stats = if layer.operand_dirlink() && !follow {
             names
                 .iter()
@@ -608,19 +708,20 @@ fn list_dir<'r>(
                         && sys::statx_at(layer.fd.as_fd(), &name, false)
                             .is_ok_and(|s| s.kind() == Kind::Symlink);
                     if dangling {
-                        run.fail(CopyError::Refused(format!(
+                        let e = CopyError::Refused(format!(
                             "symlink has no referent: {}",
                             crate::quote::quote_path(&src_path())
-                        )));
-                    } else {
+                        ));
+                        run.source_fail(pair.pass, pair.block.as_deref(), e);
+                    } else if pair.pass != Pass::Scan {
                         run.vanished(&src_path());
                     }
                     continue;
                 }
                 Err(e) => {
                     complete = false;
-                    run.trouble.source_io.store(true, Ordering::Relaxed);
-                    run.fail(CopyError::io(Op::Stat, src_path(), e));
+                    let e = CopyError::io(Op::Stat, src_path(), e);
+                    run.source_fail(pair.pass, pair.block.as_deref(), e);
                     continue;
                 }
             };
@@ -683,16 +784,17 @@ fn list_dir<'r>(
     // The notes on what is not transferred come first, as rsync's sender prints them while
     // it lists the directory.
     let mut transferred = Vec::with_capacity(entries.len());
+    let scan = pair.pass == Pass::Scan;
     for e in entries {
         // rsync's "total size": every file's and symlink's length in the list.
-        if matches!(e.stat.kind(), Kind::File | Kind::Symlink) {
+        if matches!(e.stat.kind(), Kind::File | Kind::Symlink) && !scan {
             run.stats
                 .total_size
                 .fetch_add(e.stat.size, Ordering::Relaxed);
         }
         match skip_note(plan, &e.stat) {
             Some(note) => {
-                if !run.out.quiet {
+                if !run.out.quiet && !scan {
                     lines.extend_from_slice(format!("{note} \"").as_bytes());
                     lines.extend_from_slice(&pair.src_path_shown(&e));
                     lines.extend_from_slice(b"\"\n");
@@ -701,9 +803,11 @@ fn list_dir<'r>(
             None => transferred.push(e),
         }
     }
-    run.stats
-        .listed
-        .fetch_add(transferred.len() as u64, Ordering::Relaxed);
+    if !scan {
+        run.stats
+            .listed
+            .fetch_add(transferred.len() as u64, Ordering::Relaxed);
+    }
     let entries = if plan.hard_links {
         hard_link_order(&pair, transferred)
     } else {
@@ -711,33 +815,41 @@ fn list_dir<'r>(
     };
     // rsync's generator order: the directory's own line, its deletions, its entries.
     let implied_hidden = plan.no_implied_dirs && pair.implied();
-    if let Some(item) = pair.item.as_ref().filter(|_| !implied_hidden) {
+    if let Some(item) = pair.item.as_ref().filter(|_| !implied_hidden && !scan) {
         report(run, item, &pair.src_stat, &mut lines);
     }
     let delete_here = match pair.pass {
         Pass::Transfer { delete } => delete,
         Pass::Delete => true,
+        Pass::Scan => false,
     };
-    if delete_here && pair.whole && complete {
-        if let Some(dst) = &pair.dst {
-            let deleted = apply::delete_extraneous(run, &pair, dst.as_fd(), &kept, buf, &mut lines);
-            // A deletion pass after the transfer moved the directory's mtime: put it back.
-            if deleted && pair.pass == Pass::Delete && pair.whole && !plan.dry_run {
-                if let Err(e) = apply::dir_attrs(run, &pair, dst.as_fd()) {
-                    run.fail(e);
-                }
-            }
+    if delete_here && pair.whole && pair.dst.is_some() {
+        // Out of turn, its deletions will wait: the directory is read now (stale temporaries
+        // go before any entry is made), and where it holds nothing extraneous, what waits
+        // keeps neither the pair nor the names (only the note, should deletion stop there).
+        let ordered = pool.printer.as_ref().zip(pair.block.as_ref());
+        let waits = ordered.is_some_and(|(printer, block)| !printer.at(block));
+        let work = !waits || sweep(&pair, &kept, buf);
+        let deletion = deletion(&pair, work.then_some((kept, waits)), complete);
+        let now = match ordered {
+            Some((printer, block)) => printer.claim(block, lines.len(), deletion),
+            None => Some((deletion, !run.trouble.source_io.load(Ordering::Relaxed))),
+        };
+        if let Some((delete, clean)) = now {
+            lines.extend(delete(clean, Some(buf)));
         }
-    } else if pair.whole && !plan.dry_run && !pair.made_now {
-        if let Some(dst) = &pair.dst {
-            let _ = crate::temp::remove_stale_in(dst.as_fd(), buf);
-        }
+    } else if pair.whole && !scan {
+        remove_stale(&pair, buf);
     }
 
     // A big directory's entries spread over the workers (where no order is printed, and no
     // hard-link group depends on one).
+    // Where the order is kept, each batch has a block of its own, after the directory's
+    // first batch and its subdirectories (directories sort last in a listing, so a batch
+    // that holds any is followed only by batches of directories).
     let mut entries = entries;
-    if plan.threads > 1 && !plan.hard_links && pair.block.is_none() && entries.len() > 2 * BATCH {
+    let mut batch_blocks = Vec::new();
+    if plan.threads > 1 && !plan.hard_links && entries.len() > 2 * BATCH {
         // Each entry moved once (splitting off the rest again and again would copy it anew).
         let mut rest = std::mem::take(&mut entries).into_iter();
         entries = rest.by_ref().take(BATCH).collect();
@@ -747,28 +859,172 @@ fn list_dir<'r>(
             if batch.is_empty() {
                 break;
             }
-            batches.push(Work::Entries(pair.clone(), batch));
+            let block = pair.block.is_some().then(|| Block::at(pair.rel.clone()));
+            batch_blocks.extend(block.clone());
+            batches.push(Work::Entries(pair.clone(), batch, block));
         }
         pool.push(batches);
     }
-    entries_of(run, pool, &pair, &entries, lines);
+    let block = pair.block.clone();
+    entries_of(
+        run,
+        pool,
+        &pair,
+        &entries,
+        lines,
+        (block.as_deref(), batch_blocks),
+    );
+}
+
+/// A directory's deletions, to be made at its turn in the walk's order (see `order`): with
+/// whether every directory before it (and it) was read without error, they delete what the
+/// destination holds beyond `kept` (the complete listing), or say once that deletion
+/// stopped. `--ignore-errors` deletes all the same, but never where the listing itself is
+/// incomplete (its missing names are not known to be extraneous). `--delete-delay` deletes
+/// only in the directories before the first that failed during the transfer.
+///
+/// `kept`: `None` when the directory was found to hold nothing extraneous; with whether its
+/// descriptor was read already.
+fn deletion<'r>(
+    pair: &Arc<Pair<'r>>,
+    kept: Option<(HashSet<Vec<u8>>, bool)>,
+    complete: bool,
+) -> super::order::Deferred<'r> {
+    let (run, pass, rel) = (pair.run, pair.pass, pair.rel.clone());
+    let work = kept.map(|(kept, read)| (pair.clone(), kept, read));
+    Box::new(move |clean, buf: Option<&mut [MaybeUninit<u8>]>| {
+        let mut lines = Vec::new();
+        let before_failure = match &*run.trouble.first_failure.lock().expect("first failure") {
+            Some(failed) if pass == Pass::Delete && !run.plan.ignore_errors => {
+                precedes(&rel, failed)
+            }
+            _ => true,
+        };
+        if !complete || !before_failure || !(clean || run.plan.ignore_errors) {
+            if complete || !run.plan.ignore_errors {
+                run.deletion_stopped(&mut lines);
+            }
+            return lines;
+        }
+        let Some((pair, kept, read)) = &work else {
+            return lines;
+        };
+        let Some(dst) = &pair.dst else { return lines };
+        // Made at once: with the worker's buffer, before any entry is made. At their turn:
+        // while entries may be being made. A descriptor read already (to its end) is not
+        // read again: the directory is read through one of its own.
+        let making = buf.is_none();
+        let mut own = Vec::new();
+        let buf = match buf {
+            Some(buf) => buf,
+            None => {
+                own.resize_with(16 * 1024, MaybeUninit::<u8>::uninit);
+                &mut own[..]
+            }
+        };
+        let fresh = match (*read).then(|| sys::open_dir(dst.as_fd(), c".", false)) {
+            Some(Ok(fd)) => Some(fd),
+            Some(Err(e)) => {
+                run.fail(CopyError::io(Op::OpenDir, pair.dst_path.clone(), e));
+                return lines;
+            }
+            None => None,
+        };
+        let dir = fresh.as_ref().map_or(dst.as_fd(), |fd| fd.as_fd());
+        let deleted = apply::delete_extraneous(run, pair, (dir, making), kept, buf, &mut lines);
+        // A deletion pass after the transfer moved the directory's mtime: put it back.
+        if deleted && pair.pass == Pass::Delete && !run.plan.dry_run {
+            if let Err(e) = apply::dir_attrs(run, pair, dst.as_fd()) {
+                run.fail(e);
+            }
+        }
+        lines
+    })
+}
+
+/// Reads the pair's destination directory once, as its deletions are left for their turn:
+/// removes the stale temporaries of an interrupted run (not under -n), and says whether it
+/// holds any name the source lacks (or could not be read: its turn will tell).
+fn sweep(pair: &Pair<'_>, kept: &HashSet<Vec<u8>>, buf: &mut [MaybeUninit<u8>]) -> bool {
+    let Some(dst) = pair.dst.as_ref().filter(|_| !pair.made_now) else {
+        return false;
+    };
+    let (mut extraneous, mut ours) = (false, Vec::new());
+    let read = sys::read_dir_entries(dst.as_fd(), buf, |name, _| {
+        let bytes = name.to_bytes();
+        if crate::temp::is_ours(bytes) {
+            ours.push(name.to_owned());
+        } else if !kept.contains(bytes) && name != super::pair::STAGE {
+            extraneous = true;
+        }
+    });
+    if read.is_err() {
+        return true;
+    }
+    if !pair.run.plan.dry_run {
+        for name in ours {
+            let _ = crate::temp::remove_stale(dst.as_fd(), &name);
+        }
+    }
+    extraneous
+}
+
+/// Removes the stale temporaries of an interrupted run from the pair's destination directory.
+fn remove_stale(pair: &Pair<'_>, buf: &mut [MaybeUninit<u8>]) {
+    let run = pair.run;
+    if let Some(dst) = pair
+        .dst
+        .as_ref()
+        .filter(|_| !run.plan.dry_run && !pair.made_now)
+    {
+        let _ = crate::temp::remove_stale_in(dst.as_fd(), buf);
+    }
+}
+
+/// Whether the directory `a` comes before the directory `b` in rsync's depth-first order
+/// (both paths from the transfer root, "" for the root): an ancestor comes first, else the
+/// first component that differs decides, compared as rsync compares directory names.
+fn precedes(a: &[u8], b: &[u8]) -> bool {
+    if b.is_empty() {
+        return false;
+    }
+    if a.is_empty() {
+        return true;
+    }
+    let (mut a, mut b) = (a.split(|&c| c == b'/'), b.split(|&c| c == b'/'));
+    loop {
+        match (a.next(), b.next()) {
+            (None, Some(_)) => return true,
+            (_, None) => return false,
+            (Some(x), Some(y)) if x == y => {}
+            (Some(x), Some(y)) => return rsync_order((true, x), (true, y)).is_lt(),
+        }
+    }
 }
 
 /// Decides and carries out entries of a listed directory, then prints their lines and queues
 /// their subdirectories.
+///
+/// `block` is where their lines go, followed by `later`: the blocks of the directory's
+/// later batches.
 fn entries_of<'r>(
     run: &'r Run<'r>,
     pool: &Pool<'r>,
     pair: &Arc<Pair<'r>>,
     entries: &[SrcEntry],
     mut lines: Vec<u8>,
+    (block, later): (Option<&Block<'r>>, Vec<Arc<Block<'r>>>),
 ) {
     let mut subdirs = Vec::new();
+    let scan = pair.pass == Pass::Scan;
     for e in entries {
         if run.stop.load(Ordering::Relaxed) {
             break;
         }
-        entry(run, pair, e, &mut lines, &mut subdirs);
+        entry(run, (pair, block), e, &mut lines, &mut subdirs);
+        if scan {
+            continue;
+        }
         run.stats.checked.fetch_add(1, Ordering::Relaxed);
         // Counted as the total size counts them (`--info=progress2`'s percentage).
         if matches!(e.stat.kind(), Kind::File | Kind::Symlink) {
@@ -778,14 +1034,15 @@ fn entries_of<'r>(
         }
     }
     let mut children = Vec::new();
-    if pair.block.is_some() {
+    if block.is_some() {
         for task in &mut subdirs {
-            let block = Arc::new(Block::default());
+            let block = Block::at(join(&pair.rel, task.name.to_bytes()));
             task.block = Some(block.clone());
             children.push(block);
         }
     }
-    pool.print(run.out, pair.block.as_deref(), lines, children);
+    children.extend(later);
+    pool.print(run.out, block, lines, children);
     pool.push_all(subdirs);
 }
 
@@ -802,10 +1059,29 @@ fn dst_stat(pair: &Pair<'_>, name: &CStr) -> Result<Option<Stat>, std::io::Error
     }
 }
 
-/// Decides and carries out one entry.
+/// Reports a failure of an entry: one reading its source (the source's path is the one it
+/// names) is a source error (see [`Run::source_fail`]).
+fn entry_failed(
+    run: &Run<'_>,
+    (pair, block): (&Pair<'_>, Option<&Block<'_>>),
+    e: &SrcEntry,
+    err: CopyError,
+) {
+    let from_source = match &err {
+        CopyError::Io { path, .. } => *path == pair.src_of(e),
+        _ => false,
+    };
+    if from_source {
+        run.source_fail(pair.pass, block, err);
+    } else {
+        run.fail(err);
+    }
+}
+
+/// Decides and carries out one entry; `block` is where its lines go.
 fn entry<'r>(
     run: &'r Run<'r>,
-    pair: &Arc<Pair<'r>>,
+    (pair, block): (&Arc<Pair<'r>>, Option<&Block<'r>>),
     e: &SrcEntry,
     lines: &mut Vec<u8>,
     subdirs: &mut Vec<Task<'r>>,
@@ -813,9 +1089,39 @@ fn entry<'r>(
     let plan = run.plan;
     let kind = e.stat.kind();
     let dst_path = || pair.dst_path.join(apply::os(&e.dst_name));
-    if pair.pass == Pass::Delete {
-        // Only directories present on both sides are entered.
+    let failed = |err| entry_failed(run, (pair, block), e, err);
+    if pair.pass == Pass::Scan {
+        // Every directory of the source is read.
         if kind == Kind::Dir && (plan.recursive || leads_on(pair, e)) && descends(run, pair, e) {
+            subdirs.push(Task {
+                parent: pair.clone(),
+                name: e.dst_name.clone(),
+                src_stat: e.stat,
+                dst_before: None,
+                dst_follow: false,
+                item: None,
+                block: None,
+                contents: true,
+                layers: dir_layers(e),
+            });
+        }
+        return;
+    }
+    if pair.pass == Pass::Delete {
+        // Only directories present on both sides are entered, and under --delete-delay
+        // only those before the first that failed (nothing at it or after it is deleted).
+        let first_failure = run
+            .trouble
+            .first_failure
+            .lock()
+            .expect("first failure")
+            .clone();
+        let before = |f: &Vec<u8>| plan.ignore_errors || precedes(&e.rel, f);
+        if kind == Kind::Dir
+            && (plan.recursive || leads_on(pair, e))
+            && descends(run, pair, e)
+            && first_failure.as_ref().is_none_or(before)
+        {
             if let Ok(Some(d)) = dst_stat(pair, &e.dst_name) {
                 if d.kind() == Kind::Dir {
                     subdirs.push(Task {
@@ -925,7 +1231,7 @@ fn entry<'r>(
                             changes.acl = acl;
                             changes.xattr = xattr;
                         }
-                        Err(err) => run.fail(CopyError::io(Op::SetXattr, dst_path(), err)),
+                        Err(err) => failed(CopyError::io(Op::SetXattr, dst_path(), err)),
                     }
                 }
             }
@@ -952,7 +1258,7 @@ fn entry<'r>(
             }
             if !changes.none() && !plan.dry_run {
                 if let Err(err) = apply::fix_attrs(run, pair, e, &changes) {
-                    run.fail(err);
+                    failed(err);
                     return;
                 }
             }
@@ -976,7 +1282,7 @@ fn entry<'r>(
                             apply::remove_source(run, pair, e);
                         }
                     }
-                    Err(err) => run.fail(err),
+                    Err(err) => failed(err),
                 }
                 return;
             }
@@ -1021,7 +1327,7 @@ fn entry<'r>(
                     }
                 }
                 Ok(None) => {}
-                Err(err) => run.fail(err),
+                Err(err) => failed(err),
             }
         }
     }

@@ -38,6 +38,7 @@ mod sync;
 mod sync_adversary;
 mod sync_cli;
 mod sync_dest;
+mod sync_errors;
 mod sync_escape;
 mod sync_operands;
 mod torture;

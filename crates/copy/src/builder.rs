@@ -372,6 +372,9 @@ impl HashRequest {
             ));
         }
         if let Some(m) = self.manifest.as_ref().filter(|m| m.as_os_str() != "-") {
+            if let Err(e) = crate::manifest::replaceable(m) {
+                return Err(format!("the manifest {}: {e}", quote(m)));
+            }
             if let Err(flag) = force {
                 if fs::symlink_metadata(m).is_ok() {
                     return Err(format!(

@@ -668,11 +668,19 @@ impl Args {
         if suffix.contains('/') {
             bail!("--suffix cannot contain slashes: {suffix}");
         }
-        let no_dir = self
-            .backup_dir
-            .as_ref()
-            .is_none_or(|d| d.as_os_str().is_empty());
-        if suffix.is_empty() && no_dir {
+        // rsync drops leading `./` from the backup dir: what is left of `.` or `./` is no
+        // backup dir, DEST itself, where an empty suffix would back a file up onto itself.
+        let same_as_dest = self.backup_dir.as_ref().is_some_and(|d| {
+            let mut d = d.as_os_str().as_bytes();
+            while let Some(rest) = d.strip_prefix(b"./") {
+                d = rest;
+            }
+            d.is_empty() || d == b"."
+        });
+        if suffix.is_empty() && same_as_dest {
+            bail!("--suffix cannot be empty when --backup-dir is the same as the dest dir");
+        }
+        if suffix.is_empty() && self.backup_dir.is_none() {
             bail!("--suffix cannot be empty without a --backup-dir");
         }
         if self.inplace && self.delay_updates {

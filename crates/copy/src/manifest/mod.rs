@@ -21,7 +21,7 @@ mod write;
 pub use read::{read, ManifestError};
 pub use record::Recorder;
 pub use tree::not_copied;
-pub use write::write;
+pub use write::{replaceable, write};
 
 use crate::digest::Algo;
 

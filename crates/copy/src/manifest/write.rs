@@ -7,6 +7,19 @@ use std::path::{Path, PathBuf};
 use super::{mhl, utc_iso8601, Format, Listing};
 use crate::digest::{sum_line, Algo};
 
+/// Whether a manifest may be written at `target`: nothing there, or what a rename may replace
+/// (under -f/--force), an old manifest: a regular file, or a symlink (the link itself
+/// replaced, never what it names). A device, FIFO, socket or directory there is not one, and
+/// a rename over it would destroy it.
+pub fn replaceable(target: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(target) {
+        Ok(m) if !m.file_type().is_file() && !m.file_type().is_symlink() => Err(io::Error::other(
+            "not a regular file: a manifest replaces only an old manifest",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Writes `listing` as `format`: to the file `target` (`sum`, `json`; `-` is standard output),
 /// or as a new generation in `target/ascmhl` (`mhl`, where `target` is the destination root).
 /// Returns what was written.
@@ -43,6 +56,8 @@ pub fn write(listing: &Listing, format: Format, target: &Path) -> io::Result<Pat
     // Through the descriptor: the name could be swapped for a symlink meanwhile.
     temp.as_file()
         .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
+    // Asked again: the name may have changed since the run began.
+    replaceable(target)?;
     temp.persist(target).map_err(|e| e.error)?;
     Ok(target.to_path_buf())
 }

@@ -792,6 +792,15 @@ fn backup(
             let tree = beneath::open_root(anchor.as_fd(), root, true).map_err(fail)?;
             let parent = std::path::Path::new(OsStr::from_bytes(parent));
             let at = beneath::open_dirs(tree.as_fd(), parent, Walk::Replace).map_err(fail)?;
+            // A backup dir that is the file's own directory, by whatever spelling (`sub/..`,
+            // `../dst`, an absolute path), with no suffix: the backup's name is the file's.
+            if last.as_c_str() == name && same_dir(at.as_fd(), dir) {
+                return Err(CopyError::Refused(format!(
+                    "cannot back up {} onto itself: --backup-dir is its own directory and \
+                     --suffix is empty",
+                    crate::quote::quote_path(&path())
+                )));
+            }
             // What stands at the backup's name goes, a directory too (as rsync's backups).
             beneath::remove_all(at.as_fd(), &last).map_err(fail)?;
             rustix::fs::linkat(dir, name, at.as_fd(), &last, AtFlags::empty())
@@ -800,6 +809,15 @@ fn backup(
             backed_up(run, rel, shown.as_os_str().as_bytes(), lines);
             Ok(())
         }
+    }
+}
+
+/// Two descriptors of one directory (its device and inode).
+fn same_dir(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
+    match (sys::fstatx(a), sys::fstatx(b)) {
+        (Ok(a), Ok(b)) => (a.dev, a.ino) == (b.dev, b.ino),
+        // Unknown: taken as the same, so nothing is removed on a guess.
+        _ => true,
     }
 }
 

@@ -419,23 +419,6 @@ impl Drop for Done<'_, '_> {
     }
 }
 
-/// A directory reached through a followed symlink, unless it is one the walk is already in (a
-/// cycle: ELOOP, where rsync stops too).
-fn not_an_ancestor(
-    parent: &Arc<Pair<'_>>,
-    fd: std::os::fd::OwnedFd,
-) -> std::io::Result<std::os::fd::OwnedFd> {
-    let st = sys::fstatx(fd.as_fd())?;
-    let mut at = Some(parent);
-    while let Some(p) = at {
-        if p.src_stat.dev == st.dev && p.src_stat.ino == st.ino {
-            return Err(std::io::Error::from_raw_os_error(libc::ELOOP));
-        }
-        at = p._parent.as_ref();
-    }
-    Ok(fd)
-}
-
 /// Opens a subdirectory task's two sides: each source that holds the directory, and the
 /// destination's. When it cannot be walked, the lines of its block: its own line (it was
 /// made), and where a source error keeps its deletions from being made, rsync's note.
@@ -451,14 +434,13 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> 
         let above = &parent.layers[i];
         let path = above.path.join(apply::os(&name));
         // --copy-unsafe-links: a symlink here is one the listing followed (a safe one is
-        // synced as a symlink, never entered).
+        // synced as a symlink, never entered); a cycle through it is found below, as -L's.
         let opened = match sys::open_dir(above.fd.as_fd(), &name, follow || above.enters_only()) {
             Err(e)
                 if run.plan.copy_unsafe_links
                     && matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) =>
             {
                 sys::open_dir(above.fd.as_fd(), &name, true)
-                    .and_then(|fd| not_an_ancestor(&parent, fd))
             }
             other => other,
         };
@@ -478,9 +460,11 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> 
             }
         };
         // -L and its kin: a directory that is one of its own ancestors (a symlink to `.`,
-        // `..` or higher) would be walked for ever; rsync stops there at ELOOP.
+        // `..` or higher) would be walked for ever; rsync stops there at ELOOP. Not a -R
+        // operand's path: it is walked one named component at a time, to its end, and what
+        // is walked below it is checked against it.
         let id = sys::fstatx(fd.as_fd()).map_or((0, 0), |st| (st.dev, st.ino));
-        if above.ancestry.holds(id) {
+        if !above.enters_only() && above.ancestry.holds(id) {
             let e = std::io::Error::from_raw_os_error(libc::ELOOP);
             failed = true;
             run.source_fail(

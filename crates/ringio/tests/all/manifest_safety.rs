@@ -643,3 +643,50 @@ fn verify_checks_a_manifest_of_a_tree_deeper_than_path_max() {
         "{stdout}"
     );
 }
+
+/// `-f`/`--force` lets a manifest replace an old one: a regular file, or a symlink (the link,
+/// not what it names). A device, FIFO or directory at that name is no manifest, and is refused
+/// before anything is copied: a rename over it would destroy it (as root, `/dev/null` too).
+#[test]
+fn a_manifest_never_replaces_a_device_fifo_or_directory() {
+    let s = Scratch::new();
+    write_file(s.join("src/f"), "f");
+    mkfifo(&s.join("fifo"), 0o644);
+    fs::create_dir(s.join("adir")).unwrap();
+    let mut targets = vec!["fifo", "adir"];
+    if is_root() {
+        let c = std::ffi::CString::new(s.join("null").as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path; makes a character device (1, 3 is /dev/null's).
+        let rc = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+        assert_eq!(rc, 0, "mknod");
+        targets.push("null");
+    } else {
+        cannot_run("a device node needs root: the FIFO and directory cases ran");
+    }
+    for target in targets {
+        let kind = fs::symlink_metadata(s.join(target)).unwrap().file_type();
+        let manifest = s.join(target).display().to_string();
+        for args in [
+            vec!["cp", "-a", "-f", "--manifest", &manifest, "src", "d1"],
+            vec![
+                "sync",
+                "-a",
+                "--force",
+                "--manifest",
+                &manifest,
+                "src/",
+                "d2/",
+            ],
+        ] {
+            let out = guarded(Cp::bare().args(&args).current_dir(s.path()));
+            assert_ne!(out.status.code(), Some(0), "{args:?}: {}", describe(&out));
+            assert_stderr_has(&out, "not a regular file");
+            assert_eq!(
+                fs::symlink_metadata(s.join(target)).unwrap().file_type(),
+                kind,
+                "{args:?} replaced {target}"
+            );
+            assert!(!s.join("d1").exists() && !s.join("d2").exists(), "{args:?}");
+        }
+    }
+}

@@ -728,3 +728,60 @@ fn a_link_dest_inside_dest_is_never_reached_through_a_planted_symlink() {
         assert_eq!(fs::read(dir.join("dst/f")).unwrap(), b"same bytes", "{opt}");
     }
 }
+
+/// A `--backup-dir` that is DEST itself (or the file's own directory), by any spelling, with
+/// no suffix: the backup's name is the file's. rsync refuses `.` and `./` before it starts;
+/// every other spelling is found by the directory's identity, and the file is left as it
+/// was, never removed to make room for its own backup.
+#[test]
+fn a_backup_dir_that_is_the_files_own_directory_never_loses_the_file() {
+    let dir = Scratch::new();
+    let build = || {
+        let _ = fs::remove_dir_all(dir.join("dst"));
+        write_file(dir.join("src/f"), "new");
+        write_file(dir.join("src/d/k"), "new k");
+        write_file(dir.join("dst/f"), "old");
+        write_file(dir.join("dst/d/k"), "old k");
+        write_file(dir.join("dst/extra"), "extra");
+        fs::create_dir_all(dir.join("dst/sub")).unwrap();
+    };
+    for spelling in [".", "./", "./.", "././"] {
+        build();
+        let backup = format!("--backup-dir={spelling}");
+        let out = sync(
+            dir.path(),
+            &["-a", "--delete", "-b", &backup, "src/", "dst/"],
+        );
+        assert_exit(&out, 1);
+        assert_stderr_has(
+            &out,
+            "--suffix cannot be empty when --backup-dir is the same as the dest dir",
+        );
+        assert_eq!(fs::read(dir.join("dst/f")).unwrap(), b"old", "{spelling}");
+    }
+    let abs = dir.join("dst").display().to_string();
+    for spelling in ["sub/..", "d/..", abs.as_str(), "../dst"] {
+        build();
+        let backup = format!("--backup-dir={spelling}");
+        let out = sync(
+            dir.path(),
+            &["-a", "--delete", "-b", &backup, "src/", "dst/"],
+        );
+        assert_exit(&out, 23);
+        assert_stderr_has(&out, "onto itself");
+        // Each file is the old one or the new one, never gone.
+        for (name, old, new) in [("f", "old", "new"), ("d/k", "old k", "new k")] {
+            let now = fs::read_to_string(dir.join("dst").join(name))
+                .unwrap_or_else(|e| panic!("{spelling}: dst/{name} lost: {e}"));
+            assert!(
+                now == old || now == new,
+                "{spelling}: dst/{name} holds {now:?}"
+            );
+        }
+        assert_eq!(
+            fs::read(dir.join("dst/extra")).unwrap(),
+            b"extra",
+            "{spelling}"
+        );
+    }
+}

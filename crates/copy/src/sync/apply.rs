@@ -821,16 +821,41 @@ fn same_dir(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
     }
 }
 
-/// `-T`: the temporaries' directory, open, and its device. A relative one is DEST's own
-/// (reached below DEST's root without following a symlink); one that is not there, or that
-/// the walk refuses, is not used.
-pub(super) fn open_temp_dir(plan: &super::SyncPlan) -> Option<(OwnedFd, u64)> {
-    let given = plan.temp_dir.as_ref()?;
-    let dest = CString::new(plan.dest.as_os_str().as_bytes()).ok()?;
-    let base = sys::open_dir(rustix::fs::CWD, &dest, true).ok()?;
-    let fd = beneath::open_root(base.as_fd(), given, false).ok()?;
-    let dev = sys::fstatx(fd.as_fd()).ok()?.dev;
-    Some((fd, dev))
+/// `-T`: the temporaries' directory, open, and its device, once DEST is there. A relative one
+/// is DEST's own (reached below DEST's root without following a symlink). One that is missing
+/// or not a directory ends the run as rsync's receiver ends it (said, exit 1: `Err`); one the
+/// walk below DEST refuses (a symlink planted on its way) is said and not used.
+pub(super) fn open_temp_dir(run: &Run<'_>) -> Result<Option<(OwnedFd, u64)>, ()> {
+    let plan = run.plan;
+    let Some(given) = plan.temp_dir.as_ref() else {
+        return Ok(None);
+    };
+    let dest = CString::new(plan.dest.as_os_str().as_bytes()).map_err(|_| ())?;
+    let opened = sys::open_dir(rustix::fs::CWD, &dest, true)
+        .and_then(|base| beneath::open_root(base.as_fd(), given, false));
+    let shown = given.display();
+    match opened {
+        Ok(fd) => Ok(sys::fstatx(fd.as_fd()).ok().map(|st| (fd, st.dev))),
+        // A dry run made no DEST to look in.
+        Err(_) if plan.dry_run && given.is_relative() => Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            run.out
+                .error(&format!("The temp-dir does not exist: {shown}"));
+            Err(())
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            run.out
+                .error(&format!("The temp-dir is not a directory: {shown}"));
+            Err(())
+        }
+        Err(e) => {
+            run.out.error(&format!(
+                "the temp-dir {shown} is not used (temporaries go beside their files): {}",
+                crate::error::reason(&e)
+            ));
+            Ok(None)
+        }
+    }
 }
 
 /// `--info=backup`'s line.

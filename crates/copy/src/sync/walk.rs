@@ -192,7 +192,7 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         deletions_skipped: AtomicU64::new(0),
         links: Mutex::new(HashMap::new()),
         delayed: Mutex::new(Vec::new()),
-        temp_dir: apply::open_temp_dir(plan),
+        temp_dir: None,
         dest_id: std::sync::OnceLock::new(),
         alt_roots: Vec::new(),
         creator: (
@@ -205,7 +205,16 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
             .as_ref()
             .map(|h| crate::manifest::Recorder::new(h.algo, h.base.clone(), plan.times)),
     };
-    let roots = roots::resolve(&run);
+    let mut roots = roots::resolve(&run);
+    if !roots.is_empty() {
+        match apply::open_temp_dir(&run) {
+            Ok(temp_dir) => run.temp_dir = temp_dir,
+            Err(()) => {
+                run.trouble.usage.store(true, Ordering::Relaxed);
+                roots.clear();
+            }
+        }
+    }
     run.alt_roots = super::alt::open_roots(&run);
     let dest = std::ffi::CString::new(plan.dest.as_os_str().as_encoded_bytes()).unwrap_or_default();
     if let Ok(d) = sys::statx_at(rustix::fs::CWD, &dest, true) {

@@ -785,3 +785,41 @@ fn a_backup_dir_that_is_the_files_own_directory_never_loses_the_file() {
         );
     }
 }
+
+/// `-T` naming no directory (missing, relative to DEST or absolute, or a file): rsync's
+/// receiver says so and ends the run (exit 1) before it transfers anything; one that exists
+/// holds no temporary once the run is done.
+#[test]
+fn a_temp_dir_that_is_not_there_ends_the_run_as_rsync() {
+    let dir = Scratch::new();
+    write_file(dir.join("src/f"), "f");
+    write_file(dir.join("afile"), "");
+    let missing = dir.join("nowhere").display().to_string();
+    let file = dir.join("afile").display().to_string();
+    let tools = tools();
+    for (temp, said) in [
+        (missing.as_str(), "The temp-dir does not exist"),
+        ("nothere", "The temp-dir does not exist"),
+        (file.as_str(), "The temp-dir is not a directory"),
+    ] {
+        let mut results = Vec::new();
+        for (i, tool) in tools.iter().enumerate() {
+            let dst = format!("dst{i}/");
+            let out = run_tool(tool, dir.path(), &["-a", "-T", temp, "src/", &dst]);
+            let text = String::from_utf8_lossy(&out.stderr).to_string();
+            assert!(text.contains(said), "{tool:?} -T {temp}: {text}");
+            results.push((out.status.code(), dir.join(&dst).join("f").exists()));
+        }
+        assert_eq!(results[0], (Some(1), false), "-T {temp}");
+        assert_as_rsync(&tools, &results, &format!("-T {temp}"));
+        for i in 0..tools.len() {
+            let _ = fs::remove_dir_all(dir.join(format!("dst{i}")));
+        }
+    }
+    fs::create_dir(dir.join("tmp")).unwrap();
+    let abs = dir.join("tmp").display().to_string();
+    let out = sync(dir.path(), &["-a", "-T", &abs, "src/", "dst/"]);
+    assert_success(&out);
+    assert_eq!(fs::read(dir.join("dst/f")).unwrap(), b"f");
+    assert_eq!(fs::read_dir(dir.join("tmp")).unwrap().count(), 0);
+}

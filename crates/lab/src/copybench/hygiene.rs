@@ -26,6 +26,9 @@ const RECENTLY_DELETED: std::time::Duration = std::time::Duration::from_secs(361
 pub struct Trash {
     dir: PathBuf,
     inodes: u64,
+    /// The last slot's number: counted once, so a run that fills the trash entry by entry
+    /// (a mirror's repairs) does not list it again for each (that was quadratic).
+    last: std::cell::Cell<u64>,
 }
 
 impl Trash {
@@ -33,21 +36,23 @@ impl Trash {
     pub fn open(work: &Path) -> Result<Trash, LabError> {
         let dir = work.join("trash");
         fs::create_dir_all(&dir).map_err(|e| LabError::io("create directory", &dir, e))?;
-        let inodes = if trash_entries(&dir) > 0 {
-            MANY_INODES
-        } else {
-            0
-        };
-        Ok(Trash { dir, inodes })
+        let entries = trash_entries(&dir);
+        let inodes = if entries > 0 { MANY_INODES } else { 0 };
+        Ok(Trash {
+            dir,
+            inodes,
+            last: std::cell::Cell::new(entries),
+        })
     }
 
     /// A name in the trash that nothing has yet.
     pub fn slot(&self) -> PathBuf {
-        let mut n = trash_entries(&self.dir);
+        let mut n = self.last.get();
         loop {
             n += 1;
             let path = self.dir.join(n.to_string());
             if fs::symlink_metadata(&path).is_err() {
+                self.last.set(n);
                 return path;
             }
         }

@@ -296,17 +296,6 @@ fn sweep_and_calibrate_terminate() {
     assert!(Path::new(&cal).exists());
 }
 
-const DUP_METHODS: &[&str] = &[
-    "rw",
-    "bigbuf",
-    "sendfile",
-    "splice",
-    "copy-range",
-    "uring",
-    "reflink",
-    "auto",
-];
-
 /// Everything about a file that a refused command must leave alone.
 #[derive(Debug, PartialEq)]
 struct Untouched {

@@ -8,18 +8,6 @@ use std::process::{Command, Output, Stdio};
 
 use crate::common::*;
 
-/// Every `ringio dup` method.
-const DUP_METHODS: &[&str] = &[
-    "rw",
-    "bigbuf",
-    "sendfile",
-    "splice",
-    "copy-range",
-    "uring",
-    "reflink",
-    "auto",
-];
-
 /// `ringio ARGS` under `umask` (set in a shell that then becomes ringio).
 fn ringio_with_umask(umask: u32, args: &[&Path]) -> Output {
     Command::new("sh")

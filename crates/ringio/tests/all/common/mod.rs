@@ -55,6 +55,18 @@ pub fn cannot_run(why: &str) {
     eprintln!("SKIPPED: {why}");
 }
 
+/// Every `ringio dup` method.
+pub const DUP_METHODS: &[&str] = &[
+    "rw",
+    "bigbuf",
+    "sendfile",
+    "splice",
+    "copy-range",
+    "uring",
+    "reflink",
+    "auto",
+];
+
 /// Returns from a test that cannot run here for want of a tool, a filesystem feature or
 /// privilege, saying why; fails it in CI ([`cannot_run`]).
 macro_rules! skip {

@@ -428,6 +428,27 @@ impl Drop for Done<'_, '_> {
     }
 }
 
+/// A subdirectory walked by a pass that makes nothing and prints no line (the scan of
+/// `--delete-before`, a deletion pass): only its contents are read.
+fn pass_task<'r>(
+    pair: &Arc<Pair<'r>>,
+    e: &SrcEntry,
+    dst_before: Option<Stat>,
+    layers: Vec<usize>,
+) -> Task<'r> {
+    Task {
+        parent: pair.clone(),
+        name: e.dst_name.clone(),
+        src_stat: e.stat,
+        dst_before,
+        dst_follow: false,
+        item: None,
+        block: None,
+        contents: true,
+        layers,
+    }
+}
+
 /// Opens a subdirectory task's two sides: each source that holds the directory, and the
 /// destination's. When it cannot be walked, the lines of its block: its own line (it was
 /// made), and where a source error keeps its deletions from being made, rsync's note.
@@ -1086,17 +1107,7 @@ fn entry<'r>(
     if pair.pass == Pass::Scan {
         // Every directory of the source is read.
         if kind == Kind::Dir && (plan.recursive || leads_on(pair, e)) && descends(run, pair, e) {
-            subdirs.push(Task {
-                parent: pair.clone(),
-                name: e.dst_name.clone(),
-                src_stat: e.stat,
-                dst_before: None,
-                dst_follow: false,
-                item: None,
-                block: None,
-                contents: true,
-                layers: dir_layers(e),
-            });
+            subdirs.push(pass_task(pair, e, None, dir_layers(e)));
         }
         return;
     }
@@ -1117,17 +1128,7 @@ fn entry<'r>(
         {
             if let Ok(Some(d)) = dst_stat(pair, &e.dst_name) {
                 if d.kind() == Kind::Dir {
-                    subdirs.push(Task {
-                        parent: pair.clone(),
-                        name: e.dst_name.clone(),
-                        src_stat: e.stat,
-                        dst_before: Some(d),
-                        dst_follow: false,
-                        item: None,
-                        block: None,
-                        contents: true,
-                        layers: dir_layers(e),
-                    });
+                    subdirs.push(pass_task(pair, e, Some(d), dir_layers(e)));
                 }
             }
         }

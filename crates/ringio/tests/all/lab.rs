@@ -148,23 +148,14 @@ fn every_dup_method_makes_an_identical_file() {
     let mut data = vec![0u8; (1 << 20) + 12345];
     Prng::new(5).fill(&mut data);
     fs::write(&src, &data).unwrap();
-    for method in [
-        "rw",
-        "bigbuf",
-        "sendfile",
-        "splice",
-        "copy-range",
-        "uring",
-        "reflink",
-        "auto",
-    ] {
+    for method in DUP_METHODS {
         let dst = s.join(format!("dst-{method}"));
         let out = Cp::bare()
             .args(["dup", "--method", method])
             .arg(&src)
             .arg(&dst)
             .run();
-        if method == "reflink" && !out.status.success() {
+        if *method == "reflink" && !out.status.success() {
             let err = String::from_utf8_lossy(&out.stderr);
             assert!(err.contains("cannot clone"), "{err}");
             assert!(!dst.exists(), "a failed dup leaves no file");

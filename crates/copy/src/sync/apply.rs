@@ -60,7 +60,8 @@ fn chown_new(
     want: &Stat,
     call: impl Fn(u32, u32) -> io::Result<()>,
 ) -> io::Result<()> {
-    let settled = !pair.dst_setgid
+    let setgid = pair.dst_stat.is_some_and(|d| d.mode & libc::S_ISGID != 0);
+    let settled = !setgid
         && (!run.rules.owner || want.uid == run.creator.0)
         && (!run.rules.group || want.gid == run.creator.1);
     if settled {
@@ -479,7 +480,10 @@ pub(super) fn hard_link(
     decision: Decision,
     (lines, leading): (&mut Vec<u8>, &mut Option<Leading>),
 ) -> Option<bool> {
-    let anchor = pair.anchor.clone()?;
+    let anchor = pair.anchor.clone();
+    if anchor.is_none() && !run.plan.dry_run {
+        return None;
+    }
     let key = (e.stat.dev, e.stat.ino);
     let leader = {
         let mut links = run.links.lock().expect("links");
@@ -515,10 +519,15 @@ pub(super) fn hard_link(
     let staged = leader.ready.staged.get();
     let lead_path = staged.unwrap_or(&leader.path);
     // Reached from the destination root without following a symlink on the way.
-    let lead = beneath::open_parent(leader.anchor.as_fd(), lead_path).and_then(|(dir, name)| {
-        let stat = sys::statx_at(dir.as_fd(), &name, false)?;
-        Ok((dir, name, stat))
-    });
+    let lead =
+        leader
+            .anchor
+            .as_ref()
+            .map_or(Err(io::Error::from_raw_os_error(libc::ENOENT)), |anchor| {
+                let (dir, name) = beneath::open_parent(anchor.as_fd(), lead_path)?;
+                let stat = sys::statx_at(dir.as_fd(), &name, false)?;
+                Ok((dir, name, stat))
+            });
     if let (Some(d), Ok((_, _, l))) = (dst, &lead) {
         if d.ino == l.ino && d.dev == l.dev {
             // Already that link: listed (`hf` without its leader) only when all are.
@@ -1258,7 +1267,7 @@ fn delay(
         staged.extend_from_slice(e.dst_name.to_bytes());
         let links = run.links.lock().expect("links");
         let mine = links.get(&(e.stat.dev, e.stat.ino)).filter(|l| {
-            Arc::ptr_eq(&l.anchor, &anchor)
+            l.anchor.as_ref().is_some_and(|a| Arc::ptr_eq(a, &anchor))
                 && l.path.as_bytes() == join(&pair.dst_rel, e.dst_name.to_bytes())
         });
         if let (Some(l), Ok(staged)) = (mine, CString::new(staged)) {
@@ -1619,59 +1628,64 @@ pub(super) fn remove_source(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) {
     }
 }
 
-/// Deletes what the destination directory holds and the source does not (`kept`: the
-/// source's names after filters), except what a filter protects. Stale temporaries of an
-/// interrupted run go too, unless `making`: the directory's entries may be being made
-/// meanwhile (its deletions waited for their turn), so temporaries and the `--delay-updates`
-/// staging directory are left alone (the stale ones went when it was listed).
-pub(super) fn delete_extraneous(
+/// The names a destination directory holds beyond the source's (`kept`, after filters), each
+/// with whether it is a directory, in the order their deletions are made (rsync's order,
+/// reversed). Read before any of the directory's entries is made: the stale temporaries of
+/// an interrupted run are removed on the way (not under -n) and never listed, and so is the
+/// `--delay-updates` staging directory where the entries will be made while the names wait
+/// (`keep_stage`). Under -x a directory on another filesystem (a mount point synced into)
+/// keeps what it holds, as rsync's receiver keeps it: nothing is listed.
+pub(super) fn extraneous(
     run: &Run<'_>,
     pair: &Pair<'_>,
-    (dir, making): (BorrowedFd<'_>, bool),
+    (dir, keep_stage): (BorrowedFd<'_>, bool),
     kept: &HashSet<Vec<u8>>,
     buf: &mut [MaybeUninit<u8>],
-    lines: &mut Vec<u8>,
-) -> bool {
-    // Whether a source error stops it is the walk's to say, in its order (`walk::deletion`).
-    // -x: a directory of DEST on another filesystem (a mount point synced into) keeps what it
-    // holds, as rsync's receiver keeps it.
+) -> Result<Vec<(bool, CString)>, CopyError> {
     let root_dev = || {
         pair.anchor
             .as_ref()
             .and_then(|a| sys::fstatx(a.as_fd()).ok())
     };
     if run.plan.one_file_system && !on_dev(dir, root_dev().map(|s| s.dev)) {
-        return false;
+        return Ok(Vec::new());
     }
-    let mut names: Vec<(bool, CString)> = Vec::new();
-    let listed = sys::read_dir_entries(dir, buf, |name, kind| {
-        // Where the directory does not say (DT_UNKNOWN), a statx does.
-        let kind = kind.or_else(|| sys::statx_at(dir, name, false).ok().map(|s| s.kind()));
-        names.push((kind == Some(Kind::Dir), name.to_owned()));
-    });
-    if let Err(e) = listed {
-        run.fail(CopyError::io(Op::ReadDir, pair.dst_path.clone(), e));
-        return false;
+    let (mut names, mut ours) = (Vec::new(), Vec::new());
+    sys::read_dir_entries(dir, buf, |name, kind| {
+        let bytes = name.to_bytes();
+        if temp::is_ours(bytes) {
+            ours.push(name.to_owned());
+        } else if !(kept.contains(bytes) || keep_stage && name == STAGE) {
+            // Where the directory does not say (DT_UNKNOWN), a statx does.
+            let kind = kind.or_else(|| sys::statx_at(dir, name, false).ok().map(|s| s.kind()));
+            names.push((kind == Some(Kind::Dir), name.to_owned()));
+        }
+    })
+    .map_err(|e| CopyError::io(Op::ReadDir, pair.dst_path.clone(), e))?;
+    if !run.plan.dry_run {
+        for name in ours {
+            let _ = temp::remove_stale(dir, &name);
+        }
     }
-    let mut deleted = false;
-    // rsync's order, reversed: the directories (named as `name/`) last to first, then the
-    // other entries last to first.
     names.sort_unstable_by(|(a_dir, a), (b_dir, b)| {
-        super::pair::rsync_order((*a_dir, a.to_bytes()), (*b_dir, b.to_bytes()))
+        super::pair::rsync_order((*b_dir, b.to_bytes()), (*a_dir, a.to_bytes()))
     });
-    for (_, name) in names.iter().rev() {
-        if kept.contains(name.to_bytes()) {
-            continue;
-        }
-        if making && (name.as_c_str() == STAGE || temp::is_ours(name.to_bytes())) {
-            continue;
-        }
-        if temp::is_ours(name.to_bytes()) {
-            if !run.plan.dry_run {
-                let _ = temp::remove_stale(dir, name);
-            }
-            continue;
-        }
+    Ok(names)
+}
+
+/// Deletes the `names` of the destination directory `dir` ([`extraneous`]'s, in its order),
+/// except what a filter protects; says whether any went.
+pub(super) fn delete_extraneous(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    dir: BorrowedFd<'_>,
+    names: &[(bool, CString)],
+    buf: &mut [MaybeUninit<u8>],
+    lines: &mut Vec<u8>,
+) -> bool {
+    // Whether a source error stops it is the walk's to say, in its order (`walk::deletion`).
+    let mut deleted = false;
+    for (_, name) in names {
         let rel = join(&pair.rel, name.to_bytes());
         let how = Removal {
             filtered: true,

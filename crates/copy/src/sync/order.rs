@@ -44,7 +44,9 @@ pub(super) struct Block<'r> {
 }
 
 enum Deletion<'r> {
-    Waiting(Deferred<'r>),
+    /// With whether there is nothing to delete (then it is made only to say that deletion
+    /// stopped, should it stop there).
+    Waiting(Deferred<'r>, bool),
     Making,
     Made(Vec<u8>),
 }
@@ -134,12 +136,14 @@ impl<'r> Printer<'r> {
 
     /// `block`'s deletions (their lines at `at` in its block): handed back with whether they
     /// may be made when it is the block's turn now (so they are made at once, before its
-    /// entries), else kept until its turn comes.
+    /// entries), else kept until its turn comes. `idle`: there is nothing to delete, so at
+    /// its turn the deletion is handed out only should deletion stop there.
     pub fn claim(
         &self,
         block: &Arc<Block<'r>>,
         at: usize,
         deletion: Deferred<'r>,
+        idle: bool,
     ) -> Option<(Deferred<'r>, bool)> {
         let cursor = self.cursor.lock().expect("cursor");
         match cursor.gate.last() {
@@ -148,17 +152,11 @@ impl<'r> Printer<'r> {
                 Some((deletion, clean))
             }
             _ => {
-                let waiting = Deletion::Waiting(deletion);
+                let waiting = Deletion::Waiting(deletion, idle);
                 *block.deletion.lock().expect("deletion") = Some((at, waiting));
                 None
             }
         }
-    }
-
-    /// Whether it is `block`'s turn now (the gate is on it).
-    pub fn at(&self, block: &Arc<Block<'r>>) -> bool {
-        let cursor = self.cursor.lock().expect("cursor");
-        matches!(cursor.gate.last(), Some((top, _, false)) if Arc::ptr_eq(top, block))
     }
 
     /// The path of the first directory, in the walk's order, where reading the source failed.
@@ -203,13 +201,13 @@ impl<'r> Cursor<'r> {
                 if done.is_none() && to_the_end {
                     // Never finished (the run was stopped): what waits here is not made.
                     deletion.take();
-                } else if let Some((_, state @ Deletion::Waiting(_))) = deletion.as_mut() {
-                    let Deletion::Waiting(delete) = std::mem::replace(state, Deletion::Making)
-                    else {
-                        unreachable!("matched above")
-                    };
+                } else if let Some((_, state @ Deletion::Waiting(..))) = deletion.as_mut() {
                     let clean = !self.failed && !block.source_error.load(Ordering::Relaxed);
-                    due.push((block.clone(), clean, delete));
+                    match std::mem::replace(state, Deletion::Making) {
+                        Deletion::Waiting(_, true) if clean => *state = Deletion::Made(Vec::new()),
+                        Deletion::Waiting(delete, _) => due.push((block.clone(), clean, delete)),
+                        _ => unreachable!("matched above"),
+                    }
                 }
             }
             let child = match done.as_ref() {
@@ -247,7 +245,7 @@ impl<'r> Cursor<'r> {
             let mut done = block.done.lock().expect("block");
             let making = matches!(
                 block.deletion.lock().expect("deletion").as_ref(),
-                Some((_, Deletion::Making | Deletion::Waiting(_)))
+                Some((_, Deletion::Making | Deletion::Waiting(..)))
             );
             let child = match done.as_mut() {
                 None if !to_the_end => return,
@@ -381,7 +379,9 @@ mod tests {
             })
         };
         // The root's turn is now: handed back to be made at once.
-        let (now, clean) = printer.claim(&root, 0, deletion("root")).expect("its turn");
+        let (now, clean) = printer
+            .claim(&root, 0, deletion("root"), false)
+            .expect("its turn");
         assert!(clean);
         now(clean, None);
         settle(
@@ -390,12 +390,12 @@ mod tests {
             printer.finish(&out, &root, Vec::new(), vec![x.clone(), y.clone()]),
         );
         // y is listed before x: its deletions wait.
-        assert!(printer.claim(&y, 0, deletion("y")).is_none());
+        assert!(printer.claim(&y, 0, deletion("y"), false).is_none());
         settle(&printer, &out, printer.finish(&out, &y, Vec::new(), vec![]));
         assert_eq!(calls.load(Ordering::Relaxed), 1);
         x.source_error();
         assert!(printer
-            .claim(&x, 0, deletion("x"))
+            .claim(&x, 0, deletion("x"), false)
             .is_some_and(|(_, clean)| !clean));
         settle(
             &printer,
@@ -403,7 +403,7 @@ mod tests {
             printer.finish(&out, &x, Vec::new(), vec![p.clone()]),
         );
         assert!(printer
-            .claim(&p, 0, deletion("p"))
+            .claim(&p, 0, deletion("p"), false)
             .is_some_and(|(_, clean)| !clean));
         settle(&printer, &out, printer.finish(&out, &p, Vec::new(), vec![]));
         // y's turn came after x's error: called, but not allowed.

@@ -14,10 +14,11 @@ use std::sync::{Arc, Mutex};
 use super::item::{Action, Item};
 use super::output::Progress;
 use super::{Output, Stats, SyncPlan};
-use crate::error::CopyError;
+use crate::beneath::{self, Walk};
+use crate::error::{CopyError, Op};
 use crate::filter::Scope;
 use crate::policy::sync::Rules;
-use crate::sys::{Kind, Stat};
+use crate::sys::{self, Kind, Stat};
 
 /// What went wrong, for the exit code.
 #[derive(Debug, Default)]
@@ -48,8 +49,9 @@ pub(super) struct Trouble {
 /// Where the first name of a hard-linked source inode went.
 #[derive(Debug, Clone)]
 pub(super) struct Leader {
-    /// The destination root it is relative to.
-    pub anchor: Arc<OwnedFd>,
+    /// The destination root it is relative to (`None`: a dry run into a directory that does
+    /// not exist yet, where nothing is linked, only said).
+    pub anchor: Option<Arc<OwnedFd>>,
     /// Its path there.
     pub path: CString,
     /// Its path from the transfer root, for `%L`.
@@ -239,8 +241,10 @@ pub(super) struct Pair<'r> {
     pub src_stat: Stat,
     /// The destination directory as it was before the run touched it (`None`: made now).
     pub dst_before: Option<Stat>,
-    /// The destination directory is setgid: what is created in it takes its group.
-    pub dst_setgid: bool,
+    /// The destination directory's stat as the walk opened it (`None`: not opened, or its
+    /// stat failed): its identity, and whether it is setgid (what is created in it takes
+    /// its group).
+    pub dst_stat: Option<Stat>,
     /// Under -p: the destination directory has a default ACL, which a new file's mode takes
     /// its bits from instead of the umask (so the mode is set after, as rsync sets it).
     pub dst_default_acl: bool,
@@ -267,7 +271,7 @@ pub(super) struct Pair<'r> {
     pub block: Option<Arc<super::order::Block<'r>>>,
 }
 
-impl Pair<'_> {
+impl<'r> Pair<'r> {
     /// The source directory an entry was listed in.
     pub fn src(&self, e: &SrcEntry) -> BorrowedFd<'_> {
         self.layers[e.layer].fd.as_fd()
@@ -283,6 +287,58 @@ impl Pair<'_> {
     /// The first source directory.
     pub fn head(&self) -> &Layer {
         &self.layers[0]
+    }
+
+    /// This pair without a descriptor (nor its sources, parent, lines or block), for
+    /// deletions that wait for their turn: how many directories wait is not bounded, so what
+    /// waits holds no descriptor, and the destination directory is opened again at the turn
+    /// ([`Pair::reopen`]). Dropping it sets no attribute.
+    pub fn detached(&self) -> Pair<'r> {
+        Pair {
+            run: self.run,
+            _parent: None,
+            layers: Vec::new(),
+            dst: None,
+            rel: self.rel.clone(),
+            anchor: self.anchor.clone(),
+            dst_rel: self.dst_rel.clone(),
+            dst_path: self.dst_path.clone(),
+            src_stat: self.src_stat,
+            dst_before: self.dst_before,
+            dst_stat: self.dst_stat,
+            dst_default_acl: self.dst_default_acl,
+            whole: self.whole,
+            keeps_attrs: false,
+            dst_scope: self.dst_scope.clone(),
+            pass: self.pass,
+            item: None,
+            made_now: self.made_now,
+            block: None,
+        }
+    }
+
+    /// The destination directory of a [`Pair::detached`] opened again from DEST's root:
+    /// without following a symlink where it can, else as the walk reached it (through a
+    /// symlink kept under -K), and only if it is still the directory `was` (dev, inode) that
+    /// was read; else an error that says why.
+    pub fn reopen(&self, was: (u64, u64)) -> Result<OwnedFd, CopyError> {
+        let path = std::path::Path::new(OsStr::from_bytes(&self.dst_rel));
+        let fail = |e| CopyError::io(Op::OpenDir, self.dst_path.clone(), e);
+        let anchor = self
+            .anchor
+            .as_ref()
+            .ok_or_else(|| fail(std::io::Error::from_raw_os_error(libc::ENOENT)))?;
+        let dir = beneath::open_dirs(anchor.as_fd(), path, Walk::Existing)
+            .or_else(|_| beneath::open_dirs(anchor.as_fd(), path, Walk::Follow(false)))
+            .map_err(fail)?;
+        let now = sys::fstatx(dir.as_fd()).map_err(fail)?;
+        if (now.dev, now.ino) != was {
+            return Err(CopyError::Refused(format!(
+                "not deleting in {}: it was replaced during the run",
+                crate::quote::quote_path(&self.dst_path)
+            )));
+        }
+        Ok(dir)
     }
 
     /// On the way to a -R operand.

@@ -482,7 +482,7 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
         dst_path: first.dst_dir.clone(),
         src_stat,
         dst_before,
-        dst_setgid: dst_before.is_some_and(|d| d.mode & libc::S_ISGID != 0),
+        dst_stat: dst_before,
         dst_default_acl,
         whole,
         keeps_attrs: shown,

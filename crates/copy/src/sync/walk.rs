@@ -124,11 +124,17 @@ impl<'r> Pool<'r> {
         if work.is_empty() {
             return;
         }
+        let one = work.len() == 1;
         self.queue
             .lock()
             .expect("queue")
             .extend(work.into_iter().rev());
-        self.wake.notify_all();
+        // A waiting worker for each piece of work (all of them for more than one).
+        if one {
+            self.wake.notify_one();
+        } else {
+            self.wake.notify_all();
+        }
     }
 
     /// Takes the next piece of work, waiting while others work; `None` when all is done.
@@ -148,9 +154,13 @@ impl<'r> Pool<'r> {
     }
 
     fn done_one(&self) {
-        let _queue = self.queue.lock().expect("queue");
-        *self.active.lock().expect("active") -= 1;
-        self.wake.notify_all();
+        let queue = self.queue.lock().expect("queue");
+        let mut active = self.active.lock().expect("active");
+        *active -= 1;
+        // The waiting workers wait for work (pushed with its own wake-up) or for the end.
+        if *active == 0 && queue.is_empty() {
+            self.wake.notify_all();
+        }
     }
 }
 
@@ -584,17 +594,14 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> 
         },
         _ => None,
     };
-    let dst_setgid = dst
-        .as_ref()
-        .and_then(|fd| sys::fstatx(fd.as_fd()).ok())
-        .is_some_and(|st| st.mode & libc::S_ISGID != 0);
+    let dst_stat = dst.as_ref().and_then(|fd| sys::fstatx(fd.as_fd()).ok());
     let dst_default_acl = run.plan.perms
         && dst
             .as_ref()
             .is_some_and(|fd| crate::xattr::has_default_acl(fd.as_fd()));
     Ok(Pair {
         run,
-        dst_setgid,
+        dst_stat,
         dst_default_acl,
         anchor: parent.anchor.clone(),
         dst_rel: join(&parent.dst_rel, name.to_bytes()),
@@ -838,19 +845,19 @@ fn list_dir<'r>(
         Pass::Scan => false,
     };
     if delete_here && pair.whole && pair.dst.is_some() {
-        // Out of turn, its deletions will wait: the directory is read now (stale temporaries
-        // go before any entry is made), and where it holds nothing extraneous, what waits
-        // keeps neither the pair nor the names (only the note, should deletion stop there).
-        let ordered = pool.printer.as_ref().zip(pair.block.as_ref());
-        let waits = ordered.is_some_and(|(printer, block)| !printer.at(block));
-        let work = !waits || sweep(&pair, &kept, buf);
-        let deletion = deletion(&pair, work.then_some((kept, waits)), complete);
-        let now = match ordered {
-            Some((printer, block)) => printer.claim(block, lines.len(), deletion),
-            None => Some((deletion, !run.trouble.source_io.load(Ordering::Relaxed))),
-        };
-        if let Some((delete, clean)) = now {
-            lines.extend(delete(clean, Some(buf)));
+        // What the destination holds beyond the source is read now, before any entry is
+        // made (stale temporaries go with it); the deletions are made now if it is the
+        // directory's turn, else when it comes (see `order`).
+        if let Ok(found) = extraneous(&pair, &kept, buf) {
+            let idle = found.names.is_empty();
+            let deletion = deletion(&pair, found, complete);
+            let now = match pool.printer.as_ref().zip(pair.block.as_ref()) {
+                Some((printer, block)) => printer.claim(block, lines.len(), deletion, idle),
+                None => Some((deletion, !run.trouble.source_io.load(Ordering::Relaxed))),
+            };
+            if let Some((delete, clean)) = now {
+                lines.extend(delete(clean, Some(buf)));
+            }
         }
     } else if pair.whole && !scan {
         remove_stale(&pair, buf);
@@ -890,22 +897,32 @@ fn list_dir<'r>(
     );
 }
 
+/// What a directory's destination holds beyond the source's names ([`apply::extraneous`]),
+/// read as the directory is listed, with that directory's (dev, inode).
+struct Extraneous {
+    names: Vec<(bool, CString)>,
+    was: (u64, u64),
+}
+
 /// A directory's deletions, to be made at its turn in the walk's order (see `order`): with
-/// whether every directory before it (and it) was read without error, they delete what the
-/// destination holds beyond `kept` (the complete listing), or say once that deletion
-/// stopped. `--ignore-errors` deletes all the same, but never where the listing itself is
-/// incomplete (its missing names are not known to be extraneous). `--delete-delay` deletes
-/// only in the directories before the first that failed during the transfer.
+/// whether every directory before it (and it) was read without error, they delete the
+/// `found` names, or say once that deletion stopped. `--ignore-errors` deletes all the same,
+/// but never where the listing itself is incomplete (its missing names are not known to be
+/// extraneous). `--delete-delay` deletes only in the directories before the first that
+/// failed during the transfer.
 ///
-/// `kept`: `None` when the directory was found to hold nothing extraneous; with whether its
-/// descriptor was read already.
+/// What waits for its turn holds no descriptor: the pair is kept weakly, with a copy without
+/// descriptors ([`Pair::detached`]). At the turn, a pair still walked lends its directory (and
+/// sets its attributes when its walk ends); a pair whose walk ended has the directory opened
+/// again, and its attributes set again once something was deleted in it.
 fn deletion<'r>(
     pair: &Arc<Pair<'r>>,
-    kept: Option<(HashSet<Vec<u8>>, bool)>,
+    found: Extraneous,
     complete: bool,
 ) -> super::order::Deferred<'r> {
     let (run, pass, rel) = (pair.run, pair.pass, pair.rel.clone());
-    let work = kept.map(|(kept, read)| (pair.clone(), kept, read));
+    let keeps_attrs = pair.keeps_attrs;
+    let work = (!found.names.is_empty()).then(|| (Arc::downgrade(pair), pair.detached(), found));
     Box::new(move |clean, buf: Option<&mut [MaybeUninit<u8>]>| {
         let mut lines = Vec::new();
         let before_failure = match &*run.trouble.first_failure.lock().expect("first failure") {
@@ -920,14 +937,27 @@ fn deletion<'r>(
             }
             return lines;
         }
-        let Some((pair, kept, read)) = &work else {
+        let Some((weak, detached, found)) = work else {
             return lines;
         };
-        let Some(dst) = &pair.dst else { return lines };
-        // Made at once: with the worker's buffer, before any entry is made. At their turn:
-        // while entries may be being made. A descriptor read already (to its end) is not
-        // read again: the directory is read through one of its own.
-        let making = buf.is_none();
+        let (live, reopened);
+        let (pair, dir) = match weak.upgrade() {
+            Some(pair) => {
+                live = pair;
+                let Some(dst) = &live.dst else { return lines };
+                (&*live, dst.as_fd())
+            }
+            None => match detached.reopen(found.was) {
+                Ok(dir) => {
+                    reopened = dir;
+                    (&detached, reopened.as_fd())
+                }
+                Err(e) => {
+                    run.fail(e);
+                    return lines;
+                }
+            },
+        };
         let mut own = Vec::new();
         let buf = match buf {
             Some(buf) => buf,
@@ -936,19 +966,12 @@ fn deletion<'r>(
                 &mut own[..]
             }
         };
-        let fresh = match (*read).then(|| sys::open_dir(dst.as_fd(), c".", false)) {
-            Some(Ok(fd)) => Some(fd),
-            Some(Err(e)) => {
-                run.fail(CopyError::io(Op::OpenDir, pair.dst_path.clone(), e));
-                return lines;
-            }
-            None => None,
-        };
-        let dir = fresh.as_ref().map_or(dst.as_fd(), |fd| fd.as_fd());
-        let deleted = apply::delete_extraneous(run, pair, (dir, making), kept, buf, &mut lines);
-        // A deletion pass after the transfer moved the directory's mtime: put it back.
-        if deleted && pair.pass == Pass::Delete && !run.plan.dry_run {
-            if let Err(e) = apply::dir_attrs(run, pair, dst.as_fd()) {
+        let deleted = apply::delete_extraneous(run, pair, dir, &found.names, buf, &mut lines);
+        // Deleting moved the directory's mtime: put back where no walk will (a deletion pass
+        // after the transfer, a walk that ended before its turn).
+        let unattended = pass == Pass::Delete || (keeps_attrs && pair.dst.is_none());
+        if deleted && unattended && !run.plan.dry_run {
+            if let Err(e) = apply::dir_attrs(run, pair, dir) {
                 run.fail(e);
             }
         }
@@ -956,31 +979,26 @@ fn deletion<'r>(
     })
 }
 
-/// Reads the pair's destination directory once, as its deletions are left for their turn:
-/// removes the stale temporaries of an interrupted run (not under -n), and says whether it
-/// holds any name the source lacks (or could not be read: its turn will tell).
-fn sweep(pair: &Pair<'_>, kept: &HashSet<Vec<u8>>, buf: &mut [MaybeUninit<u8>]) -> bool {
+/// Reads the pair's destination directory as it is listed: the names it holds beyond
+/// `kept` ([`apply::extraneous`]; under `--delay-updates` the staging directory is not one),
+/// with its (dev, inode) as the walk opened it. A directory made now holds none.
+fn extraneous(
+    pair: &Pair<'_>,
+    kept: &HashSet<Vec<u8>>,
+    buf: &mut [MaybeUninit<u8>],
+) -> Result<Extraneous, ()> {
     let Some(dst) = pair.dst.as_ref().filter(|_| !pair.made_now) else {
-        return false;
+        return Ok(Extraneous {
+            names: Vec::new(),
+            was: (0, 0),
+        });
     };
-    let (mut extraneous, mut ours) = (false, Vec::new());
-    let read = sys::read_dir_entries(dst.as_fd(), buf, |name, _| {
-        let bytes = name.to_bytes();
-        if crate::temp::is_ours(bytes) {
-            ours.push(name.to_owned());
-        } else if !kept.contains(bytes) && name != super::pair::STAGE {
-            extraneous = true;
-        }
-    });
-    if read.is_err() {
-        return true;
-    }
-    if !pair.run.plan.dry_run {
-        for name in ours {
-            let _ = crate::temp::remove_stale(dst.as_fd(), &name);
-        }
-    }
-    extraneous
+    let (run, stage) = (pair.run, pair.run.plan.delay_updates);
+    let names =
+        apply::extraneous(run, pair, (dst.as_fd(), stage), kept, buf).map_err(|e| run.fail(e))?;
+    // Its identity as the walk opened it (unknown: it matches nothing opened again).
+    let was = pair.dst_stat.map_or((0, 0), |d| (d.dev, d.ino));
+    Ok(Extraneous { names, was })
 }
 
 /// Removes the stale temporaries of an interrupted run from the pair's destination directory.

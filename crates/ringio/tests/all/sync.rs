@@ -433,6 +433,47 @@ fn hard_links_across_directories_with_h() {
     assert!(again.stdout.is_empty(), "{}", describe(&again));
 }
 
+/// Under -n, the later names of a hard-linked group are said as links to the first
+/// (`hf+++++++++ x/one => three`), as the real run says them, whether DEST exists or not.
+#[test]
+fn a_dry_run_with_h_says_the_links_a_real_run_makes() {
+    let twin = Twin::new(|side| {
+        let src = side.join("src");
+        fs::create_dir_all(src.join("x")).unwrap();
+        fs::create_dir_all(src.join("y")).unwrap();
+        write_file(src.join("x/one"), "linked");
+        fs::hard_link(src.join("x/one"), src.join("y/two")).unwrap();
+        fs::hard_link(src.join("x/one"), src.join("three")).unwrap();
+        write_file(src.join("solo"), "alone");
+        settle(&src);
+    });
+    for existing in [false, true] {
+        let _ = fs::remove_dir_all(twin.ri.join("dst"));
+        if existing {
+            fs::create_dir(twin.ri.join("dst")).unwrap();
+        }
+        let dry = sync(&twin.ri, &["-anHi", "src/", "dst/"]);
+        assert_success(&dry);
+        let said = String::from_utf8_lossy(&dry.stdout).into_owned();
+        assert!(
+            said.contains("hf+++++++++ x/one => three\n")
+                && said.contains("hf+++++++++ y/two => three\n")
+                && said.contains(">f+++++++++ three\n"),
+            "existing DEST: {existing}\n{said}"
+        );
+        let real = sync(&twin.ri, &["-aHi", "src/", "dst/"]);
+        assert_success(&real);
+        assert_eq!(
+            said,
+            String::from_utf8_lossy(&real.stdout),
+            "existing DEST: {existing}"
+        );
+        let ino = |p: &str| fs::metadata(twin.ri.join(p)).unwrap().ino();
+        assert_eq!(ino("dst/x/one"), ino("dst/three"));
+        assert_eq!(ino("dst/y/two"), ino("dst/three"));
+    }
+}
+
 #[test]
 fn a_dry_run_changes_nothing_and_says_what_a_real_run_does() {
     let tree = |side: &Path| {

@@ -401,17 +401,19 @@ def doc_names(root, docs):
                 continue
             if any(span.startswith(f) for f in FOREIGN if f.endswith("/")):
                 continue
-            # `file.rs` `name`, `other`: the names right after a file are defined in it.
-            if files and re.fullmatch(r"[\s,]*(?:and\s+)?", text[end:m.start()]):
+            # `file.rs` `name`, `other` and `last`: the names right after a file are its own.
+            if (files and re.fullmatch(r"\w+", span)
+                    and re.fullmatch(r"[\s,]*(?:and\s+)?", text[end:m.start()])):
                 end = m.end()
-                if re.fullmatch(r"\w+", span) and not any(span in by_file[f] for f in files):
+                if not any(span in by_file[f] for f in files):
                     bad.append(f"{doc}:{line}: `{span}`: not defined in {', '.join(files)}")
-                    continue
-            else:
-                files = []
-            # A command that runs a script of the tree (`tests/gnu/run.sh --passes ...`).
+                continue
+            files = []
+            # A command that runs a script of the tree (`tests/gnu/run.sh --passes ...`), a
+            # place in a file (`sync/walk.rs:120`).
             if " " in span and is_path(span.split()[0], paths):
                 span = span.split()[0]
+            span = re.sub(r"(\.\w+):\d+(?:-\d+)?$", r"\1", span)
             if is_path(span, paths):
                 found = resolve(span, paths)
                 if not found:

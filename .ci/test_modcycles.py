@@ -60,12 +60,13 @@ GOOD = """\
     # Good
 
     Paths: `sync/order.rs`, `crates/copy/src/sync/`, `order.rs`, `tests/all/`, `bench/`,
-    `crates/copy`, `tests/all/main.rs`, and a script run as `bench/README.md --flag`.
+    `crates/copy`, `tests/all/main.rs`, `sync/order.rs:2`, and a script run as `bench/README.md --flag`.
     Items: `fn copy`, `copy()`, `SyncPlan`, `SyncPlan::builder`, `SyncPlan::builder()`,
     `sync::SyncPlan`, `sync::Printer` (re-exported), `order::Printer`, `order::gate`,
     `Pass::Scan`, `Pass::Run(1)`, `Block { source_fail: true }`, `Block::source_fail`,
     `dry_run`, `skip`, `crate::sync::order::Block`, `ringio_copy::copy`.
-    A file and what it defines: `sync/order.rs` `gate`, `Printer` and `Block`.
+    A file and what it defines: `sync/order.rs` `gate`, `Printer` and `Block`; after a
+    path, what is not a bare name ends the list: `order.rs` `sync::SyncPlan` `dry_run`.
     A span over two lines: `fn
     copy`.
 
@@ -101,6 +102,7 @@ BAD = """\
     copy_file`
     `tests/gone/run.sh --ringio x`
     `sync::missing::Printer`
+    `sync/gone.rs:12`
     """
 
 # (line, the name reported) for every line of BAD after the title.
@@ -109,7 +111,7 @@ BAD_FOUND = [
     (5, "copy_data"), (6, "copy_small"), (7, "apply::copy_data"), (8, "SyncPlan::plan"),
     (9, "order::Leader"), (10, "Leader"), (11, "remove_tree"), (12, "Ready"),
     (13, "Pass::Gone"), (14, "Gone"), (15, "copy_file"), (17, "tests/gone/run.sh"),
-    (18, "missing"),
+    (18, "missing"), (19, "sync/gone.rs"),
 ]
 
 

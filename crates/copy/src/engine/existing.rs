@@ -58,8 +58,9 @@ pub(crate) fn resolve(job: &EntryJob<'_, '_>) -> Result<Option<Existing>, CopyEr
                 return Err(rule.of(job.src_path(), dst_path()).into())
             }
             policy::Decision::BackUp(aside) => {
-                rustix::fs::renameat(dir.dst_fd(), &job.dst, dir.dst_fd(), aside.as_c_str())
-                    .map_err(|e| CopyError::io(Op::Backup, dst_path(), io::Error::from(e)))?;
+                let (at, to) = ((dir.dst_fd(), &*job.dst), (dir.dst_fd(), aside.as_c_str()));
+                backup::move_to(backup::Move::Rename, at, to)
+                    .map_err(|e| CopyError::io(Op::Backup, dst_path(), e))?;
                 return Ok(Some(Existing::Nothing {
                     backup: Some(aside),
                 }));
@@ -111,12 +112,11 @@ fn look(
         }
         Look::BackupIsSource => {
             let stat = &job.stat;
-            dst.backup_is_source = Some(policy::simple_backup_name(backup(), dst.name).is_some_and(
-                |name| {
-                    sys::statx_at(dir.dst_fd(), &name, true)
-                        .is_ok_and(|s| s.dev == stat.dev && s.ino == stat.ino)
-                },
-            ))
+            let name = CString::new(backup::simple_name(dst.name, &backup().suffix));
+            dst.backup_is_source = Some(name.is_ok_and(|name| {
+                sys::statx_at(dir.dst_fd(), &name, true)
+                    .is_ok_and(|s| s.dev == stat.dev && s.ino == stat.ino)
+            }))
         }
         Look::BackupName => {
             dst.backup_name = Some(

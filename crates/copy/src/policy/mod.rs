@@ -427,12 +427,5 @@ pub(crate) fn simple_backup_is_named(backup: &Backup, src: &[u8], dst: &[u8]) ->
         return false;
     }
     let last = src.rsplit(|&b| b == b'/').next().unwrap_or_default();
-    last.strip_prefix(dst) == Some(backup.suffix.as_bytes())
-}
-
-/// The simple backup name of `dst`, as [`simple_backup_is_named`] compares it.
-pub(crate) fn simple_backup_name(backup: &Backup, dst: &[u8]) -> Option<CString> {
-    let mut name = dst.to_vec();
-    name.extend_from_slice(backup.suffix.as_bytes());
-    CString::new(name).ok()
+    last == crate::backup::simple_name(dst, &backup.suffix)
 }

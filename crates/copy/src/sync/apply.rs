@@ -21,6 +21,7 @@ use super::pair::{
 };
 use super::wanted::wanted;
 use super::Symlinks;
+use crate::backup::{self, DestEntry};
 use crate::beneath::{self, Walk};
 use crate::error::{CopyError, Op};
 use crate::filter::Side;
@@ -694,7 +695,11 @@ fn make_room(
                 named: false,
                 nested: false,
             };
-            remove_tree(run, pair, dir, &e.dst_name, &e.rel, &mut buf, lines, how)?
+            let mut scratch = Scratch {
+                buf: &mut buf,
+                lines,
+            };
+            remove_tree(run, pair, dest_entry(dir, e), &mut scratch, how)?
         } else {
             let removed = if run.plan.dry_run {
                 let sub = sys::open_dir(dir, &e.dst_name, false);
@@ -713,9 +718,7 @@ fn make_room(
             let removed =
                 removed.map_err(|err| CopyError::io(Op::Remove, pair.dst_of(&e.dst_name), err))?;
             if !removed && !run.out.quiet {
-                lines.extend_from_slice(b"cannot delete non-empty directory: ");
-                lines.extend_from_slice(&e.rel);
-                lines.push(b'\n');
+                cannot_delete(lines, &e.rel);
             }
             removed
         };
@@ -737,17 +740,26 @@ fn make_room(
         }
         return Ok(());
     }
-    backup(run, pair, (dir, &e.dst_name), &e.rel, d, lines)
+    backup(run, pair, dest_entry(dir, e), d, lines)
 }
 
-/// `-b`: the existing `name` is kept as `name~` (or under `--backup-dir`) before it is
-/// replaced or deleted. A hard link keeps the old file readable under its name until the
-/// rename replaces it.
+/// The destination entry of `e` in its directory `dir`.
+fn dest_entry<'a>(dir: BorrowedFd<'a>, e: &'a SrcEntry) -> DestEntry<'a> {
+    DestEntry {
+        dir,
+        name: &e.dst_name,
+        rel: &e.rel,
+    }
+}
+
+/// `-b`: the existing `file` (not a directory) is kept as rsync keeps it before it is
+/// replaced or deleted: `name` + `--suffix` beside it, or under `--backup-dir`, hard-linked
+/// so the old file stays readable under its name until the rename replaces it
+/// ([`backup::keep`] holds the rules).
 fn backup(
     run: &Run<'_>,
     pair: &Pair<'_>,
-    (dir, name): (BorrowedFd<'_>, &CStr),
-    rel: &[u8],
+    file: DestEntry<'_>,
     d: &Stat,
     lines: &mut Vec<u8>,
 ) -> Result<(), CopyError> {
@@ -757,77 +769,21 @@ fn backup(
     if d.kind() == Kind::Dir {
         return Ok(());
     }
-    let path = || pair.dst_of(name);
-    match &b.dir {
-        None => {
-            // One name in the same directory (a suffix with a '/' would lead elsewhere).
-            if b.suffix.contains('/') {
-                return Err(CopyError::Refused(format!(
-                    "--suffix cannot contain slashes: {}",
-                    b.suffix
-                )));
-            }
-            let simple = crate::plan::Backup {
-                mode: crate::plan::BackupMode::Simple,
-                suffix: b.suffix.clone(),
-            };
-            let backup_name = crate::backup::name_for(dir, name, &simple)
-                .map_err(|e| CopyError::io(Op::Backup, path(), e))?;
-            let _ = sys::unlinkat(dir, &backup_name);
-            rustix::fs::linkat(dir, name, dir, &backup_name, AtFlags::empty())
-                .or_else(|_| rustix::fs::renameat(dir, name, dir, &backup_name))
-                .map_err(|e| CopyError::io(Op::Backup, path(), e))?;
-            let mut to = rel.to_vec();
-            to.extend_from_slice(b.suffix.as_bytes());
-            backed_up(run, rel, &to, lines);
-            Ok(())
-        }
-        Some(root) => {
-            let mut to = rel.to_vec();
-            to.extend_from_slice(b.suffix.as_bytes());
-            let shown = root.join(OsStr::from_bytes(&to));
-            let fail = |e: io::Error| CopyError::io(Op::Backup, shown.clone(), e);
-            let (parent, last) = match to.iter().rposition(|&c| c == b'/') {
-                Some(i) => (&to[..i], &to[i + 1..]),
-                None => (&[][..], &to[..]),
-            };
-            let last = CString::new(last).map_err(|_| CopyError::Refused("bad name".into()))?;
-            let Some(anchor) = &pair.anchor else {
-                return Err(fail(io::Error::from_raw_os_error(libc::ENOENT)));
-            };
-            // The tree is a root of its own (a relative one below DEST's, no symlink followed),
-            // and the backup's path in it is made as rsync makes it: what stands where a
-            // directory is needed, a planted symlink too, is replaced by one.
-            let tree = beneath::open_root(anchor.as_fd(), root, true).map_err(fail)?;
-            let parent = std::path::Path::new(OsStr::from_bytes(parent));
-            let at = beneath::open_dirs(tree.as_fd(), parent, Walk::Replace).map_err(fail)?;
-            // A backup dir that is the file's own directory, by whatever spelling (`sub/..`,
-            // `../dst`, an absolute path), with no suffix: the backup's name is the file's.
-            if last.as_c_str() == name && same_dir(at.as_fd(), dir) {
-                return Err(CopyError::Refused(format!(
-                    "cannot back up {} onto itself: --backup-dir is its own directory and \
-                     --suffix is empty",
-                    crate::quote::quote_path(&path())
-                )));
-            }
-            // What stands at the backup's name goes, a directory too (as rsync's backups).
-            beneath::remove_all(at.as_fd(), &last).map_err(fail)?;
-            rustix::fs::linkat(dir, name, at.as_fd(), &last, AtFlags::empty())
-                .or_else(|_| rustix::fs::renameat(dir, name, at.as_fd(), &last))
-                .map_err(|e| CopyError::io(Op::Backup, path(), io::Error::from(e)))?;
-            backed_up(run, rel, shown.as_os_str().as_bytes(), lines);
-            Ok(())
-        }
-    }
-}
-
-/// Two descriptors of one directory (its device and inode).
-fn same_dir(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
-    match (sys::fstatx(a), sys::fstatx(b)) {
-        (Ok(a), Ok(b)) => (a.dev, a.ino) == (b.dev, b.ino),
-        // Unknown: taken as the same, so nothing is removed on a guess.
-        _ => true,
-    }
+    let place = match &b.dir {
+        None => backup::Place::Beside,
+        Some(root) => backup::Place::Tree {
+            anchor: pair.anchor.as_ref().map(|a| a.as_fd()),
+            root,
+        },
+    };
+    let aside = backup::Aside {
+        suffix: &b.suffix,
+        place,
+        how: backup::Move::Link,
+    };
+    let to = backup::keep(&aside, file, || pair.dst_of(file.name))?;
+    backed_up(run, file.rel, &to, lines);
+    Ok(())
 }
 
 /// `-T`: the temporaries' directory, open, and its device, once DEST is there. A relative one
@@ -950,7 +906,7 @@ pub(super) fn make(
                 if d.kind() == Kind::Dir {
                     return Ok(Some(item));
                 }
-                backup(run, pair, (dir, &e.dst_name), &e.rel, d, lines)?;
+                backup(run, pair, dest_entry(dir, e), d, lines)?;
                 sys::unlinkat(dir, &e.dst_name)
                     .map_err(|err| CopyError::io(Op::Remove, path(), err))?;
             }
@@ -1685,6 +1641,7 @@ pub(super) fn delete_extraneous(
 ) -> bool {
     // Whether a source error stops it is the walk's to say, in its order (`walk::deletion`).
     let mut deleted = false;
+    let mut scratch = Scratch { buf, lines };
     for (_, name) in names {
         let rel = join(&pair.rel, name.to_bytes());
         let how = Removal {
@@ -1692,7 +1649,12 @@ pub(super) fn delete_extraneous(
             named: true,
             nested: false,
         };
-        match remove_tree(run, pair, dir, name, &rel, buf, lines, how) {
+        let at = DestEntry {
+            dir,
+            name,
+            rel: &rel,
+        };
+        match remove_tree(run, pair, at, &mut scratch, how) {
             Ok(gone) => deleted |= gone,
             Err(err) => run.fail(err),
         }
@@ -1703,6 +1665,20 @@ pub(super) fn delete_extraneous(
 /// `dir` is on the filesystem `dev` (`None`: unknown, so not).
 fn on_dev(dir: BorrowedFd<'_>, dev: Option<u64>) -> bool {
     dev.is_some_and(|dev| sys::fstatx(dir).is_ok_and(|d| d.dev == dev))
+}
+
+/// rsync's note for a directory that stays because it is not empty.
+fn cannot_delete(lines: &mut Vec<u8>, rel: &[u8]) {
+    lines.extend_from_slice(b"cannot delete non-empty directory: ");
+    lines.extend_from_slice(rel);
+    lines.push(b'\n');
+}
+
+/// What a deletion carries down the tree: the buffer directories are read into and the
+/// lines it says.
+struct Scratch<'a> {
+    buf: &'a mut [MaybeUninit<u8>],
+    lines: &'a mut Vec<u8>,
 }
 
 /// How [`remove_tree`] treats what it deletes.
@@ -1719,17 +1695,14 @@ struct Removal {
 /// Deletes the entry `name` of `dir` (a directory with its contents, deepest first), each
 /// deletion counted against `--max-delete` and itemized; what the receiver's filters protect
 /// stays, and so does the directory that holds it.
-#[allow(clippy::too_many_arguments)]
 fn remove_tree(
     run: &Run<'_>,
     pair: &Pair<'_>,
-    dir: BorrowedFd<'_>,
-    name: &CStr,
-    rel: &[u8],
-    buf: &mut [MaybeUninit<u8>],
-    lines: &mut Vec<u8>,
+    at: DestEntry<'_>,
+    scratch: &mut Scratch<'_>,
     how: Removal,
 ) -> Result<bool, CopyError> {
+    let DestEntry { dir, name, rel } = at;
     let path = || pair.dst_path.join(os(name));
     let stat = match sys::statx_at(dir, name, false) {
         Ok(s) => s,
@@ -1759,7 +1732,7 @@ fn remove_tree(
             sys::open_dir(dir, name, false).map_err(|e| CopyError::io(Op::OpenDir, path(), e))?;
         let mut names = Vec::new();
         let mut holds_files = false;
-        sys::read_dir_entries(sub.as_fd(), buf, |n, kind| {
+        sys::read_dir_entries(sub.as_fd(), scratch.buf, |n, kind| {
             holds_files |= kind != Some(Kind::Dir);
             names.push(n.to_owned());
         })
@@ -1772,7 +1745,12 @@ fn remove_tree(
                 nested: true,
                 ..how
             };
-            all_gone &= remove_tree(run, pair, sub.as_fd(), child, &child_rel, buf, lines, inner)?;
+            let child = DestEntry {
+                dir: sub.as_fd(),
+                name: child,
+                rel: &child_rel,
+            };
+            all_gone &= remove_tree(run, pair, child, scratch, inner)?;
         }
         // `-b` without --backup-dir keeps each deleted file's backup beside it: the directory
         // is left holding them, with rsync's note (so a dry run says what a real run does).
@@ -1780,9 +1758,7 @@ fn remove_tree(
         let limited = run.deletions_skipped.load(Ordering::Relaxed) > 0;
         if !all_gone || (backups_beside && holds_files) {
             if !run.out.quiet && !limited {
-                lines.extend_from_slice(b"cannot delete non-empty directory: ");
-                lines.extend_from_slice(rel);
-                lines.push(b'\n');
+                cannot_delete(scratch.lines, rel);
             }
             return Ok(false);
         }
@@ -1801,9 +1777,7 @@ fn remove_tree(
                 // as rsync leaves it, with a note.
                 Err(rustix::io::Errno::NOTEMPTY) => {
                     if !run.out.quiet {
-                        lines.extend_from_slice(b"cannot delete non-empty directory: ");
-                        lines.extend_from_slice(rel);
-                        lines.push(b'\n');
+                        cannot_delete(scratch.lines, rel);
                     }
                     return Ok(false);
                 }
@@ -1811,7 +1785,7 @@ fn remove_tree(
             }
         } else {
             if run.plan.backup.is_some() {
-                backup(run, pair, (dir, name), rel, &stat, lines)?;
+                backup(run, pair, at, &stat, scratch.lines)?;
             }
             sys::unlinkat(dir, name).map_err(|e| CopyError::io(Op::Remove, path(), e))?;
         }
@@ -1820,7 +1794,7 @@ fn remove_tree(
     run.stats.deleted.add(stat.kind());
     if how.named {
         let item = Item::new(Action::Deleted, &stat, rel);
-        report(run, &item, &stat, lines);
+        report(run, &item, &stat, scratch.lines);
     }
     Ok(true)
 }

@@ -438,7 +438,7 @@ pub struct Args {
     #[arg(long, action = ArgAction::SetTrue, help_heading = "Safety")]
     pub delay_updates: bool,
     /// Worker threads [default: 8 a core, at least 16 and at most 64].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256), help_heading = "Safety")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=ringio_copy::sync::MAX_THREADS as i64), help_heading = "Safety")]
     pub threads: Option<u32>,
 }
 

@@ -6,7 +6,7 @@
 //! threads. Each directory's source listing is read in full, filtered, sorted as rsync sorts
 //! it, and merged with what the destination holds: no global file list, so memory grows with
 //! depth and the widest directory, never with the tree. For each entry the pure rules of
-//! [`crate::policy::sync`] decide; [`apply`] carries the decision out (a changed file goes to a
+//! `policy::sync` decide; `apply` carries the decision out (a changed file goes to a
 //! temporary in its directory and is renamed over the old one). Deletions in a directory happen
 //! only after its source listing was read without error.
 //!
@@ -35,7 +35,9 @@ use std::path::PathBuf;
 pub use crate::policy::sync::QuickCheck;
 pub use operand::sanitize_listed;
 pub use output::{log_prefix, Output, Progress};
-pub use plan::{FilterOption, IdLookup, ManifestRequest, SyncPlan, SyncPlanBuilder, SyncPlanError};
+pub use plan::{
+    FilterOption, IdLookup, ManifestRequest, SyncPlan, SyncPlanBuilder, SyncPlanError, MAX_THREADS,
+};
 pub use stats::Stats;
 
 /// When extraneous destination entries are deleted.

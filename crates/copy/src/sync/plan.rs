@@ -345,6 +345,10 @@ pub struct SyncPlanBuilder {
     threads: Option<usize>,
 }
 
+/// The most worker threads a sync runs (the command line refuses more before the builder
+/// sees them).
+pub const MAX_THREADS: usize = 256;
+
 /// Numbers only: a name is unknown.
 fn numeric_ids(name: &str, _user: bool) -> Option<u32> {
     name.parse().ok()
@@ -610,7 +614,8 @@ impl SyncPlanBuilder {
         lines_on_stdout: bool,
         /// `--tee`: other destinations are synced from the same sources.
         tee: bool,
-        /// Worker threads (default: 8 a core, at least 16 and at most 64).
+        /// Worker threads, 1 to [`MAX_THREADS`] (default: 8 a core, at least 16 and at most
+        /// 64).
         threads: Option<usize>,
     }
 
@@ -691,6 +696,12 @@ impl SyncPlanBuilder {
         // Cold, a walk waits on the disk for each directory and inode it reads: more workers
         // than cores keep more of those reads in flight (docs/bench/2026-11-25-sync.md).
         plan.threads = self.threads.unwrap_or((cores * 8).clamp(16, 64));
+        if !(1..=MAX_THREADS).contains(&plan.threads) {
+            return Err(usage(format!(
+                "--threads {}: give 1 to {MAX_THREADS} workers",
+                plan.threads
+            )));
+        }
         self.plan.hashing = self.hashing()?;
         if self.tee && self.plan.remove_source_files {
             return Err(usage(
@@ -1159,6 +1170,8 @@ mod tests {
             ("a listing is a dry run", |_| SyncPlan::builder(vec!["a".into()]).manifest(ManifestRequest { manifest: Some("m".into()), ..Default::default() }), "--manifest lists what DEST holds: it cannot be written by a dry run (-n)".into(), 1),
             ("--manifest - with -v", |b| b.lines_on_stdout(true).manifest(ManifestRequest { manifest: Some("-".into()), ..Default::default() }), "--manifest - writes to standard output: it cannot be shared with -v, -i or --out-format".into(), 1),
             ("--tee --remove-source-files", |b| b.tee(true).remove_source_files(true), "--tee with --remove-source-files: a source could be removed before every DEST has it".into(), 1),
+            ("no worker", |b| b.threads(Some(0)), "--threads 0: give 1 to 256 workers".into(), 1),
+            ("too many workers", |b| b.threads(Some(257)), "--threads 257: give 1 to 256 workers".into(), 1),
             ("--bwlimit before --tee", |b| b.tee(true).remove_source_files(true).bwlimit(Some("x".into())), "--bwlimit=x: invalid size (try 100K, 2M, 1.5G)".into(), 1),
         ];
         for (what, options, message, code) in table {

@@ -632,7 +632,7 @@ impl Args {
             .dirs(self.dirs)
             .relative(last_wins(m, &["relative"], &["no_relative"]))
             .no_relative(self.no_relative)
-            .links(last_wins(m, &[a, "links"], &["no_links"]))
+            .links(self.links(m))
             .copy_links(self.copy_links)
             .copy_unsafe_links(self.copy_unsafe_links)
             .safe_links(self.safe_links)
@@ -735,7 +735,7 @@ impl Args {
             .transpose()
             .map_err(|e| anyhow::anyhow!(e))?;
         out.list_only = plan.list_only();
-        out.list_targets = last_wins(m, &["archive", "links"], &["no_links"]) || self.copy_links;
+        out.list_targets = self.links(m) || self.copy_links;
         out.progress = match info.progress {
             Some(2) => Progress::Total,
             Some(1..) => Progress::PerFile,
@@ -754,6 +754,11 @@ impl Args {
             out.log = open_log(path, program).map(Mutex::new);
         }
         Ok(out)
+    }
+
+    /// `-l`, as the command line left it (`-a` gives it, `--no-l` takes it back).
+    fn links(&self, m: &ArgMatches) -> bool {
+        last_wins(m, &["archive", "links"], &["no_links"])
     }
 
     /// The filter options, in command-line order (`-F` where it was first given).

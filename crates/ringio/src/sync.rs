@@ -1,7 +1,7 @@
 //! `ringio sync` (and ringio run under the name `rsync`): rsync's local command line, turned
 //! into a [`SyncPlan`] and run by the copy crate's sync engine.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -11,12 +11,10 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::{ArgAction, ArgMatches};
 
-use ringio_copy::filter::{FilterRules, ListKind};
 use ringio_copy::manifest::Format;
-use ringio_copy::sync::alt::AltKind;
 use ringio_copy::sync::item::OutFormat;
 use ringio_copy::sync::{
-    Backups, DeleteWhen, Output, Progress, QuickCheck, Source, Symlinks, SyncPlan,
+    FilterOption, ManifestRequest, Output, Progress, SyncPlan, SyncPlanBuilder, SyncPlanError,
 };
 
 /// A line on stderr; a closed stderr loses it, never the run (no panic, the exit code stays
@@ -30,31 +28,6 @@ macro_rules! to_stderr {
 
 /// rsync's exit code for a usage error.
 pub const SYNTAX: i32 = 1;
-
-/// A file the command line names could not be read (`--exclude-from`, `--include-from`):
-/// rsync's file I/O error, exit 11, not a usage error.
-#[derive(Debug)]
-struct FileIo(String);
-
-impl FileIo {
-    /// The message as rsync words it: the reason's errno in parentheses.
-    fn from_filter(err: ringio_copy::filter::FilterError) -> anyhow::Error {
-        let text = err.to_string();
-        let text = match text.rsplit_once(" (os error ") {
-            Some((head, n)) => format!("{head} ({}", n),
-            None => text,
-        };
-        anyhow::Error::new(FileIo(text))
-    }
-}
-
-impl std::fmt::Display for FileIo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "[client] {}", self.0)
-    }
-}
-
-impl std::error::Error for FileIo {}
 
 /// `ringio sync`: rsync's options for a local transfer. Options are read in order, as rsync
 /// reads them: a later `--no-OPTION` undoes an earlier one (or `-a`'s share of it), and
@@ -465,7 +438,7 @@ pub struct Args {
     #[arg(long, action = ArgAction::SetTrue, help_heading = "Safety")]
     pub delay_updates: bool,
     /// Worker threads [default: 8 a core, at least 16 and at most 64].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256), help_heading = "Safety")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=ringio_copy::sync::MAX_THREADS as i64), help_heading = "Safety")]
     pub threads: Option<u32>,
 }
 
@@ -558,69 +531,6 @@ fn print_version(level: u8) {
     );
 }
 
-/// A destination-side operand on another host.
-fn remote(path: &OsStr) -> bool {
-    let bytes = path.as_bytes();
-    if bytes.starts_with(b"rsync://") {
-        return true;
-    }
-    match bytes.iter().position(|&b| b == b':') {
-        Some(colon) => !bytes[..colon].contains(&b'/'),
-        None => false,
-    }
-}
-
-/// rsync's sizes: 10, 10K (1024), 10KB (1000), 1.5M, with an optional +1/-1 ("G-1").
-fn parse_size(text: &str, option: &str) -> Result<u64> {
-    let bad = || anyhow::anyhow!("--{option}={text}: invalid size (try 100K, 2M, 1.5G)");
-    let (body, adjust) = match text.rfind(['+', '-']) {
-        Some(at) if at > 0 && (&text[at..] == "+1" || &text[at..] == "-1") => {
-            (&text[..at], if &text[at..] == "+1" { 1i64 } else { -1 })
-        }
-        _ => (text, 0),
-    };
-    let lower = body.to_ascii_lowercase();
-    let digits_end = lower
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(lower.len());
-    let (num, unit) = lower.split_at(digits_end);
-    let num: f64 = num.parse().map_err(|_| bad())?;
-    let unit = unit.trim_end_matches(['b']).to_string();
-    let decimal = lower[digits_end..].ends_with("b") && !unit.is_empty();
-    let base: f64 = if decimal { 1000.0 } else { 1024.0 };
-    let scale = match unit.as_str() {
-        "" => 1.0,
-        "k" => base,
-        "m" => base.powi(2),
-        "g" => base.powi(3),
-        "t" => base.powi(4),
-        "p" => base.powi(5),
-        _ => return Err(bad()),
-    };
-    let value = num * scale;
-    if !value.is_finite() || value < 0.0 || value > u64::MAX as f64 {
-        return Err(bad());
-    }
-    Ok((value as i128 + i128::from(adjust)).max(0) as u64)
-}
-
-/// What a manifest's names are relative to: DEST, unless DEST is the name one file is synced
-/// to (a single source that is not a directory, DEST no directory and not written `DEST/`),
-/// where it is DEST's directory, as for cp.
-fn dest_root(plan: &SyncPlan) -> PathBuf {
-    let one_file = match &plan.sources[..] {
-        [only] => std::fs::metadata(&only.path).is_ok_and(|m| !m.is_dir()),
-        _ => false,
-    };
-    if one_file && !plan.dest_is_dir && !plan.dest.is_dir() {
-        return match plan.dest.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-    }
-    plan.dest.clone()
-}
-
 /// A user or group by name or number. An unknown name is warned about and left out, as
 /// rsync's receiver leaves out an unknown --usermap/--groupmap name (the entries keep theirs).
 fn id_of(text: &str, user: bool) -> Option<u32> {
@@ -645,49 +555,6 @@ fn id_of(text: &str, user: bool) -> Option<u32> {
         to_stderr!("Unknown --{map} name on receiver: {text}");
     }
     id
-}
-
-impl Args {
-    /// The combinations rsync refuses (options.c's checks, in its order), whether or not
-    /// the option they concern takes effect: `--suffix=/x` is refused without `-b` too.
-    fn rsyncs_conflicts(&self, dirs: bool) -> Result<()> {
-        let during = self.delete_during || self.delete_delay;
-        let whens = [self.delete_before, during, self.delete_after];
-        if whens.iter().filter(|w| **w).count() > 1 {
-            bail!("You may not combine multiple --delete-WHEN options.");
-        }
-        let deleting = whens.contains(&true) || self.delete || self.delete_excluded;
-        if deleting && !dirs {
-            bail!("--delete does not work without --recursive (-r) or --dirs (-d).");
-        }
-        let suffix = match (&self.suffix, &self.backup_dir) {
-            (Some(s), _) => s.as_str(),
-            (None, Some(_)) => "",
-            (None, None) => "~",
-        };
-        if suffix.contains('/') {
-            bail!("--suffix cannot contain slashes: {suffix}");
-        }
-        // rsync drops leading `./` from the backup dir: what is left of `.` or `./` is no
-        // backup dir, DEST itself, where an empty suffix would back a file up onto itself.
-        let same_as_dest = self.backup_dir.as_ref().is_some_and(|d| {
-            let mut d = d.as_os_str().as_bytes();
-            while let Some(rest) = d.strip_prefix(b"./") {
-                d = rest;
-            }
-            d.is_empty() || d == b"."
-        });
-        if suffix.is_empty() && same_as_dest {
-            bail!("--suffix cannot be empty when --backup-dir is the same as the dest dir");
-        }
-        if suffix.is_empty() && self.backup_dir.is_none() {
-            bail!("--suffix cannot be empty without a --backup-dir");
-        }
-        if self.inplace && self.delay_updates {
-            bail!("--inplace cannot be used with --delay-updates");
-        }
-        Ok(())
-    }
 }
 
 /// `--log-file`: appended to, made if missing. As rsync, a log file that cannot be opened is
@@ -732,185 +599,128 @@ fn last_wins(m: &ArgMatches, on: &[&str], off: &[&str]) -> bool {
 }
 
 impl Args {
-    /// The plan and the printer this command line asks for.
+    /// The plan and the printer this command line asks for: the options as the command line
+    /// left them (a later `--no-X` undoes an earlier one, or `-a`'s share of it) go to the
+    /// copy crate's [`SyncPlan::builder`], which judges them as rsync does.
     pub fn plan(&self, m: &ArgMatches, program: &str) -> Result<(SyncPlan, Output)> {
-        // One operand: it is listed (rsync's implied --list-only).
-        let list_only = self.list_only || self.paths.len() == 1;
-        if self.paths.is_empty() {
-            bail!("a source and a destination are needed (see --help)");
-        }
-        if let Some(p) = self.paths.iter().find(|p| remote(p)) {
-            bail!(
-                "{:?} names a remote host: ringio syncs locally only",
-                p.to_string_lossy()
-            );
-        }
-        // Listing writes nothing: DEST (ignored, as rsync ignores it) is a path that cannot
-        // exist, so every source entry is new and listed once.
-        let unreachable = OsString::from("/proc/self/fd/-1/ringio-list-only");
-        let (dest, sources) = match self.paths.split_last() {
-            Some((_, [])) | None => (&unreachable, &self.paths[..]),
-            Some((_, sources)) if list_only => (&unreachable, sources),
-            Some((dest, sources)) => (dest, sources),
-        };
-        let sources = match &self.files_from {
-            Some(list) => self.listed(list, sources)?,
-            None => sources
-                .iter()
-                .map(|p| Source {
-                    path: PathBuf::from(p),
-                })
-                .collect(),
-        };
-        let mut plan = SyncPlan::new(sources, PathBuf::from(dest));
-        plan.dest_is_dir = dest.as_bytes().ends_with(b"/");
+        let plan = self.builder(m).build()?;
+        let info = Info::parse(&self.info)?;
+        let out = self.output(&plan, &info, m, program)?;
+        Ok((plan, out))
+    }
+
+    /// The builder, with every option this command line gives.
+    fn builder(&self, m: &ArgMatches) -> SyncPlanBuilder {
         let a = "archive";
-        // With --files-from, -a does not imply -r (rsync's rule), and -d is implied.
-        let recursing: &[&str] = if self.files_from.is_some() {
-            &["recursive"]
-        } else {
-            &[a, "recursive"]
-        };
-        plan.recursive = last_wins(m, recursing, &["no_recursive"]);
-        plan.dirs = self.dirs || self.files_from.is_some() || list_only;
-        self.rsyncs_conflicts(plan.recursive || plan.dirs)?;
-        let links = last_wins(m, &[a, "links"], &["no_links"]);
-        // A listing shows every symlink (its target only under -l).
-        plan.symlinks = if self.copy_links {
-            Symlinks::Follow
-        } else if links || list_only {
-            Symlinks::Keep
-        } else {
-            Symlinks::Skip
-        };
-        plan.copy_unsafe_links = self.copy_unsafe_links;
-        plan.safe_links = self.safe_links;
-        plan.keep_dirlinks = self.keep_dirlinks;
-        plan.hard_links = self.hard_links;
-        plan.perms = last_wins(m, &[a, "perms", "acls"], &["no_perms"]);
-        plan.executability = self.executability;
-        plan.owner = last_wins(m, &[a, "owner"], &["no_owner"]);
-        plan.group = last_wins(m, &[a, "group"], &["no_group"]);
-        if let Some(spec) = &self.chown {
-            let (user, group) = spec.split_once(':').unwrap_or((spec, ""));
-            plan.chown = (
-                (!user.is_empty()).then(|| id_of(user, true)).flatten(),
-                (!group.is_empty()).then(|| id_of(group, false)).flatten(),
-            );
-        }
         let d = [a, "devices_specials"];
         let no_d = "no_devices_specials";
-        plan.devices = last_wins(m, &[d[0], d[1], "devices"], &[no_d, "no_devices"]) || list_only;
-        plan.specials =
-            last_wins(m, &[d[0], d[1], "specials"], &[no_d, "no_specials"]) || list_only;
-        plan.times = last_wins(m, &[a, "times"], &["no_times"]);
-        plan.omit_dir_times = self.omit_dir_times;
-        plan.atimes = self.atimes;
-        plan.acls = self.acls;
-        plan.xattrs = self.xattrs;
-        plan.sparse = self.sparse;
-        plan.one_file_system = self.one_file_system > 0;
-        plan.skip_mount_points = self.one_file_system > 1;
-        plan.fsync = self.fsync;
-        plan.open_noatime = self.open_noatime;
-        plan.inplace = self.inplace;
-        let window_ns = match self.modify_window {
-            Some(n) if n > 0 => (n as u64).saturating_mul(1_000_000_000),
-            _ => 0,
-        };
-        plan.quick = if self.checksum {
-            QuickCheck::Checksum
-        } else if self.ignore_times {
-            QuickCheck::Never
-        } else if self.size_only {
-            QuickCheck::SizeOnly
-        } else {
-            QuickCheck::SizeAndTime { window_ns }
-        };
-        plan.update = self.update;
-        plan.existing = self.existing;
-        plan.ignore_existing = self.ignore_existing;
-        plan.max_size = self
-            .max_size
-            .as_deref()
-            .map(|s| parse_size(s, "max-size"))
-            .transpose()?;
-        plan.min_size = self
-            .min_size
-            .as_deref()
-            .map(|s| parse_size(s, "min-size"))
-            .transpose()?;
-        plan.delete = if self.delete_before {
-            Some(DeleteWhen::Before)
-        } else if self.delete_after {
-            Some(DeleteWhen::After)
-        } else if self.delete_delay {
-            Some(DeleteWhen::Delay)
-        } else if self.delete || self.delete_during || self.delete_excluded {
-            Some(DeleteWhen::During)
-        } else {
-            None
-        };
-        // rsync: a negative limit (old clients' way to write 0) allows no deletion either.
-        plan.max_delete = self.max_delete.map(|n| n.max(0) as u64);
-        if plan.max_delete.is_some() && plan.delete.is_none() {
-            // rsync: --max-delete alone deletes nothing.
-        }
-        plan.force = self.force;
-        plan.ignore_errors = self.ignore_errors;
-        plan.remove_source_files = self.remove_source_files;
-        plan.filters = Arc::new(self.filters(m)?);
-        if self.backup || self.backup_dir.is_some() {
-            let suffix = self.suffix.clone().unwrap_or_else(|| {
-                if self.backup_dir.is_some() {
-                    String::new()
-                } else {
-                    "~".into()
-                }
-            });
-            if self.backup_dir.is_none() {
-                // rsync: backups beside the files imply -O, and a deletion spares them.
-                plan.omit_dir_times = true;
-            }
-            plan.backup = Some(Backups {
-                dir: self.backup_dir.clone(),
-                suffix,
-            });
-        }
-        plan.dry_run = self.dry_run || list_only;
-        plan.mkpath = self.mkpath;
-        for text in &self.chmod {
-            plan.chmod
-                .extend(ringio_copy::sync::chmod::parse(text).map_err(|e| anyhow::anyhow!(e))?);
-        }
-        plan.super_user = self.super_;
-        plan.fake_super = self.fake_super;
-        let kinds = [
-            (&self.compare_dest, AltKind::Compare),
-            (&self.copy_dest, AltKind::Copy),
-            (&self.link_dest, AltKind::Link),
+        let recursive = last_wins(m, &["recursive"], &["no_recursive"]);
+        let deleting = [
+            self.delete,
+            self.delete_before,
+            self.delete_during,
+            self.delete_after,
+            self.delete_delay,
+            self.delete_excluded,
         ];
-        let given: Vec<_> = kinds.iter().filter(|(dirs, _)| !dirs.is_empty()).collect();
-        if given.len() > 1 {
-            bail!("You may not mix --compare-dest, --copy-dest, and --link-dest.");
-        }
-        if let Some((dirs, kind)) = given.first() {
-            if dirs.len() > 20 {
-                bail!("ERROR: at most 20 basis directories may be specified");
-            }
-            plan.alt_dests = dirs.to_vec();
-            plan.alt_kind = *kind;
-        }
-        plan.prune_empty_dirs = self.prune_empty_dirs;
-        plan.relative = last_wins(m, &["relative"], &["no_relative"])
-            || (self.files_from.is_some() && !self.no_relative);
-        plan.no_implied_dirs = self.no_implied_dirs;
-        plan.temp_dir = self.temp_dir.clone();
-        plan.delay_updates = self.delay_updates && !self.inplace;
-        if let Some(rate) = &self.bwlimit {
-            parse_size(rate, "bwlimit")?;
-        }
-        let info = Info::parse(&self.info)?;
+        SyncPlan::builder(self.paths.iter().map(PathBuf::from).collect())
+            .list_only(self.list_only)
+            .files_from(self.files_from.clone())
+            .from0(self.from0)
+            .recursive(recursive)
+            .archive_recursive(last_wins(m, &[a], &["no_recursive"]))
+            .dirs(self.dirs)
+            .relative(last_wins(m, &["relative"], &["no_relative"]))
+            .no_relative(self.no_relative)
+            .links(self.links(m))
+            .copy_links(self.copy_links)
+            .copy_unsafe_links(self.copy_unsafe_links)
+            .safe_links(self.safe_links)
+            .keep_dirlinks(self.keep_dirlinks)
+            .hard_links(self.hard_links)
+            .perms(last_wins(m, &[a, "perms", "acls"], &["no_perms"]))
+            .executability(self.executability)
+            .owner(last_wins(m, &[a, "owner"], &["no_owner"]))
+            .group(last_wins(m, &[a, "group"], &["no_group"]))
+            .chown(self.chown.clone())
+            .id_lookup(id_of)
+            .devices(last_wins(
+                m,
+                &[d[0], d[1], "devices"],
+                &[no_d, "no_devices"],
+            ))
+            .specials(last_wins(
+                m,
+                &[d[0], d[1], "specials"],
+                &[no_d, "no_specials"],
+            ))
+            .times(last_wins(m, &[a, "times"], &["no_times"]))
+            .omit_dir_times(self.omit_dir_times)
+            .atimes(self.atimes)
+            .acls(self.acls)
+            .xattrs(self.xattrs)
+            .sparse(self.sparse)
+            .one_file_system(self.one_file_system)
+            .fsync(self.fsync)
+            .open_noatime(self.open_noatime)
+            .inplace(self.inplace)
+            .checksum(self.checksum)
+            .ignore_times(self.ignore_times)
+            .size_only(self.size_only)
+            .modify_window(self.modify_window)
+            .update(self.update)
+            .existing(self.existing)
+            .ignore_existing(self.ignore_existing)
+            .max_size(self.max_size.clone())
+            .min_size(self.min_size.clone())
+            .delete(deleting[0])
+            .delete_before(deleting[1])
+            .delete_during(deleting[2])
+            .delete_after(deleting[3])
+            .delete_delay(deleting[4])
+            .delete_excluded(deleting[5])
+            .max_delete(self.max_delete)
+            .force(self.force)
+            .ignore_errors(self.ignore_errors)
+            .remove_source_files(self.remove_source_files)
+            .filters(self.filter_options(m))
+            .cvs_exclude(self.cvs_exclude)
+            .backup(self.backup)
+            .backup_dir(self.backup_dir.clone())
+            .suffix(self.suffix.clone())
+            .dry_run(self.dry_run)
+            .mkpath(self.mkpath)
+            .chmod(self.chmod.clone())
+            .super_user(self.super_)
+            .fake_super(self.fake_super)
+            .compare_dest(self.compare_dest.clone())
+            .copy_dest(self.copy_dest.clone())
+            .link_dest(self.link_dest.clone())
+            .prune_empty_dirs(self.prune_empty_dirs)
+            .no_implied_dirs(self.no_implied_dirs)
+            .temp_dir(self.temp_dir.clone())
+            .delay_updates(self.delay_updates)
+            .bwlimit(self.bwlimit.clone())
+            .threads(self.threads.map(|n| n as usize))
+            .manifest(ManifestRequest {
+                hash: self.hash.clone(),
+                format: self.manifest_format.clone(),
+                manifest: self.manifest.clone(),
+            })
+            .lines_on_stdout(
+                self.verbose > 0 || self.itemize_changes > 0 || self.out_format.is_some(),
+            )
+            .tee(!self.tee.is_empty())
+    }
+
+    /// The printer: what is said, in which format, and the log file.
+    fn output(
+        &self,
+        plan: &SyncPlan,
+        info: &Info,
+        m: &ArgMatches,
+        program: &str,
+    ) -> Result<Output> {
         let mut out = Output::new(program);
         out.verbose = if self.quiet { 0 } else { self.verbose };
         out.quiet = self.quiet;
@@ -924,8 +734,8 @@ impl Args {
             .map(|f| OutFormat::parse(&f))
             .transpose()
             .map_err(|e| anyhow::anyhow!(e))?;
-        out.list_only = list_only;
-        out.list_targets = links || self.copy_links;
+        out.list_only = plan.list_only();
+        out.list_targets = self.links(m) || self.copy_links;
         out.progress = match info.progress {
             Some(2) => Progress::Total,
             Some(1..) => Progress::PerFile,
@@ -943,150 +753,42 @@ impl Args {
         if let Some(path) = &self.log_file {
             out.log = open_log(path, program).map(Mutex::new);
         }
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        // Cold, a walk waits on the disk for each directory and inode it reads: more workers
-        // than cores keep more of those reads in flight (docs/bench/2026-11-25-sync.md).
-        plan.threads = match self.threads {
-            Some(n) => n as usize,
-            None => (cores * 8).clamp(16, 64),
-        };
-        plan.hashing = self.hashing(&plan)?;
-        if !self.tee.is_empty() && self.remove_source_files {
-            bail!("--tee with --remove-source-files: a source could be removed before every DEST has it");
-        }
-        Ok((plan, out))
-    }
-
-    /// `--hash`, `--manifest`, `--manifest-format`, for a manifest of DEST.
-    fn hashing(&self, plan: &SyncPlan) -> Result<Option<ringio_copy::Hashing>> {
-        let algo = crate::verify::algo(self.hash.as_deref()).map_err(anyhow::Error::msg)?;
-        let format =
-            crate::verify::format(self.manifest_format.as_deref()).map_err(anyhow::Error::msg)?;
-        let writes = self.manifest.is_some() || format == Some(Format::Mhl);
-        if format.is_some() && !writes {
-            bail!("--manifest-format needs --manifest FILE (mhl alone writes into DEST)");
-        }
-        if algo.is_some() && !writes {
-            bail!("--hash needs --manifest FILE or --manifest-format=mhl");
-        }
-        if !writes {
-            return Ok(None);
-        }
-        if plan.dry_run {
-            bail!("--manifest lists what DEST holds: it cannot be written by a dry run (-n)");
-        }
-        let stdout = self.manifest.as_ref().is_some_and(|m| m.as_os_str() == "-");
-        if stdout && (self.verbose > 0 || self.itemize_changes > 0 || self.out_format.is_some()) {
-            bail!("--manifest - writes to standard output: it cannot be shared with -v, -i or --out-format");
-        }
-        let request = ringio_copy::HashRequest {
-            algo: algo.unwrap_or(ringio_copy::digest::Algo::Xxh128),
-            format: format.unwrap_or_default(),
-            manifest: self.manifest.clone(),
-        };
-        let sources: Vec<&std::path::Path> =
-            plan.sources.iter().map(|s| s.path.as_path()).collect();
-        let force = if self.force {
-            Ok("--force")
-        } else {
-            Err("--force")
-        };
-        request
-            .settle(dest_root(plan), &sources, force)
-            .map(Some)
-            .map_err(anyhow::Error::msg)
-    }
-
-    /// `--files-from`: the listed paths, each below the one SRC (`SRC/./PATH`, so that -R keeps
-    /// PATH). A listed `dir/` (when not recursing) brings the directory's entries too.
-    fn listed(&self, list: &std::path::Path, sources: &[OsString]) -> Result<Vec<Source>> {
-        let [src] = sources else {
-            bail!("--files-from takes exactly one source directory (SRC), then DEST");
-        };
-        let text = if list.as_os_str() == "-" {
-            let mut text = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin(), &mut text)
-                .context("cannot read the --files-from list from stdin")?;
-            text
-        } else {
-            ringio_copy::read_regular_path(list).map_err(|e| {
-                anyhow::anyhow!(
-                    "failed to open files-from file {}: {}",
-                    list.display(),
-                    ringio_copy::quote::reason(&e)
-                )
-            })?
-        };
-        // rsync's read_line with RL_DUMP_COMMENTS: lines end at CR or LF (NUL with -0), and
-        // a line starting with '#' or ';' is a comment.
-        let end = |b: &u8| {
-            if self.from0 {
-                *b == b'\0'
-            } else {
-                matches!(b, b'\n' | b'\r')
-            }
-        };
-        let base = src.as_bytes();
-        let mut out = Vec::new();
-        for line in text.split(end) {
-            if line.starts_with(b"#") || line.starts_with(b";") {
-                continue;
-            }
-            let path: &[u8] = {
-                let mut p = line;
-                while let Some(rest) = p.strip_prefix(b"/") {
-                    p = rest;
-                }
-                p
-            };
-            if path.is_empty() {
-                continue;
-            }
-            // No ".." climbs out of SRC: rsync's sanitize_path collapses them.
-            let path = ringio_copy::sync::sanitize_listed(path, !self.no_relative);
-            let path = &path[..];
-            let mut full = base.to_vec();
-            full.extend_from_slice(b"/./");
-            full.extend_from_slice(path);
-            out.push(Source {
-                path: PathBuf::from(OsStr::from_bytes(&full)),
-            });
-            // "dir/": its own entries come too (a recursive run brings them anyway).
-            let recursive_flag = self.recursive && !self.no_recursive;
-            if path.ends_with(b"/") && !recursive_flag {
-                let dir = PathBuf::from(OsStr::from_bytes(&full));
-                if let Ok(entries) = std::fs::read_dir(&dir) {
-                    let mut names: Vec<_> = entries.flatten().map(|e| e.file_name()).collect();
-                    names.sort();
-                    for name in names {
-                        let mut entry = full.clone();
-                        entry.extend_from_slice(name.as_bytes());
-                        out.push(Source {
-                            path: PathBuf::from(OsStr::from_bytes(&entry)),
-                        });
-                    }
-                }
-            }
-        }
         Ok(out)
     }
 
-    /// The filter rules, in command-line order.
-    fn filters(&self, m: &ArgMatches) -> Result<FilterRules> {
-        let mut rules = FilterRules::new();
-        rules.set_from0(self.from0);
-        let mut steps: Vec<(usize, &str, OsString)> = Vec::new();
+    /// `-l`, as the command line left it (`-a` gives it, `--no-l` takes it back).
+    fn links(&self, m: &ArgMatches) -> bool {
+        last_wins(m, &["archive", "links"], &["no_links"])
+    }
+
+    /// The filter options, in command-line order (`-F` where it was first given).
+    fn filter_options(&self, m: &ArgMatches) -> Vec<FilterOption> {
+        let mut steps: Vec<(usize, FilterOption)> = Vec::new();
         for id in ["exclude", "include", "filter"] {
             if let (Some(values), Some(indices)) = (m.get_many::<OsString>(id), m.indices_of(id)) {
                 for (v, i) in values.zip(indices) {
-                    steps.push((i, id, v.clone()));
+                    let bytes = v.as_bytes().to_vec();
+                    steps.push((
+                        i,
+                        match id {
+                            "exclude" => FilterOption::Exclude(bytes),
+                            "include" => FilterOption::Include(bytes),
+                            _ => FilterOption::Rule(bytes),
+                        },
+                    ));
                 }
             }
         }
         for id in ["exclude_from", "include_from"] {
             if let (Some(values), Some(indices)) = (m.get_many::<PathBuf>(id), m.indices_of(id)) {
                 for (v, i) in values.zip(indices) {
-                    steps.push((i, id, v.clone().into_os_string()));
+                    steps.push((
+                        i,
+                        match id {
+                            "exclude_from" => FilterOption::ExcludeFrom(v.clone()),
+                            _ => FilterOption::IncludeFrom(v.clone()),
+                        },
+                    ));
                 }
             }
         }
@@ -1096,44 +798,13 @@ impl Args {
             .and_then(|mut i| i.next())
             .filter(|_| given)
         {
-            steps.push((i, "filter", OsString::from("dir-merge /.rsync-filter")));
+            steps.push((i, FilterOption::Rule(b"dir-merge /.rsync-filter".to_vec())));
             if self.rsync_filter > 1 {
-                steps.push((i, "filter", OsString::from("- .rsync-filter")));
+                steps.push((i, FilterOption::Rule(b"- .rsync-filter".to_vec())));
             }
         }
-        steps.sort_by_key(|(i, _, _)| *i);
-        if self.cvs_exclude {
-            rules.cvs_exclude();
-        }
-        for (_, id, value) in steps {
-            let bytes = value.as_bytes();
-            match id {
-                "exclude" => rules.add_exclude(bytes),
-                "include" => rules.add_include(bytes),
-                "filter" => rules.add_rule(bytes).map_err(|e| anyhow::anyhow!("{e}"))?,
-                "exclude_from" => rules
-                    .read_from(std::path::Path::new(&value), ListKind::Exclude, self.from0)
-                    .map_err(FileIo::from_filter)?,
-                _ => rules
-                    .read_from(std::path::Path::new(&value), ListKind::Include, self.from0)
-                    .map_err(FileIo::from_filter)?,
-            }
-        }
-        let deleting = self.delete
-            || self.delete_before
-            || self.delete_during
-            || self.delete_after
-            || self.delete_delay;
-        let backups_beside =
-            (self.backup || self.backup_dir.is_some()) && self.backup_dir.is_none();
-        if backups_beside && deleting && !self.delete_excluded {
-            let suffix = self.suffix.clone().unwrap_or_else(|| "~".into());
-            rules
-                .add_rule(format!("P *{suffix}").as_bytes())
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-        }
-        rules.set_delete_excluded(self.delete_excluded);
-        Ok(rules)
+        steps.sort_by_key(|(i, _)| *i);
+        steps.into_iter().map(|(_, step)| step).collect()
     }
 }
 
@@ -1145,10 +816,15 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
     }
     let (plan, out) = match args.plan(m, program) {
         Ok(p) => p,
-        Err(e) if e.is::<FileIo>() => {
-            to_stderr!("{program}: {e:#}");
-            to_stderr!("{program} error: error in file IO (code 11)");
-            return Ok(11);
+        Err(e) if e.is::<SyncPlanError>() => {
+            let refusal = e.downcast_ref::<SyncPlanError>().expect("checked");
+            to_stderr!("{program}: {refusal}");
+            to_stderr!(
+                "{program} error: {} (code {})",
+                refusal.summary(),
+                refusal.code()
+            );
+            return Ok(refusal.code());
         }
         Err(e) => {
             to_stderr!("{program}: {e:#}");
@@ -1170,16 +846,7 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
     let tees: Vec<(PathBuf, SyncPlan)> = args
         .tee
         .iter()
-        .map(|dir| {
-            let mut p = plan.clone();
-            p.dest = dir.clone();
-            let base = dest_root(&p);
-            if let Some(h) = &mut p.hashing {
-                h.base = base;
-                h.manifest = None;
-            }
-            (dir.clone(), p)
-        })
+        .map(|dir| (dir.clone(), plan.for_tee(dir.clone())))
         .collect();
     let quiet = Output::new(program);
     let (mut outcome, tee_outcomes) = std::thread::scope(|s| {
@@ -1198,21 +865,21 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
         .into_iter()
         .chain(&tee_outcomes)
         .any(|o| !matches!(o.code, 0 | 24));
-    if let (Some(_), Some(hashing), true) = (&outcome.hashes, &plan.hashing, failed) {
+    if let (Some(_), Some(hashing), true) = (&outcome.hashes, plan.hashing(), failed) {
         // No manifest vouches for a sync that failed (24, files that vanished, is no failure).
         let written = match &hashing.manifest {
             Some(file) => file.display().to_string(),
             None => format!("(no ascmhl generation in {})", hashing.base.display()),
         };
         to_stderr!("{program}: the sync failed: no manifest written {written}");
-    } else if let (Some(listing), Some(hashing)) = (outcome.hashes.take(), &plan.hashing) {
+    } else if let (Some(listing), Some(hashing)) = (outcome.hashes.take(), plan.hashing()) {
         if crate::verify::write_manifest(hashing, &listing, program).is_some() && outcome.code == 0
         {
             outcome.code = 11;
         }
         for ((dir, p), tee) in tees.iter().zip(&tee_outcomes) {
             let Some(theirs) = &tee.hashes else { continue };
-            if let Some(h) = p.hashing.as_ref().filter(|h| h.format == Format::Mhl) {
+            if let Some(h) = p.hashing().filter(|h| h.format == Format::Mhl) {
                 if crate::verify::write_manifest(h, theirs, program).is_some() {
                     outcome.code = outcome.code.max(11);
                 }
@@ -1220,7 +887,7 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
             if let Some(why) = crate::verify::differing_hash(&listing, theirs) {
                 to_stderr!(
                     "{program}: {} and {}: {why}",
-                    plan.dest.display(),
+                    plan.dest().display(),
                     dir.display()
                 );
                 outcome.code = outcome.code.max(23);
@@ -1248,7 +915,7 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
     if (out.verbose > 0 || args.stats) && !args.quiet {
         for line in outcome
             .stats
-            .totals(seconds, plan.dry_run && !out.list_only)
+            .totals(seconds, plan.dry_run() && !out.list_only)
         {
             out.say(&line);
         }
@@ -1268,30 +935,4 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
         to_stderr!("{program} error: {why} (code {})", outcome.code);
     }
     Ok(outcome.code)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_as_rsync_reads_them() {
-        assert_eq!(parse_size("10", "x").unwrap(), 10);
-        assert_eq!(parse_size("1k", "x").unwrap(), 1024);
-        assert_eq!(parse_size("1KB", "x").unwrap(), 1000);
-        assert_eq!(parse_size("1.5M", "x").unwrap(), 1_572_864);
-        assert_eq!(parse_size("1G-1", "x").unwrap(), (1 << 30) - 1);
-        assert!(parse_size("ten", "x").is_err());
-        assert!(parse_size("1Q", "x").is_err());
-        assert!(parse_size("99999999999999999999999P", "x").is_err());
-    }
-
-    #[test]
-    fn remote_operands() {
-        assert!(remote(OsStr::new("host:path")));
-        assert!(remote(OsStr::new("user@host:/p")));
-        assert!(remote(OsStr::new("rsync://h/m")));
-        assert!(!remote(OsStr::new("./a:b")));
-        assert!(!remote(OsStr::new("/x/y")));
-    }
 }

@@ -94,14 +94,7 @@ pub(crate) fn choice<T>(option: &str, value: &str, all: &[T]) -> Result<T, Strin
 where
     T: Copy + std::str::FromStr + Into<&'static str>,
 {
-    value.parse().map_err(|_| {
-        let names: Vec<&'static str> = all.iter().map(|&t| t.into()).collect();
-        format!(
-            "{option}: unknown value {}; the choices are {}",
-            quote(value),
-            names.join(", ")
-        )
-    })
+    ringio_copy::manifest::choice(option, value, all)
 }
 
 /// `--hash ALGO`, read.

@@ -25,6 +25,22 @@ pub use write::{replaceable, write};
 
 use crate::digest::Algo;
 
+/// A value of `option` among `all` (`--hash`'s algorithms, `--manifest-format`'s formats);
+/// a wrong one is one line naming the choices.
+pub fn choice<T>(option: &str, value: &str, all: &[T]) -> Result<T, String>
+where
+    T: Copy + std::str::FromStr + Into<&'static str>,
+{
+    value.parse().map_err(|_| {
+        let names: Vec<&'static str> = all.iter().map(|&t| t.into()).collect();
+        format!(
+            "{option}: unknown value {}; the choices are {}",
+            crate::quote::quote(value),
+            names.join(", ")
+        )
+    })
+}
+
 /// A manifest format.
 #[derive(
     Debug,

@@ -1321,10 +1321,13 @@ impl Stop for BetweenEntries {
 }
 
 thread_local! {
-    /// This worker's data path, made for the run's `-S` and hashing: its buffer, and the
-    /// device pairs where copy_file_range was refused, kept from file to file.
-    static DATA_PATH: RefCell<Option<((bool, bool), DataPath)>> = const { RefCell::new(None) };
+    /// This worker's data path, made for its run (its address), `-S` and hashing: its buffer,
+    /// and the device pairs where copy_file_range was refused, kept from file to file.
+    static DATA_PATH: RefCell<Option<(MadeFor, DataPath)>> = const { RefCell::new(None) };
 }
+
+/// What a worker's [`DataPath`] was made for: the run (its address), `-S`, hashing.
+type MadeFor = (usize, bool, bool);
 
 /// Copies the file's bytes from `data` (the source `source`, or a `--copy-dest` basis with its
 /// bytes) to `dst` through cp's data path, up to the size the listing saw (a file that changes
@@ -1352,7 +1355,11 @@ fn write_bytes(
         devs: (e.stat.dev, pair.dst_stat.map_or(0, |d| d.dev)),
         punch_holes: holds_data,
     };
-    let config = (sparse, hash.is_some());
+    let config = (
+        std::ptr::from_ref(pair.run) as usize,
+        sparse,
+        hash.is_some(),
+    );
     let copied = DATA_PATH.with_borrow_mut(|slot| {
         if slot
             .as_ref()

@@ -537,3 +537,77 @@ fn hole_at(ends: Ends<'_>, hash: Option<&FileHash>, from: u64, to: u64) -> Resul
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::digest::Algo;
+    use std::fs::File;
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileExt;
+
+    struct Never;
+
+    impl Stop for Never {
+        fn stopped(&self) -> bool {
+            false
+        }
+    }
+
+    /// A 1 MiB file with holes at the start, in the middle and at the end, and its bytes.
+    fn sparse_source(dir: &std::path::Path) -> (File, Vec<u8>) {
+        let path = dir.join("src");
+        let f = File::create(&path).unwrap();
+        f.set_len(1 << 20).unwrap();
+        let mut content = vec![0u8; 1 << 20];
+        for (at, len) in [(256 << 10, 8192), (600 << 10, 100)] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8 + 1).collect();
+            f.write_all_at(&bytes, at as u64).unwrap();
+            content[at..at + len].copy_from_slice(&bytes);
+        }
+        (File::open(&path).unwrap(), content)
+    }
+
+    /// sync's `-S --inplace`: a file that held other bytes ends as the source, its holes
+    /// punched (or only left unwritten, when not asked, so the old bytes stay); hashed, the
+    /// digest is the source's.
+    #[test]
+    fn holes_are_punched_over_old_bytes_only_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, content) = sparse_source(dir.path());
+        let stat = sys::fstatx(src.as_fd()).unwrap();
+        let algo = Algo::ALL[0];
+        for (punch_holes, hashing) in [(true, false), (true, true), (false, false)] {
+            let dst_path = dir.path().join("dst");
+            std::fs::write(&dst_path, vec![0xaau8; 3 << 19]).unwrap();
+            let dst = File::options().write(true).open(&dst_path).unwrap();
+            let mut data = DataPath::for_whole_files(true, hashing, 1 << 20, 64 << 10);
+            let hash = hashing.then(|| FileHash::new(algo));
+            let ends = Ends {
+                src: src.as_fd(),
+                dst: dst.as_fd(),
+                devs: (stat.dev, stat.dev),
+                punch_holes,
+            };
+            let n = data
+                .copy_span(&Never, ends, 0, stat.size, &stat, hash.as_ref())
+                .unwrap_or_else(|_| panic!("copy failed"));
+            assert_eq!(n, stat.size);
+            dst.set_len(stat.size).unwrap();
+            let got = std::fs::read(&dst_path).unwrap();
+            if punch_holes {
+                assert!(got == content, "punched: not the source's bytes");
+            } else {
+                assert_eq!(got[..1024], [0xaa; 1024], "not asked: a hole was punched");
+                assert_eq!(
+                    got[256 << 10..(256 << 10) + 8192],
+                    content[256 << 10..][..8192]
+                );
+            }
+            if let Some(hash) = hash {
+                let (hex, len) = hash.finish_in_order().unwrap();
+                assert_eq!((hex, len), (algo.hex_of(&content), stat.size));
+            }
+        }
+    }
+}

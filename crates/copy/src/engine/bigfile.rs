@@ -87,7 +87,12 @@ impl<'a> BigFile<'a> {
         };
         let devs = (self.stat.dev, self.dir.dst_dev);
         let (src, dst) = (pair.src.as_fd(), pair.dst.as_fd());
-        let ends = Ends { src, dst, devs };
+        let ends = Ends {
+            src,
+            dst,
+            devs,
+            punch_holes: false,
+        };
         match data.copy_span(ctx, ends, offset, len, &self.stat, pair.hash.as_ref()) {
             Ok(n) => {
                 self.copied.fetch_add(n, Ordering::Relaxed);

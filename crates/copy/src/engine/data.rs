@@ -23,6 +23,9 @@ pub(crate) struct DataPath {
     kernel: bool,
     reflink: Reflink,
     sparse: Sparse,
+    /// Holes looked for in every file, not only in those that look sparse (sync's `-S`: a file
+    /// whose holes are hidden by its extent blocks keeps them too).
+    seek_all: bool,
     buf: Vec<u8>,
     block_size: usize,
     /// (source device, destination device) pairs where FICLONE failed as unsupported.
@@ -132,6 +135,40 @@ pub(crate) struct Ends<'f> {
     pub src: BorrowedFd<'f>,
     pub dst: BorrowedFd<'f>,
     pub devs: (u64, u64),
+    /// The destination holds old bytes (sync's `--inplace`): where holes are kept, the
+    /// source's are punched in it, not only left unwritten.
+    pub punch_holes: bool,
+}
+
+/// Whether a copy under way must give up (SIGINT, a fatal error elsewhere): asked between
+/// steps, so a big file does not hold up the end of the run.
+pub(crate) trait Stop {
+    fn stopped(&self) -> bool;
+}
+
+impl Stop for Ctx<'_> {
+    fn stopped(&self) -> bool {
+        Ctx::stopped(self)
+    }
+}
+
+/// Makes `[from, from + len)` of `fd` read as zeros: a hole punched, or zeros written where
+/// the filesystem cannot punch one.
+pub(crate) fn punch_hole(fd: BorrowedFd<'_>, from: u64, len: u64) -> io::Result<()> {
+    use rustix::fs::FallocateFlags as F;
+    match rustix::fs::fallocate(fd, F::PUNCH_HOLE | F::KEEP_SIZE, from, len) {
+        Ok(()) => return Ok(()),
+        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::NOSYS) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let zeros = vec![0u8; len.min(1 << 20) as usize];
+    let mut done = 0u64;
+    while done < len {
+        let n = (len - done).min(zeros.len() as u64) as usize;
+        sys::pwrite_all(fd, &zeros[..n], from + done)?;
+        done += n as u64;
+    }
+    Ok(())
 }
 
 /// Granularity of `--sparse=always` zero detection: one page, as filesystems allocate.
@@ -161,6 +198,7 @@ impl DataPath {
             kernel,
             reflink: plan.reflink,
             sparse: plan.sparse,
+            seek_all: false,
             buf: Vec::new(),
             block_size: tuning.block_size,
             no_clone: Vec::new(),
@@ -184,6 +222,32 @@ impl DataPath {
             transfer: (plan.sparse != Sparse::Always && plan.hashing.is_none()).then_some(transfer),
             transfer_from: plain_below,
             ..DataPath::new(plan, tuning, false)
+        }
+    }
+
+    /// The data path of a command that decides itself where each file's bytes go (sync: a
+    /// temporary, the file in place, a staging directory): no clones; copy_file_range for
+    /// files of `plain_below` bytes or more, unless `hashing` puts every byte through the
+    /// `block_size` buffer and the hash; with `holes`, every file's holes found by
+    /// SEEK_DATA/SEEK_HOLE and kept.
+    pub fn for_whole_files(
+        holes: bool,
+        hashing: bool,
+        block_size: usize,
+        plain_below: u64,
+    ) -> Self {
+        DataPath {
+            kernel: false,
+            reflink: Reflink::Never,
+            sparse: if holes { Sparse::Auto } else { Sparse::Never },
+            seek_all: holes,
+            buf: Vec::new(),
+            block_size,
+            no_clone: Vec::new(),
+            no_transfer: Vec::new(),
+            transfer: (!hashing).then(|| Transfer::new(Method::CopyRange, block_size)),
+            transfer_from: plain_below,
+            report: DebugReport::default(),
         }
     }
 
@@ -244,7 +308,7 @@ impl DataPath {
     pub fn keeps_holes(&self, stat: &Stat) -> bool {
         match self.sparse {
             Sparse::Never => false,
-            Sparse::Auto => stat.looks_sparse(),
+            Sparse::Auto => self.seek_all || stat.looks_sparse(),
             Sparse::Always => true,
         }
     }
@@ -253,12 +317,12 @@ impl DataPath {
     /// copied (holes included).
     pub fn copy_whole(
         &mut self,
-        ctx: &Ctx<'_>,
+        ctx: &impl Stop,
         ends: Ends<'_>,
         stat: &Stat,
         hash: Option<&FileHash>,
     ) -> Result<u64, Side> {
-        let Ends { src, dst, devs } = ends;
+        let Ends { src, dst, devs, .. } = ends;
         self.report = DebugReport::default();
         if self.try_clone(src, dst, devs, stat)? {
             return Ok(stat.size);
@@ -279,11 +343,12 @@ impl DataPath {
 
     /// Copies `[offset, offset + len)` of the file `stat` describes, or up to end of file if
     /// that comes first; where its holes are kept, only the data segments (SEEK_DATA/SEEK_HOLE),
-    /// leaving holes unwritten. Returns the length covered, holes included. `hash` is fed the
-    /// bytes, and told of the holes.
+    /// leaving holes unwritten (punched, if `ends` says the destination holds old bytes).
+    /// Returns the length covered, holes included. `hash` is fed the bytes, and told of the
+    /// holes.
     pub fn copy_span(
         &mut self,
-        ctx: &Ctx<'_>,
+        ctx: &impl Stop,
         ends: Ends<'_>,
         offset: u64,
         len: u64,
@@ -303,9 +368,7 @@ impl DataPath {
                 Err(rustix::io::Errno::NXIO) => break,
                 Err(e) => return Err(Side::Read(e.into())),
             };
-            if let Some(hash) = hash {
-                hash.hole(src, pos, data.min(end));
-            }
+            hole_at(ends, hash, pos, data.min(end))?;
             if data >= end {
                 break;
             }
@@ -321,9 +384,7 @@ impl DataPath {
         }
         let size = rustix::fs::seek(src, SeekFrom::End(0)).map_err(|e| Side::Read(e.into()))?;
         let covered = end.min(size).max(pos);
-        if let Some(hash) = hash {
-            hash.hole(src, pos, covered);
-        }
+        hole_at(ends, hash, pos, covered)?;
         Ok(covered - offset)
     }
 
@@ -331,7 +392,7 @@ impl DataPath {
     /// a device or a terminal on either side, where offsets, clones and holes mean nothing.
     pub fn copy_stream(
         &mut self,
-        ctx: &Ctx<'_>,
+        ctx: &impl Stop,
         src: BorrowedFd<'_>,
         dst: BorrowedFd<'_>,
         hash: Option<&FileHash>,
@@ -371,14 +432,14 @@ impl DataPath {
     /// that comes first, feeding `hash` (which keeps the data path off the kernel's copies).
     pub fn copy_range(
         &mut self,
-        ctx: &Ctx<'_>,
+        ctx: &impl Stop,
         ends: Ends<'_>,
         offset: u64,
         len: u64,
         file_size: u64,
         hash: Option<&FileHash>,
     ) -> Result<u64, Side> {
-        let Ends { src, dst, devs } = ends;
+        let Ends { src, dst, devs, .. } = ends;
         let mut done = 0u64;
         let usable = file_size >= self.transfer_from && !self.no_transfer.contains(&devs);
         if self.report.offload == Tried::Unknown {
@@ -442,8 +503,11 @@ impl DataPath {
                 break;
             }
             let at = offset + done;
-            if let Some(hash) = hash {
-                hash.data(src, at, &self.buf[..n]);
+            match hash {
+                // The whole file in one read: the one-shot hash.
+                Some(hash) if at == 0 && n as u64 == file_size => hash.all(src, &self.buf[..n]),
+                Some(hash) => hash.data(src, at, &self.buf[..n]),
+                None => {}
             }
             if skip_zeros {
                 // Runs of zero pages stay holes; the caller sets the final length.
@@ -459,5 +523,91 @@ impl DataPath {
             done += n as u64;
         }
         Ok(done)
+    }
+}
+
+/// `[from, to)` of the source is a hole: `hash` told of it, and where the destination holds
+/// old bytes, a hole punched there too.
+fn hole_at(ends: Ends<'_>, hash: Option<&FileHash>, from: u64, to: u64) -> Result<(), Side> {
+    if let Some(hash) = hash {
+        hash.hole(ends.src, from, to);
+    }
+    if ends.punch_holes && from < to {
+        punch_hole(ends.dst, from, to - from).map_err(Side::Write)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::digest::Algo;
+    use std::fs::File;
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileExt;
+
+    struct Never;
+
+    impl Stop for Never {
+        fn stopped(&self) -> bool {
+            false
+        }
+    }
+
+    /// A 1 MiB file with holes at the start, in the middle and at the end, and its bytes.
+    fn sparse_source(dir: &std::path::Path) -> (File, Vec<u8>) {
+        let path = dir.join("src");
+        let f = File::create(&path).unwrap();
+        f.set_len(1 << 20).unwrap();
+        let mut content = vec![0u8; 1 << 20];
+        for (at, len) in [(256 << 10, 8192), (600 << 10, 100)] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8 + 1).collect();
+            f.write_all_at(&bytes, at as u64).unwrap();
+            content[at..at + len].copy_from_slice(&bytes);
+        }
+        (File::open(&path).unwrap(), content)
+    }
+
+    /// sync's `-S --inplace`: a file that held other bytes ends as the source, its holes
+    /// punched (or only left unwritten, when not asked, so the old bytes stay); hashed, the
+    /// digest is the source's.
+    #[test]
+    fn holes_are_punched_over_old_bytes_only_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, content) = sparse_source(dir.path());
+        let stat = sys::fstatx(src.as_fd()).unwrap();
+        let algo = Algo::ALL[0];
+        for (punch_holes, hashing) in [(true, false), (true, true), (false, false)] {
+            let dst_path = dir.path().join("dst");
+            std::fs::write(&dst_path, vec![0xaau8; 3 << 19]).unwrap();
+            let dst = File::options().write(true).open(&dst_path).unwrap();
+            let mut data = DataPath::for_whole_files(true, hashing, 1 << 20, 64 << 10);
+            let hash = hashing.then(|| FileHash::new(algo));
+            let ends = Ends {
+                src: src.as_fd(),
+                dst: dst.as_fd(),
+                devs: (stat.dev, stat.dev),
+                punch_holes,
+            };
+            let n = data
+                .copy_span(&Never, ends, 0, stat.size, &stat, hash.as_ref())
+                .unwrap_or_else(|_| panic!("copy failed"));
+            assert_eq!(n, stat.size);
+            dst.set_len(stat.size).unwrap();
+            let got = std::fs::read(&dst_path).unwrap();
+            if punch_holes {
+                assert!(got == content, "punched: not the source's bytes");
+            } else {
+                assert_eq!(got[..1024], [0xaa; 1024], "not asked: a hole was punched");
+                assert_eq!(
+                    got[256 << 10..(256 << 10) + 8192],
+                    content[256 << 10..][..8192]
+                );
+            }
+            if let Some(hash) = hash {
+                let (hex, len) = hash.finish_in_order().unwrap();
+                assert_eq!((hex, len), (algo.hex_of(&content), stat.size));
+            }
+        }
     }
 }

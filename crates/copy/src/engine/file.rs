@@ -175,6 +175,7 @@ fn copy_opened<'a>(
         src: pair.src.as_fd(),
         dst: pair.dst.as_fd(),
         devs,
+        punch_holes: false,
     };
     let result = mover
         .data_path()

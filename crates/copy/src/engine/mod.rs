@@ -13,7 +13,7 @@ mod other;
 mod sync;
 mod uring;
 
-pub(crate) use data::DataPath;
+pub(crate) use data::{punch_hole, DataPath, Ends, Side, Stop};
 pub(crate) use entry::copy_root_entry;
 pub(crate) use mover::Mover;
 pub(crate) use sync::SyncMover;

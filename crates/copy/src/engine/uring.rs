@@ -745,6 +745,7 @@ impl<'a> UringMover<'a> {
                 src: src.as_fd(),
                 dst: dst.as_fd(),
                 devs,
+                punch_holes: false,
             };
             match self
                 .data

@@ -3,6 +3,7 @@
 //! links, attributes, deletions and backups. Under `-n` nothing here touches the disk; each
 //! function still says what it would do.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::ffi::{CStr, CString, OsStr};
 use std::io;
@@ -13,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use rustix::fs::{AtFlags, SeekFrom};
+use rustix::fs::AtFlags;
 
 use super::item::{Action, Item};
 use super::pair::{
@@ -23,13 +24,13 @@ use super::wanted::wanted;
 use super::Symlinks;
 use crate::backup::{self, DestEntry};
 use crate::beneath::{self, Walk};
+use crate::engine::{punch_hole, DataPath, Ends, Side as DataSide, Stop};
 use crate::error::{CopyError, Op};
 use crate::filter::Side;
 use crate::manifest::hashing::FileHash;
 use crate::policy::sync::{self as rules, Changes, Decision, QuickCheck};
 use crate::sys::{self, Kind, Stat};
 use crate::temp;
-use crate::transfer::{Method, Transfer, TransferError};
 use crate::xattr::Target;
 
 const OMIT: (i64, u32) = (0, libc::UTIME_OMIT as u32);
@@ -1070,9 +1071,10 @@ fn write_data(
     if dst.is_none() && run.temp_dir.is_none() && !run.no_tmpfile.load(Ordering::Relaxed) {
         match temp::Unnamed::create(dir, mode) {
             Ok(Some(new)) => {
-                copy_data(
-                    Holes::of(plan.sparse, false),
+                write_bytes(
+                    pair,
                     (src.as_fd(), data, new.fd.as_fd()),
+                    false,
                     e,
                     hash,
                     &path,
@@ -1115,13 +1117,7 @@ fn write_data(
     let fd = temp::create(tmp_dir, &mut tmp, mode)
         .map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
-        copy_data(
-            Holes::of(plan.sparse, false),
-            (src.as_fd(), data, fd.as_fd()),
-            e,
-            hash,
-            &path,
-        )?;
+        write_bytes(pair, (src.as_fd(), data, fd.as_fd()), false, e, hash, &path)?;
         file_attrs(
             run,
             (src.as_fd(), fd.as_fd()),
@@ -1159,8 +1155,7 @@ fn write_in_place(
     let flags = libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
     let fd = sys::openat(dir.as_fd(), &e.dst_name, flags, 0)
         .map_err(|err| CopyError::io(Op::Open, path(), err))?;
-    let holes = Holes::of(run.plan.sparse, true);
-    copy_data(holes, (src, src, fd.as_fd()), e, hash, &path)?;
+    write_bytes(pair, (src, src, fd.as_fd()), true, e, hash, &path)?;
     rustix::fs::ftruncate(&fd, e.stat.size).map_err(|err| CopyError::io(Op::Write, path(), err))?;
     file_attrs(run, (src, fd.as_fd()), want, &e.stat, &path, None)?;
     sys::close(fd).map_err(|err| CopyError::io(Op::Close, path(), err))
@@ -1200,13 +1195,7 @@ fn delay(
     let fd = sys::openat(stage.as_fd(), &e.dst_name, flags, mode)
         .map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
-        copy_data(
-            Holes::of(run.plan.sparse, false),
-            (src, data, fd.as_fd()),
-            e,
-            hash,
-            &path,
-        )?;
+        write_bytes(pair, (src, data, fd.as_fd()), false, e, hash, &path)?;
         file_attrs(run, (src, fd.as_fd()), want, &e.stat, &path, Some(pair))?;
         make_room(run, pair, e, dst, lines)
     })();
@@ -1269,73 +1258,85 @@ pub(super) fn finish_delayed(run: &Run<'_>) {
     }
 }
 
-/// Copies the whole file from `src` (the source `source`, or a `--copy-dest` basis with its
-/// bytes) to `dst` (the size the listing saw: a file that changes meanwhile has a new mtime,
-/// which the next run sees): the kernel's copy_file_range (which shares extents where
-/// the filesystem can), plain reads and writes where it refuses; under `-S` only the data
-/// extents, so holes stay holes.
+/// Files up to this size are copied through a buffer: one pread and one pwrite cost less than
+/// a copy_file_range (measured: 76 against 97 µs for 32 KiB on ext4), and sharing extents
+/// saves nothing worth having at this size. cp's small-file threshold, for the same reason.
+const SMALL_FILE: u64 = 64 * 1024;
+
+/// Big files' buffer (plain reads and writes, and every byte of a hashed file).
+const BLOCK: usize = 1 << 20;
+
+/// Sync stops between entries (a signal ends the run at the next one), never inside a file's
+/// copy: a file is written whole or not at all.
+struct BetweenEntries;
+
+impl Stop for BetweenEntries {
+    fn stopped(&self) -> bool {
+        false
+    }
+}
+
+thread_local! {
+    /// This worker's data path, made for its run (its address), `-S` and hashing: its buffer,
+    /// and the device pairs where copy_file_range was refused, kept from file to file.
+    static DATA_PATH: RefCell<Option<(MadeFor, DataPath)>> = const { RefCell::new(None) };
+}
+
+/// What a worker's [`DataPath`] was made for: the run (its address), `-S`, hashing.
+type MadeFor = (usize, bool, bool);
+
+/// Copies the file's bytes from `data` (the source `source`, or a `--copy-dest` basis with its
+/// bytes) to `dst` through cp's data path, up to the size the listing saw (a file that changes
+/// meanwhile has a new mtime, which the next run sees): copy_file_range (which shares extents
+/// where the filesystem can), plain reads and writes for small files and where it refuses;
+/// under `-S` only the data extents, so holes stay holes (and are punched in a file that
+/// `holds_data`, `--inplace`), and the file is given the listing's length.
 ///
 /// With `hash`, every byte goes through a buffer and into the hash on its way, holes as zeros;
 /// a source that changed while it was read fails the file, so the manifest never holds a hash
 /// of bytes from two versions of it.
-fn copy_data(
-    holes: Holes,
-    (source, src, dst): (BorrowedFd<'_>, BorrowedFd<'_>, BorrowedFd<'_>),
+fn write_bytes(
+    pair: &Pair<'_>,
+    (source, data, dst): (BorrowedFd<'_>, BorrowedFd<'_>, BorrowedFd<'_>),
+    holds_data: bool,
     e: &SrcEntry,
     hash: Option<&FileHash>,
     path: &dyn Fn() -> PathBuf,
 ) -> Result<(), CopyError> {
     let size = e.stat.size;
-    let map = |e: TransferError| match e {
-        TransferError::Read(e) | TransferError::Unsupported(e) => {
-            CopyError::io(Op::Read, path(), e)
-        }
-        TransferError::Write(e) => CopyError::io(Op::Write, path(), e),
+    let sparse = pair.run.plan.sparse;
+    let ends = Ends {
+        src: data,
+        dst,
+        devs: (e.stat.dev, pair.dst_stat.map_or(0, |d| d.dev)),
+        punch_holes: holds_data,
     };
-    let copy = |from: u64, len: u64| -> Result<u64, CopyError> {
-        if let Some(hash) = hash {
-            return copy_hashed(src, dst, from, len, hash).map_err(map);
+    let config = (
+        std::ptr::from_ref(pair.run) as usize,
+        sparse,
+        hash.is_some(),
+    );
+    let copied = DATA_PATH.with_borrow_mut(|slot| {
+        if slot
+            .as_ref()
+            .is_none_or(|(made_for, _)| *made_for != config)
+        {
+            let fresh = DataPath::for_whole_files(sparse, hash.is_some(), BLOCK, SMALL_FILE + 1);
+            *slot = Some((config, fresh));
         }
-        match Transfer::new(Method::CopyRange, 1 << 20).copy(src, dst, from, len) {
-            Err(TransferError::Unsupported(_)) => Transfer::new(Method::ReadWrite, 1 << 20)
-                .copy(src, dst, from, len)
-                .map_err(map),
-            other => other.map_err(map),
-        }
-    };
-    let punch = |from: u64, to: u64| -> Result<(), CopyError> {
-        if holes == Holes::Punched && from < to {
-            punch_hole(dst, from, to - from).map_err(|e| CopyError::io(Op::Write, path(), e))?;
-        }
-        Ok(())
-    };
-    if holes == Holes::Written && size <= SMALL_FILE {
-        copy_small(src, dst, size, hash).map_err(map)?;
-    } else if holes == Holes::Written {
-        copy(0, size)?;
-    } else {
-        let mut at = 0u64;
-        while at < size {
-            let data = match rustix::fs::seek(src, SeekFrom::Data(at)) {
-                Ok(d) => d,
-                Err(rustix::io::Errno::NXIO) => break,
-                Err(_) => {
-                    copy(at, u64::MAX)?;
-                    break;
-                }
-            };
-            if let Some(hash) = hash {
-                hash.hole(src, at, data.min(size));
-            }
-            punch(at, data.min(size))?;
-            let hole = rustix::fs::seek(src, SeekFrom::Hole(data)).unwrap_or(size);
-            copy(data, hole - data)?;
-            at = hole;
-        }
-        rustix::fs::ftruncate(dst, size).map_err(|e| CopyError::io(Op::Write, path(), e))?;
-        punch(at, size)?;
-        if let Some(hash) = hash {
-            hash.hole(src, at, size);
+        let (_, data_path) = slot.as_mut().expect("made above");
+        data_path.copy_span(&BetweenEntries, ends, 0, size, &e.stat, hash)
+    });
+    let copied = copied.map_err(|side| match side {
+        DataSide::Read(err) => CopyError::io(Op::Read, path(), err),
+        DataSide::Write(err) | DataSide::Clone(err) => CopyError::io(Op::Write, path(), err),
+    })?;
+    if sparse {
+        rustix::fs::ftruncate(dst, size).map_err(|err| CopyError::io(Op::Write, path(), err))?;
+        // The file shrank while it was read: past its end, the old bytes read as zeros too.
+        if holds_data && copied < size {
+            punch_hole(dst, copied, size - copied)
+                .map_err(|err| CopyError::io(Op::Write, path(), err))?;
         }
     }
     if hash.is_some() {
@@ -1349,112 +1350,6 @@ fn copy_data(
         }
     }
     Ok(())
-}
-
-/// What the copy does with the source's holes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Holes {
-    /// Written as the zeros they read as (no `-S`).
-    Written,
-    /// Left out of a new file, where they read as zeros (`-S`).
-    Skipped,
-    /// Punched in a file that held data (`-S --inplace`), so its old bytes there read as zeros.
-    Punched,
-}
-
-impl Holes {
-    /// The holes of a `-S` (`sparse`) copy into a file that may hold data (`over_data`).
-    fn of(sparse: bool, over_data: bool) -> Holes {
-        match (sparse, over_data) {
-            (false, _) => Holes::Written,
-            (true, false) => Holes::Skipped,
-            (true, true) => Holes::Punched,
-        }
-    }
-}
-
-/// Makes `[from, from + len)` of `fd` read as zeros: a hole punched, or zeros written where
-/// the filesystem cannot punch one.
-fn punch_hole(fd: BorrowedFd<'_>, from: u64, len: u64) -> io::Result<()> {
-    use rustix::fs::FallocateFlags as F;
-    match rustix::fs::fallocate(fd, F::PUNCH_HOLE | F::KEEP_SIZE, from, len) {
-        Ok(()) => return Ok(()),
-        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::NOSYS) => {}
-        Err(e) => return Err(e.into()),
-    }
-    let zeros = vec![0u8; len.min(1 << 20) as usize];
-    let mut done = 0u64;
-    while done < len {
-        let n = (len - done).min(zeros.len() as u64) as usize;
-        sys::pwrite_all(fd, &zeros[..n], from + done)?;
-        done += n as u64;
-    }
-    Ok(())
-}
-
-/// Copies `[from, from + len)` (or to end of file) through this thread's buffer, feeding `hash`.
-fn copy_hashed(
-    src: BorrowedFd<'_>,
-    dst: BorrowedFd<'_>,
-    from: u64,
-    len: u64,
-    hash: &FileHash,
-) -> Result<u64, TransferError> {
-    thread_local! {
-        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    BUF.with_borrow_mut(|buf| {
-        if buf.is_empty() {
-            *buf = sys::try_zeroed(1 << 20).map_err(TransferError::Read)?;
-        }
-        let mut done = 0u64;
-        while done < len {
-            let want = (len - done).min(buf.len() as u64) as usize;
-            let n = sys::pread(src, &mut buf[..want], from + done).map_err(TransferError::Read)?;
-            if n == 0 {
-                break;
-            }
-            hash.data(src, from + done, &buf[..n]);
-            sys::pwrite_all(dst, &buf[..n], from + done).map_err(TransferError::Write)?;
-            done += n as u64;
-        }
-        Ok(done)
-    })
-}
-
-/// Files up to this size are copied through a buffer: one pread and one pwrite cost less than
-/// a copy_file_range (measured: 76 against 97 µs for 32 KiB on ext4), and sharing extents
-/// saves nothing worth having at this size. cp's small-file threshold, for the same reason.
-const SMALL_FILE: u64 = 64 * 1024;
-
-/// Copies the first `size` bytes of a small file through this thread's buffer, feeding `hash`.
-fn copy_small(
-    src: BorrowedFd<'_>,
-    dst: BorrowedFd<'_>,
-    size: u64,
-    hash: Option<&FileHash>,
-) -> Result<(), TransferError> {
-    thread_local! {
-        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    BUF.with_borrow_mut(|buf| {
-        if buf.len() < size as usize {
-            buf.resize(SMALL_FILE as usize, 0);
-        }
-        let mut done = 0usize;
-        while (done as u64) < size {
-            let n = sys::pread(src, &mut buf[done..size as usize], done as u64)
-                .map_err(TransferError::Read)?;
-            if n == 0 {
-                break;
-            }
-            done += n;
-        }
-        if let Some(hash) = hash {
-            hash.all(src, &buf[..done]);
-        }
-        sys::pwrite_all(dst, &buf[..done], 0).map_err(TransferError::Write)
-    })
 }
 
 /// `--hash`: a regular file this run left in DEST without writing it (up to date, skipped,

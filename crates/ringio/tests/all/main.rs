@@ -37,6 +37,7 @@ mod progress;
 mod sync;
 mod sync_adversary;
 mod sync_cli;
+mod sync_data;
 mod sync_dest;
 mod sync_errors;
 mod sync_escape;

@@ -172,37 +172,64 @@ impl Cp {
     /// Runs the child under a seccomp filter that fails `io_uring_setup` with EPERM, as
     /// Docker's default profile does. x86_64 only (the filter matches that syscall number).
     #[cfg(target_arch = "x86_64")]
-    pub fn without_io_uring(mut self) -> Cp {
-        // SAFETY: only prctl calls on stack values, in the child before exec.
+    pub fn without_io_uring(self) -> Cp {
+        self.seccomp(vec![
+            bpf(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0, 0, SECCOMP_NR),
+            bpf(
+                libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+                0,
+                1,
+                libc::SYS_io_uring_setup as u32,
+            ),
+            bpf(
+                libc::BPF_RET | libc::BPF_K,
+                0,
+                0,
+                libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+            ),
+            bpf(libc::BPF_RET | libc::BPF_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+        ])
+    }
+
+    /// Runs the child under a seccomp filter that fails `lseek(fd, offset, whence)` with
+    /// `errno` (SEEK_DATA or SEEK_HOLE: a filesystem whose hole search fails). x86_64 only.
+    #[cfg(target_arch = "x86_64")]
+    pub fn failing_seek(self, whence: i32, errno: i32) -> Cp {
+        self.seccomp(vec![
+            bpf(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0, 0, SECCOMP_NR),
+            bpf(
+                libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+                0,
+                3,
+                libc::SYS_lseek as u32,
+            ),
+            bpf(
+                libc::BPF_LD | libc::BPF_W | libc::BPF_ABS,
+                0,
+                0,
+                SECCOMP_ARG2,
+            ),
+            bpf(
+                libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+                0,
+                1,
+                whence as u32,
+            ),
+            bpf(
+                libc::BPF_RET | libc::BPF_K,
+                0,
+                0,
+                libc::SECCOMP_RET_ERRNO | errno as u32,
+            ),
+            bpf(libc::BPF_RET | libc::BPF_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+        ])
+    }
+
+    /// Runs the child under the seccomp `filter`.
+    fn seccomp(mut self, filter: Vec<libc::sock_filter>) -> Cp {
+        // SAFETY: only prctl calls on values the closure owns, in the child before exec.
         unsafe {
-            self.cmd.pre_exec(|| {
-                let filter = [
-                    // Load the syscall number (offset 0 of struct seccomp_data).
-                    libc::sock_filter {
-                        code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
-                        jt: 0,
-                        jf: 0,
-                        k: 0,
-                    },
-                    libc::sock_filter {
-                        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
-                        jt: 0,
-                        jf: 1,
-                        k: libc::SYS_io_uring_setup as u32,
-                    },
-                    libc::sock_filter {
-                        code: (libc::BPF_RET | libc::BPF_K) as u16,
-                        jt: 0,
-                        jf: 0,
-                        k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
-                    },
-                    libc::sock_filter {
-                        code: (libc::BPF_RET | libc::BPF_K) as u16,
-                        jt: 0,
-                        jf: 0,
-                        k: libc::SECCOMP_RET_ALLOW,
-                    },
-                ];
+            self.cmd.pre_exec(move || {
                 let prog = libc::sock_fprog {
                     len: filter.len() as u16,
                     filter: filter.as_ptr() as *mut _,
@@ -513,4 +540,19 @@ pub fn stderr_lines(out: &Output) -> Vec<String> {
         .lines()
         .map(str::to_owned)
         .collect()
+}
+
+/// Offsets in `struct seccomp_data`: the syscall number, and the low word of the third
+/// argument (x86_64 is little-endian).
+const SECCOMP_NR: u32 = 0;
+const SECCOMP_ARG2: u32 = 16 + 2 * 8;
+
+/// One instruction of a seccomp filter.
+fn bpf(code: u32, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+    libc::sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    }
 }

@@ -532,8 +532,16 @@ pub(super) fn hard_link(
             });
     if let (Some(d), Ok((_, _, l))) = (dst, &lead) {
         if d.ino == l.ino && d.dev == l.dev {
-            // Already that link: listed (`hf` without its leader) only when all are.
-            let item = Item::new(Action::HardLink, &e.stat, &e.rel);
+            // Already that link: listed (`hf` without its leader) only when all are, or, under
+            // -n, with what the first name's update would change in it (a real run has made
+            // that change already, through the first name), as rsync lists it.
+            let mut item = Item::new(Action::HardLink, &e.stat, &e.rel);
+            if run.plan.dry_run {
+                let want = wanted(run, &e.stat, Some(d));
+                item.attrs = rules::attr_changes(&run.rules, &want, d, run.window_ns);
+                item.size = d.size != e.stat.size;
+                item.times_kept = run.plan.times;
+            }
             report(run, &item, &e.stat, lines);
             return Some(true);
         }

@@ -474,6 +474,50 @@ fn a_dry_run_with_h_says_the_links_a_real_run_makes() {
     }
 }
 
+/// A hard-linked group already linked in DEST, whose file changed (its mode; its mtime, so the
+/// first name is sent again; its bytes): under -n the other names are said with what would
+/// change in them (`hf...p..... x/one`), as rsync says them; the real run then says what it
+/// does, and the two trees are rsync's.
+#[test]
+fn a_dry_run_with_h_over_existing_links_says_what_changes_as_rsync() {
+    type Change = fn(&Path);
+    let changes: [(&str, Change); 3] = [
+        ("mode", |p| {
+            fs::set_permissions(p.join("src/three"), fs::Permissions::from_mode(0o600)).unwrap()
+        }),
+        ("mtime", |p| {
+            set_times(&p.join("src/three"), None, Some(Ts::new(1_600_000_000, 0))).unwrap()
+        }),
+        ("bytes", |p| {
+            write_file(p.join("src/three"), "relinked!");
+            set_times(&p.join("src/three"), None, Some(Ts::new(1_600_000_000, 0))).unwrap();
+        }),
+    ];
+    for (what, change) in changes {
+        let twin = Twin::new(|side| {
+            let src = side.join("src");
+            fs::create_dir_all(src.join("x")).unwrap();
+            fs::create_dir_all(src.join("y")).unwrap();
+            write_file(src.join("x/one"), "linked");
+            fs::hard_link(src.join("x/one"), src.join("y/two")).unwrap();
+            fs::hard_link(src.join("x/one"), src.join("three")).unwrap();
+            settle(&src);
+            assert_success(&sync(side, &["-aH", "src/", "dst/"]));
+        });
+        twin.change(change);
+        let dry = twin.both(&["-anHi", "src/", "dst/"], "dst");
+        assert!(
+            String::from_utf8_lossy(&dry.stdout).contains("hf"),
+            "{what}: {}",
+            describe(&dry)
+        );
+        twin.both(&["-aHi", "src/", "dst/"], "dst");
+        let ino = |p: &str| fs::metadata(twin.ri.join(p)).unwrap().ino();
+        assert_eq!(ino("dst/x/one"), ino("dst/three"), "{what}");
+        assert_eq!(ino("dst/y/two"), ino("dst/three"), "{what}");
+    }
+}
+
 #[test]
 fn a_dry_run_changes_nothing_and_says_what_a_real_run_does() {
     let tree = |side: &Path| {

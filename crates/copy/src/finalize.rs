@@ -11,7 +11,7 @@ use crate::error::{CopyError, Op};
 use crate::plan::CopyPlan;
 use crate::quote::quote;
 use crate::sys::{self, Stat};
-use crate::xattr::{self, Acls, Target, XattrError};
+use crate::xattr::{self, Acls, Subject, XattrError};
 use std::sync::atomic::Ordering;
 
 /// The permission bits of a new entry whose mode is not preserved, before the umask: the
@@ -90,7 +90,7 @@ pub(crate) fn file(
             .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
     }
     let listed = if preserve.xattr {
-        xattrs(ctx, Target::Fd(src), Target::Fd(dst), preserve.mode, path)?
+        xattrs(ctx, Subject::Fd(src), Subject::Fd(dst), preserve.mode, path)?
     } else {
         None
     };
@@ -111,18 +111,18 @@ pub(crate) fn file(
         let held = match listed {
             Some(held) => Some(held),
             None if preserve.xattr => None,
-            None => {
-                Some(xattr::copy_acls(Target::Fd(src), Target::Fd(dst), false).map_err(acl_error)?)
-            }
+            None => Some(
+                xattr::copy_acls(Subject::Fd(src), Subject::Fd(dst), false).map_err(acl_error)?,
+            ),
         };
         if held.is_some_and(|held| foreign_acl && !held.access) {
-            xattr::reset_acls(Target::Fd(dst), ACCESS_ONLY, stat.perm() & 0o777)
+            xattr::reset_acls(Subject::Fd(dst), ACCESS_ONLY, stat.perm() & 0o777)
                 .map_err(acl_error)?;
         }
     } else if ctx.plan.default_modes && created && dir_default_acl {
         // An explicit --no-preserve=mode sets a new file's default mode, ACL and all, as cp.
         let perm = base_mode(ctx.plan, stat, false) & !ctx.umask;
-        xattr::reset_acls(Target::Fd(dst), ACCESS_ONLY, perm).map_err(acl_error)?;
+        xattr::reset_acls(Subject::Fd(dst), ACCESS_ONLY, perm).map_err(acl_error)?;
     }
     if preserve.timestamps {
         sys::futimens(dst, stat.atime, stat.mtime)
@@ -190,14 +190,14 @@ pub(crate) fn directory(
     default_acl: Option<bool>,
     path: &dyn Fn() -> PathBuf,
 ) {
-    directory_of(ctx, Target::Fd(src), dst, stat, fresh, default_acl, path);
+    directory_of(ctx, Subject::Fd(src), dst, stat, fresh, default_acl, path);
 }
 
 /// [`directory`] for a source that may not be open: one that cannot be read is reached by
 /// name for its extended attributes.
 pub(crate) fn directory_of(
     ctx: &Ctx<'_>,
-    src: Target<'_>,
+    src: Subject<'_>,
     dst: BorrowedFd<'_>,
     stat: &Stat,
     fresh: bool,
@@ -218,7 +218,7 @@ pub(crate) fn directory_of(
         }
     }
     let listed = if preserve.xattr {
-        xattrs(ctx, src, Target::Fd(dst), preserve.mode, path).unwrap_or_else(|e| {
+        xattrs(ctx, src, Subject::Fd(dst), preserve.mode, path).unwrap_or_else(|e| {
             ctx.fail(e);
             None
         })
@@ -249,7 +249,7 @@ pub(crate) fn directory_of(
         let held = match listed {
             Some(held) => Some(held),
             None if preserve.xattr => None,
-            None => xattr::copy_acls(src, Target::Fd(dst), true)
+            None => xattr::copy_acls(src, Subject::Fd(dst), true)
                 .map_err(acl_error)
                 .ok(),
         };
@@ -260,7 +260,7 @@ pub(crate) fn directory_of(
         if let Some(lacking) = lacking.filter(|l| *l != Acls::default()) {
             if !fresh || inherited {
                 let perm = mode.unwrap_or(stat.perm()) & 0o777;
-                if let Err(e) = xattr::reset_acls(Target::Fd(dst), lacking, perm) {
+                if let Err(e) = xattr::reset_acls(Subject::Fd(dst), lacking, perm) {
                     acl_error(e);
                 }
             }
@@ -268,7 +268,7 @@ pub(crate) fn directory_of(
     } else if let Some(mode) = mode.filter(|_| ctx.plan.default_modes && inherited) {
         // An explicit --no-preserve=mode sets a new directory's access ACL from its default
         // mode, as cp does, and leaves the default ACL it inherited.
-        if let Err(e) = xattr::reset_acls(Target::Fd(dst), ACCESS_ONLY, mode & 0o777) {
+        if let Err(e) = xattr::reset_acls(Subject::Fd(dst), ACCESS_ONLY, mode & 0o777) {
             acl_error(e);
         }
     }
@@ -285,8 +285,8 @@ pub(crate) fn directory_of(
 /// when the destination takes no extended attributes (nor ACLs).
 fn xattrs(
     ctx: &Ctx<'_>,
-    src: Target<'_>,
-    dst: Target<'_>,
+    src: Subject<'_>,
+    dst: Subject<'_>,
     acls: bool,
     path: &dyn Fn() -> PathBuf,
 ) -> Result<Option<Acls>, CopyError> {
@@ -332,8 +332,8 @@ pub(crate) fn entry_at(
         owner_kept = chown(ctx, stat, |uid, gid| sys::lchownat(dir, name, uid, gid))
             .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
     }
-    let src = Target::at(src_dir, src_name, !is_symlink);
-    let dst = Target::at(dir, name, false);
+    let src = Subject::at(src_dir, src_name, !is_symlink);
+    let dst = Subject::at(dir, name, false);
     let listed = if preserve.xattr {
         xattrs(ctx, src, dst, preserve.mode && !is_symlink, path)?
     } else {

@@ -21,7 +21,7 @@ use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
 use crate::refusal::Refusal;
 use crate::sys::{self, Kind, Stat};
-use crate::xattr::{self, Target};
+use crate::xattr::{self, Subject};
 
 /// Permission bits a temporary that replaces an existing file is created with (the umask
 /// applies): no one else's until the old file's are given to it, so nobody opens the new
@@ -77,7 +77,7 @@ impl Replaced {
             }
             return Err(CopyError::io(Op::Create, path(), std::io::Error::from(e)));
         }
-        let mut xattrs = xattr::read_all(Target::PathFd(fd.as_fd()))
+        let mut xattrs = xattr::read_all(Subject::PathFd(fd.as_fd()))
             .map_err(|e| CopyError::io(Op::KeepXattr, path(), e))?;
         xattrs.retain(|(name, _)| !DROPPED_BY_A_WRITE.contains(&name.to_bytes()));
         Ok(Some(Replaced { stat, xattrs }))
@@ -103,7 +103,7 @@ impl Replaced {
                 .map_err(|e| CopyError::io(Op::KeepOwner, path(), e))?;
         }
         let xattr_error = |e| CopyError::io(Op::KeepXattr, path(), e);
-        xattr::set_all(Target::Fd(temp), &self.xattrs).map_err(xattr_error)?;
+        xattr::set_all(Subject::Fd(temp), &self.xattrs).map_err(xattr_error)?;
         let acl = ACCESS_ACL.to_bytes();
         if !self.xattrs.iter().any(|(name, _)| name.to_bytes() == acl) {
             // The temporary may have inherited one from its directory's default ACL.

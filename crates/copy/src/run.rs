@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::ctx::Ctx;
-use crate::engine::{uring_available, DataPath, Mover, SyncMover, UringMover};
+use crate::engine::{uring_available, BlockingMover, DataPath, Mover, UringMover};
 use crate::error::{CopyError, Op};
 use crate::finalize;
 use crate::links::LinkMap;
@@ -426,14 +426,14 @@ pub(crate) fn new_mover<'a>(
     reporter: &dyn Reporter,
 ) -> Box<dyn Mover<'a> + 'a> {
     match plan.engine {
-        Engine::ReadWrite => Box::new(SyncMover::new(DataPath::new(plan, tuning, false))),
+        Engine::ReadWrite => Box::new(BlockingMover::new(DataPath::new(plan, tuning, false))),
         Engine::Aio | Engine::CopyRange | Engine::Sendfile | Engine::Splice => {
             let method = plan.engine.method().expect("an alternative engine");
             let plain_below = match plan.engine {
                 Engine::Aio => tuning.small_file_threshold,
                 _ => 0,
             };
-            Box::new(SyncMover::new(DataPath::with_method(
+            Box::new(BlockingMover::new(DataPath::with_method(
                 plan,
                 tuning,
                 method,
@@ -454,11 +454,11 @@ pub(crate) fn new_mover<'a>(
                             "io_uring setup failed ({e}); this worker copies synchronously"
                         ));
                     }
-                    Box::new(SyncMover::new(DataPath::new(plan, tuning, true)))
+                    Box::new(BlockingMover::new(DataPath::new(plan, tuning, true)))
                 }
             }
         }
-        Engine::Uring => Box::new(SyncMover::new(DataPath::new(plan, tuning, true))),
+        Engine::Uring => Box::new(BlockingMover::new(DataPath::new(plan, tuning, true))),
     }
 }
 
@@ -565,7 +565,7 @@ pub(crate) fn start_root<'a>(
                     ctx.reporter.copied(&root.src, &root.dst);
                 }
                 let path = || root.dst.clone();
-                let src = crate::xattr::Target::at(cwd, &src_c, follow);
+                let src = crate::xattr::Subject::at(cwd, &src_c, follow);
                 finalize::directory_of(ctx, src, dst.as_fd(), &stat, fresh, None, &path);
             }
             return Err(CopyError::io(Op::Access, &root.src, e));

@@ -21,7 +21,7 @@ use crate::plan::Dereference;
 use crate::queue::{Entry, Queue, Task, BATCH};
 use crate::refusal::Refusal;
 use crate::sys::{self, Kind, Stat};
-use crate::xattr::Target;
+use crate::xattr::Subject;
 
 /// Bytes of the buffer a worker reads directories into (getdents64).
 pub(crate) const DIR_BUF: usize = 64 * 1024;
@@ -194,7 +194,7 @@ fn unreadable_subdir(
     }
     if let Some((dst, fresh)) = make_dst_dir(ctx, parent, name, &stat) {
         let path = || parent.dst_path(Some(name));
-        let src = Target::at(parent.src_fd(), name, follow);
+        let src = Subject::at(parent.src_fd(), name, follow);
         let inherited = Some(parent.dst_default_acl);
         finalize::directory_of(ctx, src, dst.as_fd(), &stat, fresh, inherited, &path);
     }

@@ -17,7 +17,7 @@ use rustix::io::Errno;
 
 /// Where an entry's extended attributes are read or written.
 #[derive(Clone, Copy)]
-pub(crate) enum Target<'a> {
+pub(crate) enum Subject<'a> {
     /// An open regular file or directory.
     Fd(BorrowedFd<'a>),
     /// A file opened with O_PATH, which the f*xattr calls refuse: reached as
@@ -34,35 +34,35 @@ pub(crate) enum Target<'a> {
     },
 }
 
-/// A [`Target`] made ready for the calls: a descriptor, or a path through /proc.
+/// A [`Subject`] made ready for the calls: a descriptor, or a path through /proc.
 enum Resolved<'a> {
     Fd(BorrowedFd<'a>),
     Path { path: CString, follow: bool },
 }
 
-impl<'a> Target<'a> {
+impl<'a> Subject<'a> {
     /// The entry `name` in `dir`, reached without opening it.
     pub(crate) fn at(dir: BorrowedFd<'a>, name: &'a CStr, follow: bool) -> Self {
-        Target::At { dir, name, follow }
+        Subject::At { dir, name, follow }
     }
 
     fn resolve(self) -> Resolved<'a> {
         match self {
-            Target::Fd(fd) => Resolved::Fd(fd),
-            Target::PathFd(fd) => {
+            Subject::Fd(fd) => Resolved::Fd(fd),
+            Subject::PathFd(fd) => {
                 let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
                 Resolved::Path {
                     path: CString::new(path).expect("no NUL in a number"),
                     follow: true,
                 }
             }
-            Target::At { dir, name, follow } if dir.as_raw_fd() == libc::AT_FDCWD => {
+            Subject::At { dir, name, follow } if dir.as_raw_fd() == libc::AT_FDCWD => {
                 Resolved::Path {
                     path: name.to_owned(),
                     follow,
                 }
             }
-            Target::At { dir, name, follow } => {
+            Subject::At { dir, name, follow } => {
                 let mut path = format!("/proc/self/fd/{}/", dir.as_raw_fd()).into_bytes();
                 path.extend_from_slice(name.to_bytes());
                 let path = CString::new(path).expect("no NUL in a file name");
@@ -141,7 +141,7 @@ pub(crate) fn is_acl(name: &[u8]) -> bool {
 /// Copies every extended attribute of `src` that this process can read onto `dst`; its POSIX
 /// ACLs only when `acls` (they go with the mode, not the extended attributes). Returns which
 /// ACLs the source listed, copied or not: known from the listing, at no cost of its own.
-pub(crate) fn copy_all(src: Target<'_>, dst: Target<'_>, acls: bool) -> Result<Acls, XattrError> {
+pub(crate) fn copy_all(src: Subject<'_>, dst: Subject<'_>, acls: bool) -> Result<Acls, XattrError> {
     let (src, dst) = (src.resolve(), dst.resolve());
     let names = match names(&src) {
         Ok(names) => names,
@@ -182,7 +182,7 @@ pub(crate) fn copy_all(src: Target<'_>, dst: Target<'_>, acls: bool) -> Result<A
 /// part of the mode that `-p` keeps, as with cp. A destination that takes none leaves nothing
 /// to do. Returns which ACLs the source holds; what it lacks, `dst` may still hold (see
 /// [`reset_acls`]).
-pub(crate) fn copy_acls(src: Target<'_>, dst: Target<'_>, dir: bool) -> io::Result<Acls> {
+pub(crate) fn copy_acls(src: Subject<'_>, dst: Subject<'_>, dir: bool) -> io::Result<Acls> {
     let names: &[&CStr] = if dir { &[ACCESS, DEFAULT] } else { &[ACCESS] };
     let (src, dst) = (src.resolve(), dst.resolve());
     let mut held = Acls::default();
@@ -212,7 +212,7 @@ pub(crate) fn copy_acls(src: Target<'_>, dst: Target<'_>, dir: bool) -> io::Resu
 /// ACL becomes the one `perm` (rwx bits) alone makes, which the kernel stores as no ACL and
 /// those mode bits, in one call; a default ACL is removed. For a file that may hold one that
 /// is not the source's: one that existed, or one made in a directory with a default ACL.
-pub(crate) fn reset_acls(dst: Target<'_>, lacking: Acls, perm: u32) -> io::Result<()> {
+pub(crate) fn reset_acls(dst: Subject<'_>, lacking: Acls, perm: u32) -> io::Result<()> {
     let dst = dst.resolve();
     if lacking.access {
         match dst.set(ACCESS, &minimal_acl(perm)) {
@@ -256,7 +256,7 @@ fn minimal_acl(perm: u32) -> Vec<u8> {
 /// Sets each of `attrs` on `dst`. A `security.*` attribute that `dst` already holds with the
 /// same value (a label a new file took from its directory) is left as it is: setting it again
 /// can need a permission that keeping it does not.
-pub(crate) fn set_all(dst: Target<'_>, attrs: &[(CString, Vec<u8>)]) -> io::Result<()> {
+pub(crate) fn set_all(dst: Subject<'_>, attrs: &[(CString, Vec<u8>)]) -> io::Result<()> {
     let dst = dst.resolve();
     let mut held = Vec::new();
     for (name, value) in attrs {
@@ -274,7 +274,7 @@ pub(crate) fn set_all(dst: Target<'_>, attrs: &[(CString, Vec<u8>)]) -> io::Resu
 /// Every extended attribute of an entry that this process can read, as (name, value) sorted by
 /// name. A filesystem without extended attributes has none.
 /// One attribute's value (`None`: the entry has none of that name, or takes no xattrs).
-pub(crate) fn get_one(target: Target<'_>, name: &CStr) -> io::Result<Option<Vec<u8>>> {
+pub(crate) fn get_one(target: Subject<'_>, name: &CStr) -> io::Result<Option<Vec<u8>>> {
     let mut value = Vec::new();
     match get(&target.resolve(), name, &mut value) {
         Ok(()) => Ok(Some(value)),
@@ -284,19 +284,19 @@ pub(crate) fn get_one(target: Target<'_>, name: &CStr) -> io::Result<Option<Vec<
 }
 
 /// Sets one attribute.
-pub(crate) fn set_one(target: Target<'_>, name: &CStr, value: &[u8]) -> io::Result<()> {
+pub(crate) fn set_one(target: Subject<'_>, name: &CStr, value: &[u8]) -> io::Result<()> {
     target.resolve().set(name, value).map_err(io::Error::from)
 }
 
 /// Removes one attribute (one that is not there is no error).
-pub(crate) fn remove_one(target: Target<'_>, name: &CStr) -> io::Result<()> {
+pub(crate) fn remove_one(target: Subject<'_>, name: &CStr) -> io::Result<()> {
     match target.resolve().remove(name) {
         Ok(()) | Err(Errno::NODATA) => Ok(()),
         Err(e) => Err(e.into()),
     }
 }
 
-pub(crate) fn read_all(target: Target<'_>) -> io::Result<Vec<(CString, Vec<u8>)>> {
+pub(crate) fn read_all(target: Subject<'_>) -> io::Result<Vec<(CString, Vec<u8>)>> {
     let target = target.resolve();
     let names = names(&target)?;
     let mut out = Vec::new();
@@ -369,9 +369,9 @@ mod tests {
             skip!("no user xattrs here: {e}");
         }
         let want = vec![(CString::from(c"user.t"), b"value".to_vec())];
-        assert_eq!(read_all(Target::Fd(fa.as_fd())).unwrap(), want);
-        assert!(copy_all(Target::Fd(fa.as_fd()), Target::Fd(fb.as_fd()), true).is_ok());
-        assert_eq!(read_all(Target::Fd(fb.as_fd())).unwrap(), want);
+        assert_eq!(read_all(Subject::Fd(fa.as_fd())).unwrap(), want);
+        assert!(copy_all(Subject::Fd(fa.as_fd()), Subject::Fd(fb.as_fd()), true).is_ok());
+        assert_eq!(read_all(Subject::Fd(fb.as_fd())).unwrap(), want);
     }
 
     #[test]
@@ -390,7 +390,7 @@ mod tests {
         std::os::unix::fs::symlink("nowhere", dir.path().join("a")).unwrap();
         std::os::unix::fs::symlink("elsewhere", dir.path().join("b")).unwrap();
         let at = std::fs::File::open(dir.path()).unwrap();
-        let target = |name| Target::at(at.as_fd(), name, false);
+        let target = |name| Subject::at(at.as_fd(), name, false);
         if let Err(e) = target(c"a").resolve().set(c"trusted.t", b"v") {
             skip!("no trusted xattrs on symlinks here: {e}");
         }

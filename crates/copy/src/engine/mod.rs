@@ -2,6 +2,7 @@
 //! compare fairly; an engine is a [`Mover`] per worker thread.
 
 pub(crate) mod bigfile;
+mod blocking;
 mod data;
 mod entry;
 mod existing;
@@ -10,12 +11,11 @@ mod job;
 mod mover;
 mod open;
 mod other;
-mod sync;
 mod uring;
 
+pub(crate) use blocking::BlockingMover;
 pub(crate) use data::{punch_hole, DataPath, Ends, Side, Stop};
 pub(crate) use entry::copy_root_entry;
 pub(crate) use mover::Mover;
-pub(crate) use sync::SyncMover;
 pub use uring::uring_available;
 pub(crate) use uring::UringMover;

@@ -367,8 +367,8 @@ pub(crate) fn decide(p: &Policy, src: &SourceFacts<'_>, dst: Option<&DestFacts<'
                     _ => QuickCheck::Checksum,
                 };
                 match sync::quick_check(quick, &src.stat, &t, None) {
-                    sync::Decision::Keep => return Decision::Skip(Skip::Complete),
-                    sync::Decision::CompareContent => {
+                    sync::Verdict::Keep => return Decision::Skip(Skip::Complete),
+                    sync::Verdict::CompareContent => {
                         return Decision::WriteOver(WriteOver {
                             target: Some(t),
                             through_link: is_link,

@@ -56,9 +56,9 @@ pub struct Rules {
     pub group: bool,
 }
 
-/// Why an entry is left as it is, unreported.
+/// Why sync leaves an entry as it is, unreported (cp's reasons are `policy::Skip`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Skip {
+pub enum NotSent {
     /// `--existing`: nothing there, and nothing new is made.
     NotExisting,
     /// `--ignore-existing`.
@@ -69,11 +69,11 @@ pub enum Skip {
     Size,
 }
 
-/// What to do with an entry.
+/// What sync does with an entry (rsync's generator's verdict; cp's is `policy::Decision`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
+pub enum Verdict {
     /// Leave it, and say nothing.
-    Skip(Skip),
+    Skip(NotSent),
     /// Nothing is there: make it.
     Create,
     /// Up to date: only the attributes that differ are set.
@@ -104,21 +104,21 @@ pub struct Facts<'a> {
 }
 
 /// rsync's rule for the entry.
-pub fn decide(r: &Rules, f: &Facts<'_>) -> Decision {
+pub fn decide(r: &Rules, f: &Facts<'_>) -> Verdict {
     let src = f.src;
     let kind = src.kind();
     if kind == Kind::File {
         let too_big = r.max_size.is_some_and(|max| src.size > max);
         let too_small = r.min_size.is_some_and(|min| src.size < min);
         if too_big || too_small {
-            return Decision::Skip(Skip::Size);
+            return Verdict::Skip(NotSent::Size);
         }
     }
     let Some(dst) = f.dst else {
         return if r.existing {
-            Decision::Skip(Skip::NotExisting)
+            Verdict::Skip(NotSent::NotExisting)
         } else {
-            Decision::Create
+            Verdict::Create
         };
     };
     // -K: a symlink to a directory where the source has a directory is that directory.
@@ -128,38 +128,38 @@ pub fn decide(r: &Rules, f: &Facts<'_>) -> Decision {
     };
     // --ignore-existing leaves what exists, a file where the source has a directory too.
     if r.ignore_existing && (kind != Kind::Dir || dst.kind() != Kind::Dir) {
-        return Decision::Skip(Skip::Exists);
+        return Verdict::Skip(NotSent::Exists);
     }
     // -u spares newer regular files only (rsync replaces a newer symlink all the same).
     if r.update && kind == Kind::File && dst.mtime > src.mtime && dst.kind() == kind {
-        return Decision::Skip(Skip::Newer);
+        return Verdict::Skip(NotSent::Newer);
     }
     if dst.kind() != kind {
-        return Decision::Replace;
+        return Verdict::Replace;
     }
     match kind {
-        Kind::Dir => Decision::Keep,
+        Kind::Dir => Verdict::Keep,
         Kind::Symlink => {
             if f.same_value {
-                Decision::Keep
+                Verdict::Keep
             } else {
-                Decision::Replace
+                Verdict::Replace
             }
         }
         Kind::Special => {
             let same_type = src.mode & libc::S_IFMT == dst.mode & libc::S_IFMT;
             if same_type && f.same_value {
-                Decision::Keep
+                Verdict::Keep
             } else {
-                Decision::Replace
+                Verdict::Replace
             }
         }
         Kind::File => quick_check(r.quick, src, dst, f.same_content),
     }
 }
 
-/// Whether the regular file `dst` already holds `src`: [`Decision::Keep`], [`Decision::Rewrite`],
-/// or [`Decision::CompareContent`] until `same_content` is known. The one quick check of sync
+/// Whether the regular file `dst` already holds `src`: [`Verdict::Keep`], [`Verdict::Rewrite`],
+/// or [`Verdict::CompareContent`] until `same_content` is known. The one quick check of sync
 /// and of `cp --resume` (which is a sync in one direction: `SizeAndTime` where times are kept,
 /// `Checksum` where they are not).
 pub fn quick_check(
@@ -167,24 +167,24 @@ pub fn quick_check(
     src: &Stat,
     dst: &Stat,
     same_content: Option<bool>,
-) -> Decision {
+) -> Verdict {
     if dst.kind() != Kind::File || (src.size != dst.size && quick != QuickCheck::Never) {
-        return Decision::Rewrite;
+        return Verdict::Rewrite;
     }
     match quick {
-        QuickCheck::Never => Decision::Rewrite,
-        QuickCheck::SizeOnly => Decision::Keep,
+        QuickCheck::Never => Verdict::Rewrite,
+        QuickCheck::SizeOnly => Verdict::Keep,
         QuickCheck::SizeAndTime { window_ns } => {
             if same_time(src.mtime, dst.mtime, window_ns) {
-                Decision::Keep
+                Verdict::Keep
             } else {
-                Decision::Rewrite
+                Verdict::Rewrite
             }
         }
         QuickCheck::Checksum => match same_content {
-            None => Decision::CompareContent,
-            Some(true) => Decision::Keep,
-            Some(false) => Decision::Rewrite,
+            None => Verdict::CompareContent,
+            Some(true) => Verdict::Keep,
+            Some(false) => Verdict::Rewrite,
         },
     }
 }
@@ -305,15 +305,15 @@ mod tests {
         let r = rules();
         let src = stat(F, 10, (100, 5));
         let cases = [
-            (stat(F, 10, (100, 5)), Decision::Keep),
-            (stat(F, 10, (100, 6)), Decision::Rewrite),
-            (stat(F, 11, (100, 5)), Decision::Rewrite),
-            (stat(F, 10, (99, 5)), Decision::Rewrite),
+            (stat(F, 10, (100, 5)), Verdict::Keep),
+            (stat(F, 10, (100, 6)), Verdict::Rewrite),
+            (stat(F, 11, (100, 5)), Verdict::Rewrite),
+            (stat(F, 10, (99, 5)), Verdict::Rewrite),
         ];
         for (dst, want) in cases {
             assert_eq!(decide(&r, &facts(&src, Some(&dst))), want, "{dst:?}");
         }
-        assert_eq!(decide(&r, &facts(&src, None)), Decision::Create);
+        assert_eq!(decide(&r, &facts(&src, None)), Verdict::Create);
     }
 
     #[test]
@@ -327,11 +327,11 @@ mod tests {
         let src = stat(F, 10, (100, 500));
         assert_eq!(
             decide(&r, &facts(&src, Some(&stat(F, 10, (101, 500))))),
-            Decision::Keep
+            Verdict::Keep
         );
         assert_eq!(
             decide(&r, &facts(&src, Some(&stat(F, 10, (101, 501))))),
-            Decision::Rewrite
+            Verdict::Rewrite
         );
     }
 
@@ -345,23 +345,23 @@ mod tests {
         };
         assert_eq!(
             decide(&size_only, &facts(&src, Some(&older))),
-            Decision::Keep
+            Verdict::Keep
         );
         let checksum = Rules {
             quick: QuickCheck::Checksum,
             ..rules()
         };
         let mut f = facts(&src, Some(&older));
-        assert_eq!(decide(&checksum, &f), Decision::CompareContent);
+        assert_eq!(decide(&checksum, &f), Verdict::CompareContent);
         f.same_content = Some(true);
-        assert_eq!(decide(&checksum, &f), Decision::Keep);
+        assert_eq!(decide(&checksum, &f), Verdict::Keep);
         f.same_content = Some(false);
-        assert_eq!(decide(&checksum, &f), Decision::Rewrite);
+        assert_eq!(decide(&checksum, &f), Verdict::Rewrite);
         // -c never reads two files of different sizes.
         let longer = stat(F, 11, (100, 0));
         assert_eq!(
             decide(&checksum, &facts(&src, Some(&longer))),
-            Decision::Rewrite
+            Verdict::Rewrite
         );
         let never = Rules {
             quick: QuickCheck::Never,
@@ -369,7 +369,7 @@ mod tests {
         };
         assert_eq!(
             decide(&never, &facts(&src, Some(&src.clone()))),
-            Decision::Rewrite
+            Verdict::Rewrite
         );
     }
 
@@ -383,17 +383,17 @@ mod tests {
         };
         assert_eq!(
             decide(&update, &facts(&src, Some(&newer))),
-            Decision::Skip(Skip::Newer)
+            Verdict::Skip(NotSent::Newer)
         );
         assert_eq!(
             decide(&update, &facts(&newer, Some(&src))),
-            Decision::Rewrite
+            Verdict::Rewrite
         );
         // -u does not keep a newer entry of another type.
         let newer_dir = stat(D, 0, (200, 0));
         assert_eq!(
             decide(&update, &facts(&src, Some(&newer_dir))),
-            Decision::Replace
+            Verdict::Replace
         );
         let existing = Rules {
             existing: true,
@@ -401,11 +401,11 @@ mod tests {
         };
         assert_eq!(
             decide(&existing, &facts(&src, None)),
-            Decision::Skip(Skip::NotExisting)
+            Verdict::Skip(NotSent::NotExisting)
         );
         assert_eq!(
             decide(&existing, &facts(&src, Some(&newer))),
-            Decision::Rewrite
+            Verdict::Rewrite
         );
         let ignore = Rules {
             ignore_existing: true,
@@ -413,15 +413,15 @@ mod tests {
         };
         assert_eq!(
             decide(&ignore, &facts(&src, Some(&newer))),
-            Decision::Skip(Skip::Exists)
+            Verdict::Skip(NotSent::Exists)
         );
-        assert_eq!(decide(&ignore, &facts(&src, None)), Decision::Create);
+        assert_eq!(decide(&ignore, &facts(&src, None)), Verdict::Create);
         // A directory is still entered under --ignore-existing; a file in its way stays.
         let dir = stat(D, 0, (1, 0));
-        assert_eq!(decide(&ignore, &facts(&dir, Some(&dir))), Decision::Keep);
+        assert_eq!(decide(&ignore, &facts(&dir, Some(&dir))), Verdict::Keep);
         assert_eq!(
             decide(&ignore, &facts(&dir, Some(&newer))),
-            Decision::Skip(Skip::Exists)
+            Verdict::Skip(NotSent::Exists)
         );
         let sized = Rules {
             max_size: Some(9),
@@ -430,15 +430,15 @@ mod tests {
         };
         assert_eq!(
             decide(&sized, &facts(&src, None)),
-            Decision::Skip(Skip::Size)
+            Verdict::Skip(NotSent::Size)
         );
         let small = stat(F, 1, (1, 0));
         assert_eq!(
             decide(&sized, &facts(&small, None)),
-            Decision::Skip(Skip::Size)
+            Verdict::Skip(NotSent::Size)
         );
         let fits = stat(F, 5, (1, 0));
-        assert_eq!(decide(&sized, &facts(&fits, None)), Decision::Create);
+        assert_eq!(decide(&sized, &facts(&fits, None)), Verdict::Create);
     }
 
     #[test]
@@ -447,22 +447,22 @@ mod tests {
         let file = stat(F, 1, (1, 0));
         let dir = stat(D, 0, (1, 0));
         let link = stat(L, 3, (1, 0));
-        assert_eq!(decide(&r, &facts(&file, Some(&dir))), Decision::Replace);
-        assert_eq!(decide(&r, &facts(&dir, Some(&file))), Decision::Replace);
-        assert_eq!(decide(&r, &facts(&dir, Some(&dir))), Decision::Keep);
+        assert_eq!(decide(&r, &facts(&file, Some(&dir))), Verdict::Replace);
+        assert_eq!(decide(&r, &facts(&dir, Some(&file))), Verdict::Replace);
+        assert_eq!(decide(&r, &facts(&dir, Some(&dir))), Verdict::Keep);
         let mut f = facts(&link, Some(&link));
-        assert_eq!(decide(&r, &f), Decision::Replace);
+        assert_eq!(decide(&r, &f), Verdict::Replace);
         f.same_value = true;
-        assert_eq!(decide(&r, &f), Decision::Keep);
+        assert_eq!(decide(&r, &f), Verdict::Keep);
         // -K: a symlink to a directory stands for it; without -K it is replaced.
         let mut f = facts(&dir, Some(&link));
         f.dst_dir_target = Some(&dir);
-        assert_eq!(decide(&r, &f), Decision::Replace);
+        assert_eq!(decide(&r, &f), Verdict::Replace);
         let k = Rules {
             keep_dirlinks: true,
             ..rules()
         };
-        assert_eq!(decide(&k, &f), Decision::Keep);
+        assert_eq!(decide(&k, &f), Verdict::Keep);
     }
 
     #[test]

@@ -120,7 +120,7 @@ pub(super) fn find(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> Option<Match
             continue;
         };
         if run.plan.fake_super {
-            let target = crate::xattr::Target::at(dir.as_fd(), &e.dst_name, false);
+            let target = crate::xattr::Subject::at(dir.as_fd(), &e.dst_name, false);
             super::fake::read(target, &mut stat);
         }
         if stat.kind() != e.stat.kind() {
@@ -190,8 +190,8 @@ fn same_xattrs(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry, dir: &OwnedFd) -> b
     if !(run.plan.xattrs || run.plan.acls) {
         return true;
     }
-    let src = crate::xattr::Target::at(pair.src(e), &e.name, false);
-    let alt = crate::xattr::Target::at(dir.as_fd(), &e.dst_name, false);
+    let src = crate::xattr::Subject::at(pair.src(e), &e.name, false);
+    let alt = crate::xattr::Subject::at(dir.as_fd(), &e.dst_name, false);
     matches!(super::xattrs::differ(run, src, alt), Ok((false, false)))
 }
 

@@ -28,10 +28,10 @@ use crate::engine::{punch_hole, DataPath, Ends, Side as DataSide, Stop};
 use crate::error::{CopyError, Op};
 use crate::filter::Side;
 use crate::manifest::hashing::FileHash;
-use crate::policy::sync::{self as rules, Changes, Decision, QuickCheck};
+use crate::policy::sync::{self as rules, Changes, QuickCheck, Verdict};
 use crate::sys::{self, Kind, Stat};
 use crate::temp;
-use crate::xattr::Target;
+use crate::xattr::Subject;
 
 const OMIT: (i64, u32) = (0, libc::UTIME_OMIT as u32);
 
@@ -102,7 +102,7 @@ pub(super) fn fix_attrs(
     let existing = sys::statx_at(dir, name, false).ok();
     let mut seen = existing;
     if let Some(d) = seen.as_mut().filter(|_| run.plan.fake_super) {
-        super::fake::read(Target::at(dir, name, false), d);
+        super::fake::read(Subject::at(dir, name, false), d);
     }
     let want = wanted(run, &e.stat, seen.as_ref());
     if changes.owner || changes.group {
@@ -119,14 +119,14 @@ pub(super) fn fix_attrs(
     }
     if run.plan.fake_super && (changes.owner || changes.group || changes.perms) {
         if let Ok(real) = sys::statx_at(dir, name, false) {
-            super::fake::write(Target::at(dir, name, false), &want, &real)
+            super::fake::write(Subject::at(dir, name, false), &want, &real)
                 .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
         }
     }
     if changes.acl || changes.xattr {
         // A symlink synced as one is read as itself; one followed, through it.
-        let src = Target::at(pair.src(e), &e.name, e.stat.kind() != Kind::Symlink);
-        super::xattrs::bring(run, src, Target::at(dir, name, false))
+        let src = Subject::at(pair.src(e), &e.name, e.stat.kind() != Kind::Symlink);
+        super::xattrs::bring(run, src, Subject::at(dir, name, false))
             .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
     }
     if changes.time {
@@ -186,7 +186,7 @@ fn file_attrs(
         sys::fchmod(fd, perm).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
     }
     if plan.xattrs || plan.acls {
-        super::xattrs::bring(run, Target::Fd(src), Target::Fd(fd))
+        super::xattrs::bring(run, Subject::Fd(src), Subject::Fd(fd))
             .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
     }
     if plan.fake_super {
@@ -195,7 +195,7 @@ fn file_attrs(
         full.uid = want.uid;
         full.gid = want.gid;
         let real = sys::fstatx(fd).map_err(|e| CopyError::io(Op::Stat, path(), e))?;
-        super::fake::write(Target::Fd(fd), &full, &real)
+        super::fake::write(Subject::Fd(fd), &full, &real)
             .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
     }
     if plan.times {
@@ -246,11 +246,11 @@ pub(super) fn dir_attrs(
     }
     if plan.fake_super {
         let real = sys::fstatx(dst).map_err(|e| CopyError::io(Op::Stat, path(), e))?;
-        super::fake::write(Target::Fd(dst), &want, &real)
+        super::fake::write(Subject::Fd(dst), &want, &real)
             .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
     }
     if plan.xattrs || plan.acls {
-        super::xattrs::bring(run, Target::Fd(pair.head().fd.as_fd()), Target::Fd(dst))
+        super::xattrs::bring(run, Subject::Fd(pair.head().fd.as_fd()), Subject::Fd(dst))
             .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
     }
     if plan.times && !plan.omit_dir_times && !rules::same_time(now.mtime, want.mtime, run.window_ns)
@@ -445,7 +445,7 @@ pub(super) fn from_alt(
         }
         return Ok(item);
     }
-    make(run, pair, e, None, rules::Decision::Create, lines)?;
+    make(run, pair, e, None, rules::Verdict::Create, lines)?;
     Ok(item)
 }
 
@@ -479,7 +479,7 @@ pub(super) fn hard_link(
     pair: &Pair<'_>,
     e: &SrcEntry,
     dst: Option<&Stat>,
-    decision: Decision,
+    decision: Verdict,
     (lines, leading): (&mut Vec<u8>, &mut Option<Leading>),
 ) -> Option<bool> {
     let anchor = pair.anchor.clone();
@@ -493,7 +493,7 @@ pub(super) fn hard_link(
             Some(leader) => leader.clone(),
             // A name left as it is (--ignore-existing, -u) does not hold the group's bytes:
             // the next name to be made leads instead (as rsync transfers that one).
-            None if matches!(decision, Decision::Skip(_)) => return None,
+            None if matches!(decision, Verdict::Skip(_)) => return None,
             None => {
                 let path = CString::new(join(&pair.dst_rel, e.dst_name.to_bytes())).ok()?;
                 let ready = Arc::new(Ready::default());
@@ -512,7 +512,7 @@ pub(super) fn hard_link(
             }
         }
     };
-    if matches!(decision, Decision::Skip(_)) {
+    if matches!(decision, Verdict::Skip(_)) {
         return Some(false);
     }
     // The first name may be in the making on another worker.
@@ -850,12 +850,12 @@ pub(super) fn make(
     pair: &Pair<'_>,
     e: &SrcEntry,
     dst: Option<&Stat>,
-    decision: Decision,
+    decision: Verdict,
     lines: &mut Vec<u8>,
 ) -> Result<Option<Item>, CopyError> {
     let plan = run.plan;
     let kind = e.stat.kind();
-    let replaced = decision == Decision::Replace;
+    let replaced = decision == Verdict::Replace;
     // A symlink or device that changed value is not new; an entry of another type is.
     let fresh = dst.is_none_or(|d| d.kind() != kind);
     let action = if kind == Kind::File {
@@ -945,7 +945,7 @@ pub(super) fn make(
                 let want = wanted(run, &e.stat, None);
                 let real =
                     sys::fstatx(fd.as_fd()).map_err(|err| CopyError::io(Op::Stat, path(), err))?;
-                super::fake::write(Target::Fd(fd.as_fd()), &want, &real)
+                super::fake::write(Subject::Fd(fd.as_fd()), &want, &real)
                     .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
             } else {
                 let mode = (e.stat.mode & libc::S_IFMT) | (e.stat.perm() & 0o777);
@@ -986,8 +986,8 @@ fn special_attrs(
     if plan.xattrs || plan.acls {
         // Symlinks and special files carry them too (trusted.*, security.*); a special file
         // reached through a followed symlink, its own.
-        let src = Target::at(pair.src(e), &e.name, kind != Kind::Symlink);
-        super::xattrs::bring(run, src, Target::at(dir, tmp, false))
+        let src = Subject::at(pair.src(e), &e.name, kind != Kind::Symlink);
+        super::xattrs::bring(run, src, Subject::at(dir, tmp, false))
             .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
     }
     if plan.times {

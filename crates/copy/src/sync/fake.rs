@@ -8,13 +8,13 @@ use std::ffi::CStr;
 use std::io;
 
 use crate::sys::{Kind, Stat};
-use crate::xattr::{self, Target};
+use crate::xattr::{self, Subject};
 
 /// rsync's name for the attribute.
 pub(super) const STAT: &CStr = c"user.rsync.%stat";
 
 /// The entry as `--fake-super` sees it: `stat`, with what its `user.rsync.%stat` says.
-pub(super) fn read(target: Target<'_>, stat: &mut Stat) {
+pub(super) fn read(target: Subject<'_>, stat: &mut Stat) {
     if stat.kind() == Kind::Symlink {
         return;
     }
@@ -65,7 +65,7 @@ pub(super) fn real_perm(want: &Stat) -> u32 {
 
 /// Records `want` on the entry whose real stat is `real`: the attribute is set where the two
 /// differ in what it holds, and removed where they agree.
-pub(super) fn write(target: Target<'_>, want: &Stat, real: &Stat) -> io::Result<()> {
+pub(super) fn write(target: Subject<'_>, want: &Stat, real: &Stat) -> io::Result<()> {
     let same = want.mode == real.mode
         && want.uid == real.uid
         && want.gid == real.gid

@@ -689,7 +689,7 @@ impl SyncPlanBuilder {
         plan.relative = self.relative || (from_list && !self.no_relative);
         plan.delay_updates = self.delay_updates && !plan.inplace;
         if let Some(rate) = &self.bwlimit {
-            parse_size(rate, "bwlimit")?;
+            parse_rsync_size(rate, "bwlimit")?;
         }
         plan.dry_run |= list_only;
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -880,7 +880,9 @@ impl SyncPlanBuilder {
             QuickCheck::SizeAndTime { window_ns }
         };
         let size = |text: &Option<String>, option| {
-            text.as_deref().map(|s| parse_size(s, option)).transpose()
+            text.as_deref()
+                .map(|s| parse_rsync_size(s, option))
+                .transpose()
         };
         self.plan.max_size = size(&self.max_size, "max-size")?;
         self.plan.min_size = size(&self.min_size, "min-size")?;
@@ -1077,7 +1079,7 @@ fn remote(path: &OsStr) -> bool {
 }
 
 /// rsync's sizes: 10, 10K (1024), 10KB (1000), 1.5M, with an optional +1/-1 ("G-1").
-fn parse_size(text: &str, option: &str) -> Result<u64, SyncPlanError> {
+fn parse_rsync_size(text: &str, option: &str) -> Result<u64, SyncPlanError> {
     let bad = || {
         usage(format!(
             "--{option}={text}: invalid size (try 100K, 2M, 1.5G)"
@@ -1304,14 +1306,14 @@ mod tests {
 
     #[test]
     fn sizes_as_rsync_reads_them() {
-        assert_eq!(parse_size("10", "x").unwrap(), 10);
-        assert_eq!(parse_size("1k", "x").unwrap(), 1024);
-        assert_eq!(parse_size("1KB", "x").unwrap(), 1000);
-        assert_eq!(parse_size("1.5M", "x").unwrap(), 1_572_864);
-        assert_eq!(parse_size("1G-1", "x").unwrap(), (1 << 30) - 1);
-        assert!(parse_size("ten", "x").is_err());
-        assert!(parse_size("1Q", "x").is_err());
-        assert!(parse_size("99999999999999999999999P", "x").is_err());
+        assert_eq!(parse_rsync_size("10", "x").unwrap(), 10);
+        assert_eq!(parse_rsync_size("1k", "x").unwrap(), 1024);
+        assert_eq!(parse_rsync_size("1KB", "x").unwrap(), 1000);
+        assert_eq!(parse_rsync_size("1.5M", "x").unwrap(), 1_572_864);
+        assert_eq!(parse_rsync_size("1G-1", "x").unwrap(), (1 << 30) - 1);
+        assert!(parse_rsync_size("ten", "x").is_err());
+        assert!(parse_rsync_size("1Q", "x").is_err());
+        assert!(parse_rsync_size("99999999999999999999999P", "x").is_err());
     }
 
     #[test]

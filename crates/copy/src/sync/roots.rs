@@ -359,7 +359,7 @@ fn open_path(path: &Path) -> std::io::Result<OwnedFd> {
 /// Opens the directory pair of the roots (the operands, which all go into one destination
 /// directory) for `pass`: one source layer per operand, merged as rsync's one file list
 /// merges them. The root of a `SRC/` transfer is itemized as `./`.
-pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Option<Pair<'r>> {
+pub(super) fn open_root_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Option<Pair<'r>> {
     let plan = run.plan;
     let first = roots.first()?;
     let top = Scope::root(plan.filters.clone());
@@ -426,7 +426,7 @@ pub(super) fn open_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -> Opt
     }
     if plan.fake_super {
         if let Some(layer) = layers.first() {
-            super::fake::read(crate::xattr::Target::Fd(layer.fd.as_fd()), &mut src_stat);
+            super::fake::read(crate::xattr::Subject::Fd(layer.fd.as_fd()), &mut src_stat);
         }
     }
     let shown = whole || dot.is_some();

@@ -21,7 +21,7 @@ use super::roots::{self, Root};
 use super::{DeleteWhen, Outcome, Output, Progress, Stats, Symlinks, SyncPlan};
 use crate::error::{CopyError, Op};
 use crate::filter::Side;
-use crate::policy::sync::{self as rules, Decision, Facts, QuickCheck, Rules};
+use crate::policy::sync::{self as rules, Facts, QuickCheck, Rules, Verdict};
 use crate::sys::{self, Kind, Stat};
 
 /// Bytes of the buffer a worker reads directories into.
@@ -360,7 +360,7 @@ fn total_progress(run: &Run<'_>, started: Instant, finished: &AtomicBool) {
 
 /// Walks the roots (merged into one pair) in one pass, on the run's workers.
 fn walk_root<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) {
-    let Some(mut pair) = roots::open_pair(run, roots, pass) else {
+    let Some(mut pair) = roots::open_root_pair(run, roots, pass) else {
         return;
     };
     // The order is kept where lines are printed, and wherever the run deletes: deletions
@@ -751,7 +751,7 @@ fn list_dir<'r>(
                 continue;
             };
             if plan.fake_super {
-                let target = crate::xattr::Target::at(layer.fd.as_fd(), &name, false);
+                let target = crate::xattr::Subject::at(layer.fd.as_fd(), &name, false);
                 super::fake::read(target, &mut stat);
             }
             if !plan.chmod.is_empty() && stat.kind() != Kind::Symlink {
@@ -1161,7 +1161,7 @@ fn entry<'r>(
         Ok(Some(mut d)) if plan.fake_super => {
             if let Some(dir) = &pair.dst {
                 super::fake::read(
-                    crate::xattr::Target::at(dir.as_fd(), &e.dst_name, false),
+                    crate::xattr::Subject::at(dir.as_fd(), &e.dst_name, false),
                     &mut d,
                 );
             }
@@ -1204,7 +1204,7 @@ fn entry<'r>(
         return;
     }
     let mut decision = rules::decide(&run.rules, &facts);
-    if decision == Decision::CompareContent {
+    if decision == Verdict::CompareContent {
         facts.same_content = Some(apply::same_content(run, pair, e));
         decision = rules::decide(&run.rules, &facts);
     }
@@ -1223,12 +1223,12 @@ fn entry<'r>(
     }
     let attr_target = dir_target.or(dst);
     match decision {
-        Decision::Skip(why) => {
+        Verdict::Skip(why) => {
             skipped(run, e, why, lines);
             apply::record_existing(run, pair, e);
         }
-        Decision::CompareContent => unreachable!("decided once the content was compared"),
-        Decision::Keep => {
+        Verdict::CompareContent => unreachable!("decided once the content was compared"),
+        Verdict::Keep => {
             let want = super::wanted::wanted(run, &e.stat, attr_target.as_ref());
             let mut changes = attr_target
                 .map(|d| rules::attr_changes(&run.rules, &want, &d, run.window_ns))
@@ -1236,8 +1236,9 @@ fn entry<'r>(
             if plan.xattrs || plan.acls {
                 if let Some(dst_dir) = &pair.dst {
                     let follow = plan.symlinks == Symlinks::Follow || dir_target.is_some();
-                    let src = crate::xattr::Target::at(pair.src(e), &e.name, kind != Kind::Symlink);
-                    let dst = crate::xattr::Target::at(dst_dir.as_fd(), &e.dst_name, follow);
+                    let src =
+                        crate::xattr::Subject::at(pair.src(e), &e.name, kind != Kind::Symlink);
+                    let dst = crate::xattr::Subject::at(dst_dir.as_fd(), &e.dst_name, follow);
                     match super::xattrs::differ(run, src, dst) {
                         Ok((acl, xattr)) => {
                             changes.acl = acl;
@@ -1280,9 +1281,9 @@ fn entry<'r>(
                 apply::remove_source(run, pair, e);
             }
         }
-        Decision::Create | Decision::Rewrite | Decision::Replace => {
+        Verdict::Create | Verdict::Rewrite | Verdict::Replace => {
             // --*-dest: what DEST lacks may be in another tree already.
-            let alt = (decision == Decision::Create)
+            let alt = (decision == Verdict::Create)
                 .then(|| super::alt::find(run, pair, e))
                 .flatten();
             if let Some(m) = alt.as_ref().filter(|m| m.exact && kind != Kind::Dir) {
@@ -1387,21 +1388,21 @@ fn hard_link_order(pair: &Pair<'_>, entries: Vec<SrcEntry>) -> Vec<SrcEntry> {
 }
 
 /// `--info=skip` (and `-vv`): why an entry is left, in rsync's words.
-fn skipped(run: &Run<'_>, e: &SrcEntry, why: rules::Skip, lines: &mut Vec<u8>) {
+fn skipped(run: &Run<'_>, e: &SrcEntry, why: rules::NotSent, lines: &mut Vec<u8>) {
     if run.out.skips == 0 {
         return;
     }
     let is_dir = e.stat.kind() == Kind::Dir;
     let (before, after): (&[u8], &[u8]) = match why {
-        rules::Skip::Newer => (b"", b" is newer"),
-        rules::Skip::Exists if is_dir => return,
-        rules::Skip::Exists => (b"", b" exists"),
-        rules::Skip::NotExisting if is_dir => (b"not creating new directory \"", b"\""),
-        rules::Skip::NotExisting => (b"not creating new file \"", b"\""),
-        rules::Skip::Size if run.plan.max_size.is_some_and(|m| e.stat.size > m) => {
+        rules::NotSent::Newer => (b"", b" is newer"),
+        rules::NotSent::Exists if is_dir => return,
+        rules::NotSent::Exists => (b"", b" exists"),
+        rules::NotSent::NotExisting if is_dir => (b"not creating new directory \"", b"\""),
+        rules::NotSent::NotExisting => (b"not creating new file \"", b"\""),
+        rules::NotSent::Size if run.plan.max_size.is_some_and(|m| e.stat.size > m) => {
             (b"", b" is over max-size")
         }
-        rules::Skip::Size => (b"", b" is under min-size"),
+        rules::NotSent::Size => (b"", b" is under min-size"),
     };
     lines.extend_from_slice(before);
     lines.extend_from_slice(&e.rel);

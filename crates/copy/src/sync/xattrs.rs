@@ -7,10 +7,10 @@ use std::ffi::CString;
 use std::io;
 
 use super::pair::Run;
-use crate::xattr::{self, Target};
+use crate::xattr::{self, Subject};
 
 /// The attributes of `target` the run carries, sorted by name.
-fn carried(run: &Run<'_>, target: Target<'_>) -> io::Result<Vec<(CString, Vec<u8>)>> {
+fn carried(run: &Run<'_>, target: Subject<'_>) -> io::Result<Vec<(CString, Vec<u8>)>> {
     let plan = run.plan;
     let mut all = xattr::read_all(target)?;
     all.retain(|(name, _)| {
@@ -31,7 +31,11 @@ fn carried(run: &Run<'_>, target: Target<'_>) -> io::Result<Vec<(CString, Vec<u8
 }
 
 /// Whether the ACLs, and the other extended attributes, of `dst` differ from `src`'s.
-pub(super) fn differ(run: &Run<'_>, src: Target<'_>, dst: Target<'_>) -> io::Result<(bool, bool)> {
+pub(super) fn differ(
+    run: &Run<'_>,
+    src: Subject<'_>,
+    dst: Subject<'_>,
+) -> io::Result<(bool, bool)> {
     let (a, b) = (carried(run, src)?, carried(run, dst)?);
     let part = |v: &[(CString, Vec<u8>)], acl: bool| -> Vec<(CString, Vec<u8>)> {
         v.iter()
@@ -47,7 +51,7 @@ pub(super) fn differ(run: &Run<'_>, src: Target<'_>, dst: Target<'_>) -> io::Res
 
 /// Gives `dst` the carried attributes of `src`: each one that differs set, each one `src`
 /// lacks removed.
-pub(super) fn bring(run: &Run<'_>, src: Target<'_>, dst: Target<'_>) -> io::Result<()> {
+pub(super) fn bring(run: &Run<'_>, src: Subject<'_>, dst: Subject<'_>) -> io::Result<()> {
     let (want, have) = (carried(run, src)?, carried(run, dst)?);
     for (name, value) in &want {
         if !have.iter().any(|(n, v)| n == name && v == value) {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use crate::sys::{self, Kind, Stat};
-use crate::xattr::{self, Target};
+use crate::xattr::{self, Subject};
 
 use super::content::{Compared, ContentJob};
 use super::difference::{Difference, DifferenceKind};
@@ -127,8 +127,8 @@ impl Walk<'_> {
         if self.opts.xattrs && !opened {
             // Entries the comparison does not open (a FIFO or a device would act on it) are
             // named through their directory.
-            let src = Target::at(src_dir, src_name, follow);
-            let dst = Target::at(dst_dir, dst_name, false);
+            let src = Subject::at(src_dir, src_name, follow);
+            let dst = Subject::at(dst_dir, dst_name, false);
             self.xattrs(&path, src, dst);
         }
         match s.kind() {
@@ -302,7 +302,7 @@ impl Walk<'_> {
             }
         }
         if self.opts.xattrs {
-            self.xattrs(&path, Target::Fd(src.as_fd()), Target::Fd(dst.as_fd()));
+            self.xattrs(&path, Subject::Fd(src.as_fd()), Subject::Fd(dst.as_fd()));
         }
         let stated = (s.size, d.size);
         let job = ContentJob {
@@ -335,7 +335,7 @@ impl Walk<'_> {
             Err(e) => return self.unreadable(path, "destination", "open directory", e),
         };
         if self.opts.xattrs {
-            self.xattrs(path, Target::Fd(src.as_fd()), Target::Fd(dst.as_fd()));
+            self.xattrs(path, Subject::Fd(src.as_fd()), Subject::Fd(dst.as_fd()));
         }
         let (src_names, dst_names) = match (self.list(src.as_fd()), self.list(dst.as_fd())) {
             (Ok(a), Ok(b)) => (a, b),
@@ -389,7 +389,7 @@ impl Walk<'_> {
         Ok(names)
     }
 
-    fn xattrs(&mut self, path: &Path, src: Target<'_>, dst: Target<'_>) {
+    fn xattrs(&mut self, path: &Path, src: Subject<'_>, dst: Subject<'_>) {
         let (mut a, mut b) = match (xattr::read_all(src), xattr::read_all(dst)) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) => return self.unreadable(path, "source", "list extended attributes", e),

@@ -1,5 +1,6 @@
-//! The synchronous mover: each entry copied start to finish on the worker thread. It serves
-//! `--engine readwrite` and is the automatic fallback where io_uring is missing or forbidden.
+//! The blocking mover: each entry copied start to finish on the worker thread with blocking
+//! system calls. It serves `--engine readwrite` and is the automatic fallback where io_uring
+//! is missing or forbidden.
 
 use std::sync::Arc;
 
@@ -10,19 +11,19 @@ use super::mover::Mover;
 use crate::node::DirHold;
 use crate::queue::{Entry, Queue};
 
-/// Synchronous copies through a [`DataPath`].
+/// Blocking copies through a [`DataPath`].
 #[derive(Debug)]
-pub(crate) struct SyncMover {
+pub(crate) struct BlockingMover {
     data: DataPath,
 }
 
-impl SyncMover {
+impl BlockingMover {
     pub fn new(data: DataPath) -> Self {
-        SyncMover { data }
+        BlockingMover { data }
     }
 }
 
-impl<'a> Mover<'a> for SyncMover {
+impl<'a> Mover<'a> for BlockingMover {
     fn copy_entries(&mut self, dir: &DirHold<'a>, entries: Vec<Entry>, queue: &Queue<'a>) {
         let ctx = dir.ctx;
         for entry in entries {

@@ -98,6 +98,7 @@ static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static struct task *stack;
 static size_t stack_len, stack_cap;
 static size_t busy; /* pairs being listed */
+static size_t idle; /* workers waiting for a pair */
 static int done;
 
 static void fail(int side, const char *dir, const char *name, const char *what,
@@ -155,7 +156,9 @@ static void push(struct task *t, size_t n) {
     }
     memcpy(stack + stack_len, t, n * sizeof *t);
     stack_len += n;
-    pthread_cond_broadcast(&wake);
+    /* Wake as many idle workers as there are new pairs, no more. */
+    for (size_t k = 0; k < n && k < idle; k++)
+        pthread_cond_signal(&wake);
     pthread_mutex_unlock(&lock);
 }
 
@@ -360,8 +363,11 @@ static void *worker(void *arg) {
     struct worker_buf *wb = xmalloc(sizeof *wb);
     pthread_mutex_lock(&lock);
     for (;;) {
-        while (stack_len == 0 && !done)
+        while (stack_len == 0 && !done) {
+            idle++;
             pthread_cond_wait(&wake, &lock);
+            idle--;
+        }
         if (done)
             break;
         struct task t = stack[--stack_len];

@@ -150,7 +150,7 @@ fn creation(pair: &Pair<'_>, src: &Stat, existing: Option<&Stat>, want: &Stat) -
     let run = pair.run;
     let perm = want.perm();
     // A default ACL, not the umask, decides what the kernel leaves of the mode.
-    let plain = perm & 0o7000 == 0 && perm & run.umask == 0 && !pair.dst_default_acl;
+    let plain = perm & 0o7000 == 0 && perm & run.umask == 0 && !pair.dst_default_acl();
     let own = (want.uid, want.gid) == run.creator;
     if existing.is_none() && run.plan.perms && plain && own && !run.plan.fake_super {
         (perm, false)

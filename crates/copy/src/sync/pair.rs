@@ -246,8 +246,10 @@ pub(super) struct Pair<'r> {
     /// its group).
     pub dst_stat: Option<Stat>,
     /// Under -p: the destination directory has a default ACL, which a new file's mode takes
-    /// its bits from instead of the umask (so the mode is set after, as rsync sets it).
-    pub dst_default_acl: bool,
+    /// its bits from instead of the umask (so the mode is set after, as rsync sets it). Asked
+    /// the first time a file is made in it ([`Pair::dst_default_acl`]): a re-sync that makes
+    /// nothing never asks.
+    pub dst_default_acl: std::sync::OnceLock<bool>,
     /// Part of the transfer: some source lists it whole, so its attributes are kept and its
     /// extraneous entries deleted (not so for the directory that holds a source named
     /// without a trailing slash, or one on the way to a -R operand).
@@ -306,7 +308,7 @@ impl<'r> Pair<'r> {
             src_stat: self.src_stat,
             dst_before: self.dst_before,
             dst_stat: self.dst_stat,
-            dst_default_acl: self.dst_default_acl,
+            dst_default_acl: self.dst_default_acl.clone(),
             whole: self.whole,
             keeps_attrs: false,
             dst_scope: self.dst_scope.clone(),
@@ -315,6 +317,17 @@ impl<'r> Pair<'r> {
             made_now: self.made_now,
             block: None,
         }
+    }
+
+    /// Under -p, whether the destination directory has a default ACL (asked once).
+    pub fn dst_default_acl(&self) -> bool {
+        *self.dst_default_acl.get_or_init(|| {
+            self.run.plan.perms
+                && self
+                    .dst
+                    .as_ref()
+                    .is_some_and(|fd| crate::xattr::has_default_acl(fd.as_fd()))
+        })
     }
 
     /// The destination directory of a [`Pair::detached`] opened again from DEST's root:

@@ -463,10 +463,6 @@ pub(super) fn open_root_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -
         }
         root_item = Some(item);
     }
-    let dst_default_acl = plan.perms
-        && dst
-            .as_ref()
-            .is_some_and(|fd| crate::xattr::has_default_acl(fd.as_fd()));
     let anchor = dst
         .as_ref()
         .and_then(|fd| fd.try_clone().ok())
@@ -483,7 +479,7 @@ pub(super) fn open_root_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -
         src_stat,
         dst_before,
         dst_stat: dst_before,
-        dst_default_acl,
+        dst_default_acl: std::sync::OnceLock::new(),
         whole,
         keeps_attrs: shown,
         dst_scope,

@@ -595,14 +595,10 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> 
         _ => None,
     };
     let dst_stat = dst.as_ref().and_then(|fd| sys::fstatx(fd.as_fd()).ok());
-    let dst_default_acl = run.plan.perms
-        && dst
-            .as_ref()
-            .is_some_and(|fd| crate::xattr::has_default_acl(fd.as_fd()));
     Ok(Pair {
         run,
         dst_stat,
-        dst_default_acl,
+        dst_default_acl: std::sync::OnceLock::new(),
         anchor: parent.anchor.clone(),
         dst_rel: join(&parent.dst_rel, name.to_bytes()),
         _parent: Some(parent.clone()),

@@ -411,15 +411,22 @@ fn backups_beside_and_in_a_directory_match_rsync() {
     }
 }
 
+/// `side/src` with one file under three names in three directories (`x/one`, `y/two`,
+/// `three`), returned.
+fn linked_group(side: &Path) -> PathBuf {
+    let src = side.join("src");
+    fs::create_dir_all(src.join("x")).unwrap();
+    fs::create_dir_all(src.join("y")).unwrap();
+    write_file(src.join("x/one"), "linked");
+    fs::hard_link(src.join("x/one"), src.join("y/two")).unwrap();
+    fs::hard_link(src.join("x/one"), src.join("three")).unwrap();
+    src
+}
+
 #[test]
 fn hard_links_across_directories_with_h() {
     let twin = Twin::new(|side| {
-        let src = side.join("src");
-        fs::create_dir_all(src.join("x")).unwrap();
-        fs::create_dir_all(src.join("y")).unwrap();
-        write_file(src.join("x/one"), "linked");
-        fs::hard_link(src.join("x/one"), src.join("y/two")).unwrap();
-        fs::hard_link(src.join("x/one"), src.join("three")).unwrap();
+        let src = linked_group(side);
         settle(&src);
     });
     let out = sync(&twin.ri, &["-aH", "src/", "dst/"]);
@@ -438,12 +445,7 @@ fn hard_links_across_directories_with_h() {
 #[test]
 fn a_dry_run_with_h_says_the_links_a_real_run_makes() {
     let twin = Twin::new(|side| {
-        let src = side.join("src");
-        fs::create_dir_all(src.join("x")).unwrap();
-        fs::create_dir_all(src.join("y")).unwrap();
-        write_file(src.join("x/one"), "linked");
-        fs::hard_link(src.join("x/one"), src.join("y/two")).unwrap();
-        fs::hard_link(src.join("x/one"), src.join("three")).unwrap();
+        let src = linked_group(side);
         write_file(src.join("solo"), "alone");
         settle(&src);
     });
@@ -495,12 +497,7 @@ fn a_dry_run_with_h_over_existing_links_says_what_changes_as_rsync() {
     ];
     for (what, change) in changes {
         let twin = Twin::new(|side| {
-            let src = side.join("src");
-            fs::create_dir_all(src.join("x")).unwrap();
-            fs::create_dir_all(src.join("y")).unwrap();
-            write_file(src.join("x/one"), "linked");
-            fs::hard_link(src.join("x/one"), src.join("y/two")).unwrap();
-            fs::hard_link(src.join("x/one"), src.join("three")).unwrap();
+            let src = linked_group(side);
             settle(&src);
             assert_success(&sync(side, &["-aH", "src/", "dst/"]));
         });

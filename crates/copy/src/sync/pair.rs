@@ -331,9 +331,9 @@ impl<'r> Pair<'r> {
     }
 
     /// The destination directory of a [`Pair::detached`] opened again from DEST's root:
-    /// without following a symlink where it can, else as the walk reached it (through a
-    /// symlink kept under -K), and only if it is still the directory `was` (dev, inode) that
-    /// was read; else an error that says why.
+    /// without following a symlink, or, where the walk reached it through one (-K, -R), as
+    /// the walk reached it; and only if it is still the directory `was` (dev, inode) that was
+    /// read; else an error that says why.
     pub fn reopen(&self, was: (u64, u64)) -> Result<OwnedFd, CopyError> {
         let path = std::path::Path::new(OsStr::from_bytes(&self.dst_rel));
         let fail = |e| CopyError::io(Op::OpenDir, self.dst_path.clone(), e);
@@ -341,8 +341,15 @@ impl<'r> Pair<'r> {
             .anchor
             .as_ref()
             .ok_or_else(|| fail(std::io::Error::from_raw_os_error(libc::ENOENT)))?;
+        // Only where the walk itself went through a symlink under DEST (a directory link kept
+        // under -K, -R's implied directories) is one followed again; the identity decides.
+        let plan = self.run.plan;
+        let followed = plan.keep_dirlinks || plan.relative;
         let dir = beneath::open_dirs(anchor.as_fd(), path, Walk::Existing)
-            .or_else(|_| beneath::open_dirs(anchor.as_fd(), path, Walk::Follow(false)))
+            .or_else(|e| match followed {
+                true => beneath::open_dirs(anchor.as_fd(), path, Walk::Follow(false)),
+                false => Err(e),
+            })
             .map_err(fail)?;
         let now = sys::fstatx(dir.as_fd()).map_err(fail)?;
         if (now.dev, now.ino) != was {

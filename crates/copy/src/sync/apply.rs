@@ -266,6 +266,29 @@ pub(super) fn dir_attrs(
     Ok(())
 }
 
+/// A directory's times put back after deleting in it moved its mtime, where no walk of it
+/// will set them (its walk ended before its deletions' turn, or the deletions are a pass of
+/// their own): deleting changes nothing else of a directory, so its times are all that is
+/// set, and the pair needs no source (a [`Pair::detached`] will do).
+pub(super) fn dir_times(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    dst: BorrowedFd<'_>,
+) -> Result<(), CopyError> {
+    let plan = run.plan;
+    if !plan.times || plan.omit_dir_times {
+        return Ok(());
+    }
+    let want = wanted(run, &pair.src_stat, pair.dst_before.as_ref());
+    let atime = if plan.atimes {
+        pair.src_stat.atime
+    } else {
+        OMIT
+    };
+    sys::futimens(dst, atime, want.mtime)
+        .map_err(|e| CopyError::io(Op::SetTimes, pair.dst_path.clone(), e))
+}
+
 /// For a symlink under `--copy-unsafe-links` or `--safe-links`: one that leads out of the
 /// transfer is followed or left out. Returns the stat the entry is synced as (`None`: left
 /// out).

@@ -910,7 +910,7 @@ struct Extraneous {
 /// What waits for its turn holds no descriptor: the pair is kept weakly, with a copy without
 /// descriptors ([`Pair::detached`]). At the turn, a pair still walked lends its directory (and
 /// sets its attributes when its walk ends); a pair whose walk ended has the directory opened
-/// again, and its attributes set again once something was deleted in it.
+/// again, and its times put back once something was deleted in it ([`apply::dir_times`]).
 fn deletion<'r>(
     pair: &Arc<Pair<'r>>,
     found: Extraneous,
@@ -967,7 +967,7 @@ fn deletion<'r>(
         // after the transfer, a walk that ended before its turn).
         let unattended = pass == Pass::Delete || (keeps_attrs && pair.dst.is_none());
         if deleted && unattended && !run.plan.dry_run {
-            if let Err(e) = apply::dir_attrs(run, pair, dir) {
+            if let Err(e) = apply::dir_times(run, pair, dir) {
                 run.fail(e);
             }
         }

@@ -823,3 +823,56 @@ fn a_temp_dir_that_is_not_there_ends_the_run_as_rsync() {
     assert_eq!(fs::read(dir.join("dst/f")).unwrap(), b"f");
     assert_eq!(fs::read_dir(dir.join("tmp")).unwrap().count(), 0);
 }
+
+/// Deletions whose directory's walk ended before their turn (every deletion under
+/// `--delete-delay`; some under `--delete` on a wide tree) or that are a pass of their own
+/// (`--delete-after`) put back only the directory's times, with `-X` and `-A` too: the
+/// directory is opened again without its source, and the rest of its attributes were set by
+/// its walk. Every mode leaves each directory's mtime and xattrs as the source's.
+#[test]
+fn deletions_after_the_walk_put_back_directory_times_with_xattrs_and_acls() {
+    let modes = [
+        "--delete",
+        "--delete-before",
+        "--delete-during",
+        "--delete-delay",
+        "--delete-after",
+    ];
+    for attrs in ["-aX", "-aA", "-aXA"] {
+        for mode in modes {
+            let dir = Scratch::new();
+            let (src, dst) = (dir.join("src"), dir.join("dst"));
+            for i in 0..48 {
+                let d = src.join(format!("d{i:02}/sub"));
+                fs::create_dir_all(&d).unwrap();
+                write_file(d.join("f"), format!("file {i}"));
+                set_xattr(
+                    d.parent().unwrap(),
+                    "user.tag",
+                    format!("dir {i}").as_bytes(),
+                )
+                .unwrap();
+            }
+            assert_success(&sync(dir.path(), &["-aX", "src/", "dst/"]));
+            for i in 0..48 {
+                write_file(dst.join(format!("d{i:02}/extra")), "extraneous");
+                write_file(dst.join(format!("d{i:02}/sub/extra")), "extraneous");
+                let past = Some(Ts::new(1_000_000_000 + i, 0));
+                for d in [
+                    src.join(format!("d{i:02}")),
+                    src.join(format!("d{i:02}/sub")),
+                ] {
+                    set_times(&d, None, past).unwrap();
+                }
+            }
+            let out = sync(dir.path(), &[attrs, mode, "src/", "dst/"]);
+            assert_success(&out);
+            let check = Check {
+                atime: false,
+                ..Check::ARCHIVE
+            };
+            let diff = tree_diff(&src, &dst, check);
+            assert!(diff.is_empty(), "{attrs} {mode}: {diff:#?}");
+        }
+    }
+}

@@ -11,6 +11,7 @@
 //! [`preparse`] hands clap the options it is to read, each spelled in full (`--name=VALUE`),
 //! then `--` and the operands.
 
+use ringio_copy::sync::SizeArg;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 
@@ -605,26 +606,8 @@ fn check_value(opt: &Opt, value: &str) -> Result<(), Refusal> {
     match opt.var {
         "checksum_choice" => names(value, "checksum", CHECKSUMS),
         "compress_choice" => names(value, "compress", COMPRESSIONS),
-        "block_size" => {
-            let size = rsync_size(value)
-                .ok_or_else(|| usage(format!("--block-size={value} is invalid")))?;
-            if size > 1 << 17 {
-                return Err(usage(format!(
-                    "--block-size={value} is too large (max: 128.00K)"
-                )));
-            }
-            Ok(())
-        }
-        "max_alloc" => {
-            let size = rsync_size(value)
-                .ok_or_else(|| usage(format!("--max-alloc={value} is invalid")))?;
-            if size != 0 && size < 1 << 20 {
-                return Err(usage(format!(
-                    "--max-alloc={value} is too small (min: 1.00M or 0 for unlimited)"
-                )));
-            }
-            Ok(())
-        }
+        "block_size" => SizeArg::BLOCK_SIZE.parse(value).map(drop).map_err(usage),
+        "max_alloc" => SizeArg::MAX_ALLOC.parse(value).map(drop).map_err(usage),
         // Any prefix of a mode's name (strncmp over the value's length).
         "stderr"
             if ["errors", "all", "client"]
@@ -698,34 +681,6 @@ fn names(value: &str, what: &str, valid: &[&str]) -> Result<(), Refusal> {
         }
     }
     Ok(())
-}
-
-/// rsync's size argument (`128K`, `1.5M`, `1KB`, plain bytes); `None` if malformed.
-fn rsync_size(value: &str) -> Option<u64> {
-    let end = value
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(value.len());
-    let num: f64 = value[..end].parse().ok()?;
-    let unit = value[end..].to_ascii_lowercase();
-    let (letter, decimal) = match unit.as_bytes() {
-        [] => (b'b', false),
-        [l] => (*l, false),
-        [l, b'b'] => (*l, true),
-        [l, b'i', b'b'] => (*l, false),
-        _ => return None,
-    };
-    let base: f64 = if decimal { 1000.0 } else { 1024.0 };
-    let scale = match letter {
-        b'b' => 1.0,
-        b'k' => base,
-        b'm' => base.powi(2),
-        b'g' => base.powi(3),
-        b't' => base.powi(4),
-        b'p' => base.powi(5),
-        _ => return None,
-    };
-    let size = num * scale;
-    (size.is_finite() && size >= 0.0 && size < u64::MAX as f64).then_some(size as u64)
 }
 
 /// Every option the table says clap reads, for a test that clap knows them.

@@ -25,6 +25,7 @@ mod output;
 mod pair;
 mod plan;
 mod roots;
+mod size;
 mod stats;
 mod walk;
 mod wanted;
@@ -38,6 +39,7 @@ pub use output::{log_prefix, Output, Progress};
 pub use plan::{
     FilterOption, IdLookup, ManifestRequest, SyncPlan, SyncPlanBuilder, SyncPlanError, MAX_THREADS,
 };
+pub use size::SizeArg;
 pub use stats::Stats;
 
 /// When extraneous destination entries are deleted.

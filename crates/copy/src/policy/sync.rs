@@ -6,6 +6,8 @@
 //! `--max-size`/`--min-size` and `-K` are rows of these functions; the engine
 //! (`crate::sync`) gathers the facts and carries the decision out.
 
+use std::ffi::{CStr, CString};
+
 use crate::sys::{Kind, Stat};
 
 /// How an existing regular file is judged up to date.
@@ -246,6 +248,131 @@ pub fn attr_changes(r: &Rules, want: &Stat, dst: &Stat, window_ns: u64) -> Chang
         acl: false,
         xattr: false,
     }
+}
+
+/// What `-X` and `-A` carry, read once per run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct XattrRules {
+    /// `-X`: extended attributes.
+    pub xattrs: bool,
+    /// `-A`: POSIX ACLs (carried as their `system.posix_acl_*` attributes).
+    pub acls: bool,
+    /// The receiver is root: every namespace but `system.*`; else only `user.*`.
+    pub root: bool,
+}
+
+/// Whether the run carries the extended attribute `name` (rsync's rules): an ACL under `-A`;
+/// under `-X`, `user.*` (every namespace but `system.*` as root) unless an `x` filter rule
+/// leaves it out (`excluded`); never `--fake-super`'s own `user.rsync.%*`.
+pub fn carries_xattr(r: &XattrRules, name: &[u8], excluded: bool) -> bool {
+    if crate::xattr::is_acl(name) {
+        return r.acls;
+    }
+    if name.starts_with(b"user.rsync.%") {
+        return false;
+    }
+    r.xattrs && (r.root || name.starts_with(b"user.")) && !name.starts_with(b"system.") && !excluded
+}
+
+/// One step that brings an entry's carried attributes to the source's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XattrStep<'a> {
+    /// Set this attribute to this value (missing, or of another value).
+    Set(&'a CStr, &'a [u8]),
+    /// Remove this attribute (the source lacks it).
+    Remove(&'a CStr),
+}
+
+/// An entry's carried attributes, by name.
+pub type Xattrs = [(CString, Vec<u8>)];
+
+/// The steps from `have` to `want` (both the carried attributes only): every one that differs
+/// set, in `want`'s order, then every one `want` lacks removed. None: they are equal.
+pub fn xattr_steps<'a>(want: &'a Xattrs, have: &'a Xattrs) -> Vec<XattrStep<'a>> {
+    let set = want
+        .iter()
+        .filter(|(n, v)| !have.iter().any(|(hn, hv)| hn == n && hv == v))
+        .map(|(n, v)| XattrStep::Set(n, v));
+    let remove = have
+        .iter()
+        .filter(|(n, _)| !want.iter().any(|(wn, _)| wn == n))
+        .map(|(n, _)| XattrStep::Remove(n));
+    set.chain(remove).collect()
+}
+
+/// Which of [`Changes::acl`] and [`Changes::xattr`] hold between `want` and `have` (carried
+/// attributes only): an ACL step makes the first, any other the second.
+pub fn xattr_changes(want: &Xattrs, have: &Xattrs) -> (bool, bool) {
+    let steps = xattr_steps(want, have);
+    let is_acl = |step: &XattrStep<'_>| match step {
+        XattrStep::Set(n, _) | XattrStep::Remove(n) => crate::xattr::is_acl(n.to_bytes()),
+    };
+    (steps.iter().any(is_acl), steps.iter().any(|s| !is_acl(s)))
+}
+
+/// What an entry of a `--compare-dest`/`--copy-dest`/`--link-dest` tree is to the transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AltMatch {
+    /// It is exactly what the transfer would make: the same kind; for a file, data that passes
+    /// the quick check and every kept attribute the same; a symlink to the same target; a
+    /// device or special of the same type and number; any directory.
+    pub exact: bool,
+    /// A file whose data passes the quick check though its attributes differ: rsync copies it
+    /// from there (a local change, `cf`).
+    pub same_data: bool,
+}
+
+/// What the engine knows, or can find out, of an alternate tree's entry. The questions that
+/// cost a call are asked only when the rule needs their answer (in this order).
+pub struct AltFacts<'a> {
+    /// The source, and the attributes the transfer gives it.
+    pub src: &'a Stat,
+    pub want: &'a Stat,
+    /// The entry there, of the same kind (an entry of another kind is no match).
+    pub alt: &'a Stat,
+    /// Two symlinks: the same target.
+    pub same_target: &'a mut dyn FnMut() -> bool,
+    /// Two files under `-c`: the same bytes.
+    pub same_content: &'a mut dyn FnMut() -> bool,
+    /// Two files: the same carried extended attributes and ACLs (true without `-X`/`-A`).
+    pub same_xattrs: &'a mut dyn FnMut() -> bool,
+}
+
+/// rsync's judgement of an alternate tree's entry ([`AltMatch`]).
+pub fn judge_alt(r: &Rules, window_ns: u64, f: AltFacts<'_>) -> AltMatch {
+    let (src, alt) = (f.src, f.alt);
+    let exact = match src.kind() {
+        Kind::Dir => true,
+        Kind::Symlink => (f.same_target)(),
+        Kind::Special => src.rdev == alt.rdev && src.mode == alt.mode,
+        Kind::File => {
+            let same_data = match quick_check(r.quick, src, alt, None) {
+                Verdict::Keep => true,
+                Verdict::CompareContent => (f.same_content)(),
+                _ => false,
+            };
+            let exact =
+                same_data && attr_changes(r, f.want, alt, window_ns).none() && (f.same_xattrs)();
+            return AltMatch { exact, same_data };
+        }
+    };
+    AltMatch {
+        exact,
+        same_data: false,
+    }
+}
+
+/// Of the alternate trees' entries at one place (in the trees' order, judged as they are
+/// drawn), the one rsync uses: the first exact match, else the first of the entry's kind.
+pub fn choose_alt<T>(candidates: impl IntoIterator<Item = (AltMatch, T)>) -> Option<(AltMatch, T)> {
+    let mut first = None;
+    for (m, it) in candidates {
+        if m.exact {
+            return Some((m, it));
+        }
+        first.get_or_insert((m, it));
+    }
+    first
 }
 
 #[cfg(test)]
@@ -503,5 +630,227 @@ mod tests {
         };
         assert!(!attr_changes(&omit, &dir, &dir_dst, 0).time);
         assert!(attr_changes(&r, &dir, &dir_dst, 0).time);
+    }
+
+    /// Which attribute names each option set carries, as rsync's receiver keeps them.
+    #[test]
+    fn the_xattrs_and_acls_each_option_set_carries() {
+        let x = |xattrs, acls, root| XattrRules { xattrs, acls, root };
+        let acl = b"system.posix_acl_access".as_slice();
+        let default_acl = b"system.posix_acl_default".as_slice();
+        // (name, rules, excluded by an `x` rule, carried)
+        let table: &[(&[u8], XattrRules, bool, bool)] = &[
+            (b"user.a", x(true, false, false), false, true),
+            (b"user.a", x(true, false, false), true, false),
+            (b"user.a", x(false, true, true), false, false),
+            (b"trusted.t", x(true, false, false), false, false),
+            (b"trusted.t", x(true, false, true), false, true),
+            (b"security.selinux", x(true, false, true), false, true),
+            (b"system.other", x(true, true, true), false, false),
+            (b"user.rsync.%stat", x(true, false, true), false, false),
+            (b"user.rsync.kept", x(true, false, false), false, true),
+            (acl, x(false, true, false), false, true),
+            (default_acl, x(false, true, false), false, true),
+            (acl, x(true, false, true), false, false),
+            (acl, x(true, true, false), true, true),
+        ];
+        for &(name, r, excluded, carried) in table {
+            let shown = String::from_utf8_lossy(name);
+            assert_eq!(
+                carries_xattr(&r, name, excluded),
+                carried,
+                "{shown} {r:?} {excluded}"
+            );
+        }
+    }
+
+    fn attrs(list: &[(&str, &str)]) -> Vec<(CString, Vec<u8>)> {
+        list.iter()
+            .map(|(n, v)| (CString::new(*n).unwrap(), v.as_bytes().to_vec()))
+            .collect()
+    }
+
+    /// The steps from an entry's attributes to the source's, and what they say changed.
+    #[test]
+    fn xattr_steps_set_what_differs_and_remove_what_the_source_lacks() {
+        let acl = "system.posix_acl_access";
+        // (want, have, steps as text, (acl changed, other changed))
+        type Attrs<'a> = &'a [(&'a str, &'a str)];
+        type Row<'a> = (Attrs<'a>, Attrs<'a>, &'a [&'a str], (bool, bool));
+        let table: &[Row<'_>] = &[
+            (&[], &[], &[], (false, false)),
+            (&[("user.a", "1")], &[("user.a", "1")], &[], (false, false)),
+            (&[("user.a", "1")], &[], &["set user.a=1"], (false, true)),
+            (
+                &[("user.a", "2")],
+                &[("user.a", "1")],
+                &["set user.a=2"],
+                (false, true),
+            ),
+            (&[], &[("user.a", "1")], &["remove user.a"], (false, true)),
+            (
+                &[(acl, "x")],
+                &[(acl, "y")],
+                &["set system.posix_acl_access=x"],
+                (true, false),
+            ),
+            (
+                &[(acl, "x"), ("user.b", "1")],
+                &[("user.a", "1"), ("user.b", "1")],
+                &["set system.posix_acl_access=x", "remove user.a"],
+                (true, true),
+            ),
+        ];
+        for (want, have, steps, changed) in table {
+            let (want, have) = (attrs(want), attrs(have));
+            let shown: Vec<String> = xattr_steps(&want, &have)
+                .iter()
+                .map(|step| match step {
+                    XattrStep::Set(n, v) => {
+                        format!("set {}={}", n.to_str().unwrap(), String::from_utf8_lossy(v))
+                    }
+                    XattrStep::Remove(n) => format!("remove {}", n.to_str().unwrap()),
+                })
+                .collect();
+            assert_eq!(&shown, steps, "{want:?} from {have:?}");
+            assert_eq!(
+                xattr_changes(&want, &have),
+                *changed,
+                "{want:?} from {have:?}"
+            );
+        }
+    }
+
+    /// Judges `alt` for `src` with each question answered as given, and returns the verdict
+    /// with the questions asked (t: target, c: content, x: xattrs).
+    fn judged(
+        r: &Rules,
+        src: &Stat,
+        alt: &Stat,
+        answers: (bool, bool, bool),
+    ) -> (AltMatch, String) {
+        let asked = std::cell::RefCell::new(String::new());
+        let verdict = judge_alt(
+            r,
+            0,
+            AltFacts {
+                src,
+                want: src,
+                alt,
+                same_target: &mut || {
+                    asked.borrow_mut().push('t');
+                    answers.0
+                },
+                same_content: &mut || {
+                    asked.borrow_mut().push('c');
+                    answers.1
+                },
+                same_xattrs: &mut || {
+                    asked.borrow_mut().push('x');
+                    answers.2
+                },
+            },
+        );
+        (verdict, asked.into_inner())
+    }
+
+    /// `--compare-dest`/`--copy-dest`/`--link-dest`: what an alternate tree's entry is to the
+    /// transfer, per kind and quick check, and which questions that costs.
+    #[test]
+    fn alternate_entries_as_rsync_judges_them() {
+        let m = |exact, same_data| AltMatch { exact, same_data };
+        let with = |quick| Rules { quick, ..rules() };
+        let time = rules();
+        let checksum = with(QuickCheck::Checksum);
+        let size_only = with(QuickCheck::SizeOnly);
+        let never = with(QuickCheck::Never);
+        let file = stat(F, 10, (5, 0));
+        let newer = stat(F, 10, (6, 0));
+        let longer = stat(F, 11, (5, 0));
+        let mut other_mode = file;
+        other_mode.mode = F | 0o600;
+        let dir = stat(D, 0, (1, 0));
+        let link = stat(L, 3, (1, 0));
+        let mut dev = stat(libc::S_IFCHR, 0, (1, 0));
+        dev.rdev = 5;
+        let mut other_dev = dev;
+        other_dev.rdev = 6;
+        let yes = (true, true, true);
+        // (rules, src, alt, answers, verdict, questions asked)
+        type Row<'a> = (
+            &'a Rules,
+            &'a Stat,
+            &'a Stat,
+            (bool, bool, bool),
+            AltMatch,
+            &'a str,
+        );
+        let table: Vec<Row<'_>> = vec![
+            (&time, &file, &file, yes, m(true, true), "x"),
+            (
+                &time,
+                &file,
+                &file,
+                (true, true, false),
+                m(false, true),
+                "x",
+            ),
+            (&time, &file, &newer, yes, m(false, false), ""),
+            (&time, &file, &longer, yes, m(false, false), ""),
+            (&time, &file, &other_mode, yes, m(false, true), ""),
+            (&checksum, &file, &newer, yes, m(false, true), "c"),
+            (
+                &checksum,
+                &file,
+                &file,
+                (true, false, true),
+                m(false, false),
+                "c",
+            ),
+            (&checksum, &file, &longer, yes, m(false, false), ""),
+            (&size_only, &file, &newer, yes, m(false, true), ""),
+            (&never, &file, &file, yes, m(false, false), ""),
+            (&time, &dir, &dir, yes, m(true, false), ""),
+            (&time, &link, &link, yes, m(true, false), "t"),
+            (
+                &time,
+                &link,
+                &link,
+                (false, true, true),
+                m(false, false),
+                "t",
+            ),
+            (&time, &dev, &dev, yes, m(true, false), ""),
+            (&time, &dev, &other_dev, yes, m(false, false), ""),
+        ];
+        for (i, (r, src, alt, answers, want, asks)) in table.into_iter().enumerate() {
+            assert_eq!(
+                judged(r, src, alt, answers),
+                (want, asks.to_string()),
+                "row {i}"
+            );
+        }
+    }
+
+    /// The first exact match wins, else the first entry of the kind; judging stops at it.
+    #[test]
+    fn the_first_exact_alternate_wins_else_the_first() {
+        let m = |exact| AltMatch {
+            exact,
+            same_data: false,
+        };
+        assert_eq!(choose_alt(Vec::<(AltMatch, u8)>::new()), None);
+        assert_eq!(choose_alt([(m(false), 0), (m(false), 1)]).unwrap().1, 0);
+        assert_eq!(choose_alt([(m(false), 0), (m(true), 1)]).unwrap().1, 1);
+        let mut drawn = 0;
+        let lazy = [m(true), m(true), m(false)]
+            .into_iter()
+            .enumerate()
+            .map(|(i, j)| {
+                drawn += 1;
+                (j, i)
+            });
+        assert_eq!(choose_alt(lazy).unwrap().1, 0);
+        assert_eq!(drawn, 1);
     }
 }

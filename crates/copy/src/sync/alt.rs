@@ -6,8 +6,8 @@
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use super::pair::{Pair, Run, SrcEntry};
-use crate::policy::sync::{self as rules, QuickCheck};
-use crate::sys::{self, Kind, Stat};
+use crate::policy::sync::{self as rules, AltFacts, AltMatch};
+use crate::sys::{self, Stat};
 
 /// What an alternate tree is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,49 +100,32 @@ fn lexical(path: &std::path::Path) -> std::path::PathBuf {
 }
 
 /// The first alternate tree whose entry at `e`'s place is exactly what the transfer would make
-/// of it (a file of the same size and mtime, or content under -c, with the same attributes; a
-/// directory; a symlink to the same target), else the first that has an entry of its kind
-/// there.
+/// of it, else the first that has an entry of its kind there (`policy::sync::choose_alt`).
 pub(super) fn find(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> Option<Match> {
     if run.alt_roots.is_empty() {
         return None;
     }
-    let mut basis = None;
-    for root in &run.alt_roots {
+    let candidates = run.alt_roots.iter().filter_map(|root| {
         let dir = if pair.dst_rel.is_empty() {
             root.try_clone().ok()
         } else {
             let rel = std::path::Path::new(os_str(&pair.dst_rel));
             crate::beneath::open_dirs(root.as_fd(), rel, crate::beneath::Walk::Existing).ok()
-        };
-        let Some(dir) = dir else { continue };
-        let Ok(mut stat) = sys::statx_at(dir.as_fd(), &e.dst_name, false) else {
-            continue;
-        };
+        }?;
+        let mut stat = sys::statx_at(dir.as_fd(), &e.dst_name, false).ok()?;
         if run.plan.fake_super {
             let target = crate::xattr::Subject::at(dir.as_fd(), &e.dst_name, false);
             super::fake::read(target, &mut stat);
         }
-        if stat.kind() != e.stat.kind() {
-            continue;
-        }
-        let (exact, same_data) = same(run, pair, e, &dir, &stat);
-        if exact {
-            return Some(Match {
-                dir,
-                stat,
-                exact,
-                same_data,
-            });
-        }
-        basis.get_or_insert(Match {
-            dir,
-            stat,
-            exact,
-            same_data,
-        });
-    }
-    basis
+        (stat.kind() == e.stat.kind()).then(|| (judge(run, pair, e, &dir, &stat), (dir, stat)))
+    });
+    let (judged, (dir, stat)) = rules::choose_alt(candidates)?;
+    Some(Match {
+        dir,
+        stat,
+        exact: judged.exact,
+        same_data: judged.same_data,
+    })
 }
 
 /// Bytes as an `OsStr`'s (Unix paths are bytes).
@@ -151,48 +134,30 @@ fn os_str(bytes: &[u8]) -> &std::ffi::OsStr {
     std::ffi::OsStr::from_bytes(bytes)
 }
 
-/// Whether the alternate entry `alt` (in `dir`) is what the transfer would make of `e`, and
-/// (for a file) whether its data passes the quick check.
-fn same(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry, dir: &OwnedFd, alt: &Stat) -> (bool, bool) {
-    let exact = match e.stat.kind() {
-        Kind::Dir => true,
-        Kind::Symlink => {
+/// rsync's judgement of the alternate entry `alt` (in `dir`) for `e`, asking the filesystem
+/// only what the rule needs.
+fn judge(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry, dir: &OwnedFd, alt: &Stat) -> AltMatch {
+    let want = super::wanted::wanted(run, &e.stat, None);
+    let facts = AltFacts {
+        src: &e.stat,
+        want: &want,
+        alt,
+        same_target: &mut || {
             let a = sys::readlinkat(pair.src(e), &e.name, e.stat.size);
             let b = sys::readlinkat(dir.as_fd(), &e.dst_name, alt.size);
             matches!((a, b), (Ok(a), Ok(b)) if a == b)
-        }
-        Kind::Special => e.stat.rdev == alt.rdev && e.stat.mode == alt.mode,
-        Kind::File => {
-            let quick = match run.plan.quick {
-                QuickCheck::Checksum => {
-                    e.stat.size == alt.size && same_content_at(pair, e, dir.as_fd())
-                }
-                QuickCheck::SizeOnly => e.stat.size == alt.size,
-                QuickCheck::Never => false,
-                QuickCheck::SizeAndTime { window_ns } => {
-                    e.stat.size == alt.size && rules::same_time(e.stat.mtime, alt.mtime, window_ns)
-                }
-            };
-            let want = super::wanted::wanted(run, &e.stat, None);
-            return (
-                quick
-                    && rules::attr_changes(&run.rules, &want, alt, run.window_ns).none()
-                    && same_xattrs(run, pair, e, dir),
-                quick,
-            );
-        }
+        },
+        same_content: &mut || same_content_at(pair, e, dir.as_fd()),
+        same_xattrs: &mut || {
+            if !(run.plan.xattrs || run.plan.acls) {
+                return true;
+            }
+            let src = crate::xattr::Subject::at(pair.src(e), &e.name, false);
+            let alt = crate::xattr::Subject::at(dir.as_fd(), &e.dst_name, false);
+            matches!(super::xattrs::differ(run, src, alt), Ok((false, false)))
+        },
     };
-    (exact, false)
-}
-
-/// Under -X or -A: the alternate file's extended attributes and ACLs are the source's.
-fn same_xattrs(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry, dir: &OwnedFd) -> bool {
-    if !(run.plan.xattrs || run.plan.acls) {
-        return true;
-    }
-    let src = crate::xattr::Subject::at(pair.src(e), &e.name, false);
-    let alt = crate::xattr::Subject::at(dir.as_fd(), &e.dst_name, false);
-    matches!(super::xattrs::differ(run, src, alt), Ok((false, false)))
+    rules::judge_alt(&run.rules, run.window_ns, facts)
 }
 
 /// `-c` against an alternate tree: the source file and `dir`'s entry of its name hold the

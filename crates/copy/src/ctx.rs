@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::error::CopyError;
-use crate::links::LinkMap;
+use crate::links::LinkTracker;
 use crate::manifest::hashing::FileHash;
 use crate::manifest::Recorder;
 use crate::plan::{CopyPlan, Tuning};
@@ -40,7 +40,7 @@ pub(crate) struct Ctx<'a> {
     pub open_dirs: AtomicUsize,
     pub dir_budget: usize,
     /// First copies of multiply linked inodes (`--preserve=links`).
-    pub links: LinkMap,
+    pub links: LinkTracker,
     /// The "no extended attributes here" warning was printed.
     pub xattr_warned: AtomicBool,
     /// With several operands: the (dev, ino) of every destination an operand created, so a

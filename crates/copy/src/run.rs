@@ -12,7 +12,7 @@ use crate::ctx::Ctx;
 use crate::engine::{uring_available, BlockingMover, DataPath, Mover, UringMover};
 use crate::error::{CopyError, Op};
 use crate::finalize;
-use crate::links::LinkMap;
+use crate::links::LinkTracker;
 use crate::manifest::Recorder;
 use crate::node::{DirNode, RootNames, RootPaths};
 use crate::parents;
@@ -290,7 +290,7 @@ impl<'a> Setup<'a> {
             egid: rustix::process::getegid().as_raw(),
             errors: AtomicU64::new(0),
             fatal: AtomicBool::new(false),
-            links: LinkMap::default(),
+            links: LinkTracker::default(),
             open_dirs: AtomicUsize::new(0),
             dir_budget: self.dir_budget,
             xattr_warned: AtomicBool::new(false),

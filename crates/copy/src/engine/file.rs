@@ -56,12 +56,11 @@ pub(super) fn copy_file<'a>(
     let replaces = ctx.policy.link_replaces();
     if ctx.plan.atomic {
         // Later names link to the final name, so it must exist before they do: the first copy
-        // is finished, renamed and all, while the link map's lock is held.
+        // is finished, renamed and all, while they wait for it (`LinkTracker`).
         let linked =
             ctx.links
                 .link_or_create(
-                    dir.dst_fd(),
-                    dst,
+                    (dir.dst_fd(), dst),
                     anchored,
                     &stat,
                     replaces,
@@ -75,11 +74,11 @@ pub(super) fn copy_file<'a>(
         }
         return Ok(());
     }
-    let linked = ctx
-        .links
-        .link_or_create(dir.dst_fd(), dst, anchored, &stat, replaces, || {
-            open_pair(&job, opened)
-        })?;
+    let linked =
+        ctx.links
+            .link_or_create((dir.dst_fd(), dst), anchored, &stat, replaces, || {
+                open_pair(&job, opened)
+            })?;
     match linked {
         Linked::Linked => {
             linked_done(&job);

@@ -21,8 +21,7 @@ pub(super) fn copy_other(job: &EntryJob<'_, '_>) -> Result<(), CopyError> {
     let (dir, ctx) = (job.dir, job.dir.ctx);
     if ctx.plan.preserve.links && job.stat.nlink > 1 {
         let linked = ctx.links.link_or_create(
-            dir.dst_fd(),
-            &job.dst,
+            (dir.dst_fd(), &job.dst),
             || dir.anchored_path(&job.dst),
             &job.stat,
             ctx.policy.link_replaces(),

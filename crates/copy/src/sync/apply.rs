@@ -4,6 +4,7 @@
 //! function still says what it would do.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::collections::HashSet;
 use std::ffi::{CStr, CString, OsStr};
 use std::io;
@@ -17,9 +18,7 @@ use std::sync::Arc;
 use rustix::fs::AtFlags;
 
 use super::item::{Action, Item};
-use super::pair::{
-    join, report, Delayed, Layer, Leader, Leading, Pair, Ready, Run, SrcEntry, STAGE,
-};
+use super::pair::{join, report, Delayed, Layer, Pair, Run, SrcEntry, STAGE};
 use super::wanted::wanted;
 use super::Symlinks;
 use crate::backup::{self, DestEntry};
@@ -27,6 +26,7 @@ use crate::beneath::{self, Walk};
 use crate::engine::{punch_hole, DataPath, Ends, Side as DataSide, Stop};
 use crate::error::{CopyError, Op};
 use crate::filter::Side;
+use crate::links::{Claim, FirstName, Leading};
 use crate::manifest::hashing::FileHash;
 use crate::policy::sync::{self as rules, Changes, QuickCheck, Verdict};
 use crate::sys::{self, Kind, Stat};
@@ -43,7 +43,27 @@ impl Pair<'_> {
     fn dst_of(&self, name: &CStr) -> PathBuf {
         self.dst_path.join(os(name))
     }
+
+    /// The times (atime, mtime) the run gives this directory (when its attributes are kept),
+    /// to put back after it changed below it (deletions, `--delay-updates`' renames); `None`:
+    /// the run keeps no directory times.
+    pub(super) fn kept_times(&self) -> Option<Times> {
+        let plan = self.run.plan;
+        if !plan.times || plan.omit_dir_times {
+            return None;
+        }
+        let want = wanted(self.run, &self.src_stat, self.dst_before.as_ref());
+        let atime = if plan.atimes {
+            self.src_stat.atime
+        } else {
+            OMIT
+        };
+        Some((atime, want.mtime))
+    }
 }
+
+/// An (atime, mtime) pair as `futimens` takes it (`OMIT`: left as it is).
+pub(super) type Times = ((i64, u32), (i64, u32));
 
 /// chown as the options ask: the owner only as root, a group the user cannot give is left.
 fn chown(run: &Run<'_>, want: &Stat, call: impl Fn(u32, u32) -> io::Result<()>) -> io::Result<()> {
@@ -270,22 +290,11 @@ pub(super) fn dir_attrs(
 /// will set them (its walk ended before its deletions' turn, or the deletions are a pass of
 /// their own): deleting changes nothing else of a directory, so its times are all that is
 /// set, and the pair needs no source (a [`Pair::detached`] will do).
-pub(super) fn dir_times(
-    run: &Run<'_>,
-    pair: &Pair<'_>,
-    dst: BorrowedFd<'_>,
-) -> Result<(), CopyError> {
-    let plan = run.plan;
-    if !plan.times || plan.omit_dir_times {
+pub(super) fn dir_times(pair: &Pair<'_>, dst: BorrowedFd<'_>) -> Result<(), CopyError> {
+    let Some((atime, mtime)) = pair.kept_times() else {
         return Ok(());
-    }
-    let want = wanted(run, &pair.src_stat, pair.dst_before.as_ref());
-    let atime = if plan.atimes {
-        pair.src_stat.atime
-    } else {
-        OMIT
     };
-    sys::futimens(dst, atime, want.mtime)
+    sys::futimens(dst, atime, mtime)
         .map_err(|e| CopyError::io(Op::SetTimes, pair.dst_path.clone(), e))
 }
 
@@ -510,38 +519,28 @@ pub(super) fn hard_link(
         return None;
     }
     let key = (e.stat.dev, e.stat.ino);
-    let leader = {
-        let mut links = run.links.lock().expect("links");
-        match links.get(&key) {
-            Some(leader) => leader.clone(),
-            // A name left as it is (--ignore-existing, -u) does not hold the group's bytes:
-            // the next name to be made leads instead (as rsync transfers that one).
-            None if matches!(decision, Verdict::Skip(_)) => return None,
-            None => {
-                let path = CString::new(join(&pair.dst_rel, e.dst_name.to_bytes())).ok()?;
-                let ready = Arc::new(Ready::default());
-                links.insert(
-                    key,
-                    Leader {
-                        anchor,
-                        path,
-                        name: e.rel.clone(),
-                        ready: ready.clone(),
-                    },
-                );
-                // Raised when the caller is done with this first name.
-                *leading = Some(Leading(ready));
-                return None;
-            }
-        }
+    // A name left as it is (--ignore-existing, -u) does not hold the group's bytes: the next
+    // name to be made leads instead (as rsync transfers that one).
+    let skip = matches!(decision, Verdict::Skip(_));
+    let lead = || {
+        let path = CString::new(join(&pair.dst_rel, e.dst_name.to_bytes())).ok()?;
+        (!skip).then(|| FirstName::new(anchor, path, e.rel.clone()))
     };
-    if matches!(decision, Verdict::Skip(_)) {
+    let leader = match run.links.claim(key, lead)? {
+        // Its guard says it is made when the caller is done with this first name.
+        Claim::First(guard) => {
+            *leading = Some(guard);
+            return None;
+        }
+        Claim::Later(leader) => leader,
+    };
+    if skip {
         return Some(false);
     }
     // The first name may be in the making on another worker.
-    leader.ready.wait();
+    leader.wait();
     // Its bytes: where they wait under --delay-updates, else at its name.
-    let staged = leader.ready.staged.get();
+    let staged = leader.staged.get();
     let lead_path = staged.unwrap_or(&leader.path);
     // Reached from the destination root without following a symlink on the way.
     let lead =
@@ -671,6 +670,7 @@ fn link_delayed(
         anchor,
         dir: pair.dst_rel.clone(),
         name: e.dst_name.clone(),
+        times: pair.kept_times().filter(|_| pair.keeps_attrs),
     });
     Ok(true)
 }
@@ -1241,19 +1241,19 @@ fn delay(
         let mut staged = join(&pair.dst_rel, STAGE.to_bytes());
         staged.push(b'/');
         staged.extend_from_slice(e.dst_name.to_bytes());
-        let links = run.links.lock().expect("links");
-        let mine = links.get(&(e.stat.dev, e.stat.ino)).filter(|l| {
+        let mine = run.links.get((e.stat.dev, e.stat.ino)).filter(|l| {
             l.anchor.as_ref().is_some_and(|a| Arc::ptr_eq(a, &anchor))
                 && l.path.as_bytes() == join(&pair.dst_rel, e.dst_name.to_bytes())
         });
         if let (Some(l), Ok(staged)) = (mine, CString::new(staged)) {
-            let _ = l.ready.staged.set(staged);
+            let _ = l.staged.set(staged);
         }
     }
     run.delayed.lock().expect("delayed").push(Delayed {
         anchor,
         dir: pair.dst_rel.clone(),
         name: e.dst_name.clone(),
+        times: pair.kept_times().filter(|_| pair.keeps_attrs),
     });
     Ok(true)
 }
@@ -1263,20 +1263,19 @@ fn delay(
 /// without following any symlink.
 pub(super) fn finish_delayed(run: &Run<'_>) {
     let delayed = std::mem::take(&mut *run.delayed.lock().expect("delayed"));
-    for d in delayed {
-        let shown = || {
-            run.plan
-                .dest
-                .join(OsStr::from_bytes(&d.dir))
-                .join(os(&d.name))
-        };
-        let dir = if d.dir.is_empty() {
-            d.anchor.try_clone()
+    // The directories whose entries moved, with the times to put back once all are placed
+    // (as rsync's `touch_up_dirs` does after the receiver placed the delayed files).
+    let mut touched = HashMap::new();
+    let open = |anchor: &Arc<OwnedFd>, rel: &[u8]| {
+        if rel.is_empty() {
+            anchor.try_clone()
         } else {
-            let rel = std::path::Path::new(OsStr::from_bytes(&d.dir));
-            beneath::open_dirs(d.anchor.as_fd(), rel, Walk::Existing)
-        };
-        let placed = dir.and_then(|dir| {
+            let rel = std::path::Path::new(OsStr::from_bytes(rel));
+            beneath::open_dirs(anchor.as_fd(), rel, Walk::Existing)
+        }
+    };
+    for d in delayed {
+        let placed = open(&d.anchor, &d.dir).and_then(|dir| {
             let stage = sys::open_dir(dir.as_fd(), STAGE, false)?;
             rustix::fs::renameat(stage.as_fd(), &d.name, dir.as_fd(), &d.name)?;
             // Gone once its last file is placed (a stale one left there keeps it).
@@ -1284,7 +1283,18 @@ pub(super) fn finish_delayed(run: &Run<'_>) {
             Ok(())
         });
         if let Err(err) = placed {
-            run.fail(CopyError::io(Op::Rename, shown(), err));
+            let path = run.plan.dest.join(OsStr::from_bytes(&d.dir));
+            run.fail(CopyError::io(Op::Rename, path.join(os(&d.name)), err));
+        } else if let Some(times) = d.times {
+            let key = (Arc::as_ptr(&d.anchor) as usize, d.dir);
+            touched.insert(key, (d.anchor, times));
+        }
+    }
+    for ((_, rel), (anchor, (atime, mtime))) in touched {
+        let set = open(&anchor, &rel).and_then(|dir| sys::futimens(dir.as_fd(), atime, mtime));
+        if let Err(err) = set {
+            let path = run.plan.dest.join(OsStr::from_bytes(&rel));
+            run.fail(CopyError::io(Op::SetTimes, path, err));
         }
     }
 }

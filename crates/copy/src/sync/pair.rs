@@ -2,7 +2,6 @@
 //! with the entry a listing yields ([`SrcEntry`]): the leaf types the walk, the operands and the
 //! appliers share.
 
-use std::collections::HashMap;
 use std::ffi::CString;
 use std::ffi::OsStr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -46,56 +45,6 @@ pub(super) struct Trouble {
     pub first_failure: Mutex<Option<Vec<u8>>>,
 }
 
-/// Where the first name of a hard-linked source inode went.
-#[derive(Debug, Clone)]
-pub(super) struct Leader {
-    /// The destination root it is relative to (`None`: a dry run into a directory that does
-    /// not exist yet, where nothing is linked, only said).
-    pub anchor: Option<Arc<OwnedFd>>,
-    /// Its path there.
-    pub path: CString,
-    /// Its path from the transfer root, for `%L`.
-    pub name: Vec<u8>,
-    /// Set once the first name is made (or given up): later names, on other workers, wait
-    /// for it before they link to it.
-    pub ready: Arc<Ready>,
-}
-
-/// A flag a worker raises and others wait for.
-#[derive(Debug, Default)]
-pub(super) struct Ready {
-    done: Mutex<bool>,
-    raised: std::sync::Condvar,
-    /// `--delay-updates`: where the first name's new bytes wait (its `.~tmp~` copy, by path
-    /// below the anchor) until the end of the transfer: later names are linked to that.
-    pub staged: std::sync::OnceLock<CString>,
-}
-
-impl Ready {
-    /// Waits until it is raised.
-    pub fn wait(&self) {
-        let mut done = self.done.lock().expect("ready");
-        while !*done {
-            done = self.raised.wait(done).expect("ready");
-        }
-    }
-
-    /// Raises it.
-    pub fn raise(&self) {
-        *self.done.lock().expect("ready") = true;
-        self.raised.notify_all();
-    }
-}
-
-/// Raises its flag when dropped: held while the first name of a hard-linked inode is made.
-pub(super) struct Leading(pub Arc<Ready>);
-
-impl Drop for Leading {
-    fn drop(&mut self) {
-        self.0.raise();
-    }
-}
-
 /// One run's shared state.
 pub(super) struct Run<'p> {
     pub plan: &'p SyncPlan,
@@ -112,7 +61,7 @@ pub(super) struct Run<'p> {
     /// Deletions left undone by `--max-delete`.
     pub deletions_skipped: AtomicU64,
     /// Hard-link groups: source (dev, ino) → first destination name.
-    pub links: Mutex<HashMap<(u64, u64), Leader>>,
+    pub links: crate::links::LinkTracker,
     /// `--delay-updates`: the files waiting in a `.~tmp~` for the end of the transfer.
     pub delayed: Mutex<Vec<Delayed>>,
     /// `-T`: the temporaries' directory, open, and its device.
@@ -137,6 +86,8 @@ pub(super) struct Delayed {
     pub anchor: Arc<OwnedFd>,
     pub dir: Vec<u8>,
     pub name: CString,
+    /// The directory's times, put back once its files are placed (`None`: not kept).
+    pub times: Option<super::apply::Times>,
 }
 
 /// Where `--delay-updates` keeps a directory's new files until the end, as rsync names it.

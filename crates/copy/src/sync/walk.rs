@@ -200,7 +200,7 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         is_root: is_root || plan.super_user,
         deletions: AtomicU64::new(0),
         deletions_skipped: AtomicU64::new(0),
-        links: Mutex::new(HashMap::new()),
+        links: Default::default(),
         delayed: Mutex::new(Vec::new()),
         temp_dir: None,
         dest_id: std::sync::OnceLock::new(),
@@ -967,7 +967,7 @@ fn deletion<'r>(
         // after the transfer, a walk that ended before its turn).
         let unattended = pass == Pass::Delete || (keeps_attrs && pair.dst.is_none());
         if deleted && unattended && !run.plan.dry_run {
-            if let Err(e) = apply::dir_times(run, pair, dir) {
+            if let Err(e) = apply::dir_times(pair, dir) {
                 run.fail(e);
             }
         }

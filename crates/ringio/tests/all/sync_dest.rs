@@ -876,3 +876,47 @@ fn deletions_after_the_walk_put_back_directory_times_with_xattrs_and_acls() {
         }
     }
 }
+
+/// `--delay-updates` places its files (and removes each `.~tmp~`) after the walk set the
+/// directories' times: those are put back, as rsync's `touch_up_dirs` puts them back, on a
+/// first sync and a re-sync, with and without `-H` (whose later names wait in `.~tmp~` too).
+#[test]
+fn delay_updates_puts_back_the_directories_times() {
+    for extra in [None, Some("-H")] {
+        let dir = Scratch::new();
+        let (src, dst) = (dir.join("src"), dir.join("dst"));
+        for i in 0..6 {
+            let d = src.join(format!("d{i}/sub"));
+            fs::create_dir_all(&d).unwrap();
+            write_file(d.join("f"), format!("file {i}"));
+            fs::hard_link(d.join("f"), d.join("g")).unwrap();
+        }
+        let past = |src: &Path, at: i64| {
+            for i in 0..6 {
+                for d in [src.join(format!("d{i}")), src.join(format!("d{i}/sub"))] {
+                    set_times(&d, None, Some(Ts::new(at + i, 0))).unwrap();
+                }
+            }
+            set_times(src, None, Some(Ts::new(at, 0))).unwrap();
+        };
+        let check = Check {
+            atime: false,
+            hard_links: extra.is_some(),
+            ..Check::ARCHIVE
+        };
+        past(&src, 1_000_000_000);
+        let mut args = vec!["-a", "--delay-updates"];
+        args.extend(extra);
+        args.extend(["src/", "dst/"]);
+        assert_success(&sync(dir.path(), &args));
+        let diff = tree_diff(&src, &dst, check);
+        assert!(diff.is_empty(), "first sync {extra:?}: {diff:#?}");
+        for i in 0..6 {
+            write_file(src.join(format!("d{i}/sub/f")), format!("changed {i}"));
+        }
+        past(&src, 1_100_000_000);
+        assert_success(&sync(dir.path(), &args));
+        let diff = tree_diff(&src, &dst, check);
+        assert!(diff.is_empty(), "re-sync {extra:?}: {diff:#?}");
+    }
+}

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use rustix::fs::AtFlags;
 
 use super::item::{Action, Item};
-use super::pair::{join, report, Delayed, Layer, Pair, Run, SrcEntry, STAGE};
+use super::pair::{join, report, Delayed, Layer, Pair, Run, SrcEntry, Times, STAGE};
 use super::wanted::wanted;
 use super::Symlinks;
 use crate::backup::{self, DestEntry};
@@ -61,9 +61,6 @@ impl Pair<'_> {
         Some((atime, want.mtime))
     }
 }
-
-/// An (atime, mtime) pair as `futimens` takes it (`OMIT`: left as it is).
-pub(super) type Times = ((i64, u32), (i64, u32));
 
 /// chown as the options ask: the owner only as root, a group the user cannot give is left.
 fn chown(run: &Run<'_>, want: &Stat, call: impl Fn(u32, u32) -> io::Result<()>) -> io::Result<()> {

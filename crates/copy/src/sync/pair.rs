@@ -87,8 +87,11 @@ pub(super) struct Delayed {
     pub dir: Vec<u8>,
     pub name: CString,
     /// The directory's times, put back once its files are placed (`None`: not kept).
-    pub times: Option<super::apply::Times>,
+    pub times: Option<Times>,
 }
+
+/// An (atime, mtime) pair as `futimens` takes it (`UTIME_OMIT`: left as it is).
+pub(super) type Times = ((i64, u32), (i64, u32));
 
 /// Where `--delay-updates` keeps a directory's new files until the end, as rsync names it.
 pub(super) const STAGE: &std::ffi::CStr = c".~tmp~";

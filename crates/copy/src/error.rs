@@ -6,8 +6,10 @@ use std::path::PathBuf;
 use crate::quote::quote;
 pub(crate) use crate::quote::reason;
 
-/// The operation that failed, worded for `ringio: cannot <op> '<path>': <reason>`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The operation that failed, worded for `ringio: cannot <op> '<path>': <reason>`; named in
+/// snake case in JSON (`open_dir`, `set_times`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Op {
     /// stat / statx.
     Stat,
@@ -150,6 +152,38 @@ impl CopyError {
         }
     }
 
+    /// The error as JSON: its `message` (the line printed), and beside it what a program
+    /// needs without parsing that: the `op` (snake case) and `path` (lossy UTF-8) of a failed
+    /// call, its `errno` and `reason`; a failed clone's `source_path` too; a refusal has its
+    /// message and `"op": null`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let text = |p: &std::path::Path| p.to_string_lossy().into_owned();
+        let call = |op: &'static str, path: &std::path::Path, source: &io::Error| {
+            serde_json::json!({
+                "message": self.to_string(),
+                "op": op,
+                "path": text(path),
+                "errno": source.raw_os_error(),
+                "reason": reason(source).to_string(),
+            })
+        };
+        match self {
+            CopyError::Io { op, path, source } => call(op.into(), path, source),
+            CopyError::Clone { dst, src, source } => {
+                let mut value = call("clone", dst, source);
+                value["source_path"] = text(src).into();
+                value
+            }
+            CopyError::Rule(_) | CopyError::Refused(_) => serde_json::json!({
+                "message": self.to_string(),
+                "op": null,
+                "path": null,
+                "errno": null,
+                "reason": null,
+            }),
+        }
+    }
+
     /// True for errors that must stop the whole run: no space, no quota, read-only filesystem.
     pub fn is_fatal(&self) -> bool {
         match self {
@@ -180,5 +214,38 @@ mod tests {
         assert!(!err.is_fatal());
         let full = CopyError::io(Op::Write, "d/f", io::Error::from_raw_os_error(libc::ENOSPC));
         assert!(full.is_fatal());
+    }
+
+    /// The JSON form carries the operation, path, errno and reason beside the message.
+    #[test]
+    fn json_has_the_fields_beside_the_message() {
+        let err = CopyError::io(
+            Op::OpenDir,
+            "a/b",
+            io::Error::from_raw_os_error(libc::ENOENT),
+        );
+        assert_eq!(
+            err.to_json(),
+            serde_json::json!({
+                "message": "cannot open directory 'a/b': No such file or directory",
+                "op": "open_dir",
+                "path": "a/b",
+                "errno": libc::ENOENT,
+                "reason": "No such file or directory",
+            })
+        );
+        let clone = CopyError::clone_failed(
+            "d".into(),
+            "s".into(),
+            io::Error::from_raw_os_error(libc::EXDEV),
+        );
+        let json = clone.to_json();
+        assert_eq!(
+            (json["op"].as_str(), json["source_path"].as_str()),
+            (Some("clone"), Some("s"))
+        );
+        let refused = CopyError::Refused("no".into()).to_json();
+        assert_eq!(refused["message"], "no");
+        assert!(refused["errno"].is_null());
     }
 }

@@ -335,7 +335,8 @@ pub struct CpArgs {
 
     /// At the end, print one JSON object on stdout: entries, bytes, entries left as they were
     /// (skipped: -n, -u, --resume), the engine, counts per destination, each phase (copy, verify) with its bytes, time and throughput, and every
-    /// error with its path and reason. Every other line goes to stderr.
+    /// error: its message (error_messages) and its parts as fields (error_details: op, path,
+    /// errno, reason). Every other line goes to stderr.
     #[arg(long)]
     pub json: bool,
 

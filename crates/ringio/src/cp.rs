@@ -224,7 +224,7 @@ struct Terminal {
     asking: std::sync::Mutex<()>,
     /// `--json`: stdout is the JSON's alone (every line goes to stderr), and each error is
     /// kept for it.
-    json: Option<std::sync::Mutex<Vec<String>>>,
+    json: Option<std::sync::Mutex<Vec<serde_json::Value>>>,
     /// `--log-file`: every `-v` line and error, with rsync's log prefix.
     log: Option<std::sync::Mutex<std::fs::File>>,
 }
@@ -275,7 +275,7 @@ impl ringio_copy::Reporter for Terminal {
             errors
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(err.to_string());
+                .push(err.to_json());
         }
     }
 
@@ -668,11 +668,12 @@ fn print_phases(summary: &Summary, phases: &[Phase], hashing: Option<&ringio_cop
 }
 
 /// `--json`: one object on stdout: the counts, each destination's, each phase's bytes, time and
-/// throughput, and every error's message (its path and reason).
+/// throughput, every error's message, and each error as an object (`error_details`: the
+/// message with its `op`, `path`, `errno` and `reason` as fields, `CopyError::to_json`).
 fn print_json(
     summary: &Summary,
     tees: &[Summary],
-    (phases, errors): (&[Phase], &[String]),
+    (phases, errors): (&[Phase], &[serde_json::Value]),
     hashing: Option<&ringio_copy::Hashing>,
     code: i32,
 ) {
@@ -697,7 +698,8 @@ fn print_json(
         "bytes": summary.bytes,
         "skipped": summary.skipped,
         "errors": summary.errors,
-        "error_messages": errors,
+        "error_messages": errors.iter().map(|e| &e["message"]).collect::<Vec<_>>(),
+        "error_details": errors,
         "engine": summary.engine,
         "hash": hashing.map(|h| h.algo.to_string()),
         "destinations": destinations,

@@ -717,6 +717,16 @@ fn cp_json_is_alone_on_stdout_and_names_each_error() {
         messages[0].as_str().unwrap().contains("dangling"),
         "{report}"
     );
+    // The same error with its parts as fields: the call, the path, errno and its reason.
+    let detail = &report["error_details"][0];
+    assert_eq!(detail["message"], messages[0], "{report}");
+    assert_eq!(detail["op"], "stat", "{report}");
+    assert_eq!(detail["errno"], libc::ENOENT, "{report}");
+    assert_eq!(detail["reason"], "No such file or directory", "{report}");
+    assert!(
+        detail["path"].as_str().unwrap().ends_with("src/dangling"),
+        "{report}"
+    );
     assert_eq!(report["phases"][0]["phase"], "copy");
     assert_stderr_has(&out, "-> ");
 }

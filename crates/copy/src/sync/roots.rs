@@ -370,37 +370,7 @@ pub(super) fn open_root_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -
             None
         }
     };
-    let mut layers = Vec::with_capacity(roots.len());
-    for root in roots {
-        let fd = match open_path(&root.src_dir) {
-            Ok(fd) => fd,
-            Err(e) => {
-                run.fail(CopyError::io(Op::OpenDir, root.src_dir.clone(), e));
-                continue;
-            }
-        };
-        // A `SRC/` root reads SRC's own merge files; an operand's parent is not in the
-        // transfer.
-        let scope = if root.only.is_none() {
-            enter(&fd)?
-        } else {
-            top.clone()
-        };
-        let id = sys::fstatx(fd.as_fd()).map_or((0, 0), |st| (st.dev, st.ino));
-        layers.push(Layer {
-            fd,
-            dev: id.0,
-            path: root.src_dir.clone(),
-            only: root.only.clone(),
-            implied: root.implied.clone(),
-            operand_follows: root.operand_follows,
-            scope,
-            ancestry: Arc::new(super::pair::Ancestry { id, up: None }),
-        });
-    }
-    if layers.is_empty() {
-        return None;
-    }
+    let layers = root_layers(run, roots, &top, &enter)?;
     let dst: Option<OwnedFd> = match open_path(&first.dst_dir) {
         Ok(fd) => Some(fd),
         Err(e) if plan.dry_run && e.raw_os_error() == Some(libc::ENOENT) => None,
@@ -436,33 +406,8 @@ pub(super) fn open_root_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -
     } else {
         Some(top.clone())
     };
-    let mut root_item = None;
-    if shown && matches!(pass, Pass::Transfer { .. }) {
-        run.stats.files.add(Kind::Dir);
-        let mut item = Item::new(Action::Attributes, &src_stat, b".");
-        item.times_kept = plan.times;
-        // DEST as it was before this run made it: made now when it is empty and fresh.
-        match dst_before.filter(|_| !first.fresh_dest) {
-            Some(d) => {
-                let want = super::wanted::wanted(run, &src_stat, Some(&d));
-                item.attrs = rules::attr_changes(&run.rules, &want, &d, run.window_ns);
-            }
-            None => {
-                item.action = Action::LocalChange;
-                item.new = true;
-                // Made now, but a --*-dest tree has it: listed as matching.
-                if let Some(alt) = run.alt_roots.first() {
-                    if let Ok(a) = sys::fstatx(alt.as_fd()) {
-                        let want = super::wanted::wanted(run, &src_stat, None);
-                        item.new = false;
-                        item.matched = true;
-                        item.attrs = rules::attr_changes(&run.rules, &want, &a, run.window_ns);
-                    }
-                }
-            }
-        }
-        root_item = Some(item);
-    }
+    let root_item = (shown && matches!(pass, Pass::Transfer { .. }))
+        .then(|| root_item(run, &src_stat, dst_before.filter(|_| !first.fresh_dest)));
     let anchor = dst
         .as_ref()
         .and_then(|fd| fd.try_clone().ok())
@@ -488,4 +433,71 @@ pub(super) fn open_root_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -
         made_now: first.fresh_dest && !plan.dry_run,
         block: None,
     })
+}
+
+/// The roots' source directories opened, each a layer of the root pair with its filter scope
+/// (a `SRC/` root reads SRC's own merge files; an operand's parent is not in the transfer).
+/// One that cannot be opened is said and left out; `None`: none could be (or a merge file
+/// could not be read).
+fn root_layers(
+    run: &Run<'_>,
+    roots: &[Root],
+    top: &Scope,
+    enter: &dyn Fn(&OwnedFd) -> Option<Scope>,
+) -> Option<Vec<Layer>> {
+    let mut layers = Vec::with_capacity(roots.len());
+    for root in roots {
+        let fd = match open_path(&root.src_dir) {
+            Ok(fd) => fd,
+            Err(e) => {
+                run.fail(CopyError::io(Op::OpenDir, root.src_dir.clone(), e));
+                continue;
+            }
+        };
+        let scope = if root.only.is_none() {
+            enter(&fd)?
+        } else {
+            top.clone()
+        };
+        let id = sys::fstatx(fd.as_fd()).map_or((0, 0), |st| (st.dev, st.ino));
+        layers.push(Layer {
+            fd,
+            dev: id.0,
+            path: root.src_dir.clone(),
+            only: root.only.clone(),
+            implied: root.implied.clone(),
+            operand_follows: root.operand_follows,
+            scope,
+            ancestry: Arc::new(super::pair::Ancestry { id, up: None }),
+        });
+    }
+    (!layers.is_empty()).then_some(layers)
+}
+
+/// The transfer root's own line (`.d..t...... ./`, `cd+++++++++ ./`), counted: against DEST
+/// as it was (`None`: made now, or made fresh by this run), or, made now, against the first
+/// `--*-dest` tree, which has it.
+fn root_item(run: &Run<'_>, src_stat: &Stat, dst_before: Option<Stat>) -> Item {
+    run.stats.files.add(Kind::Dir);
+    let mut item = Item::new(Action::Attributes, src_stat, b".");
+    item.times_kept = run.plan.times;
+    match dst_before {
+        Some(d) => {
+            let want = super::wanted::wanted(run, src_stat, Some(&d));
+            item.attrs = rules::attr_changes(&run.rules, &want, &d, run.window_ns);
+        }
+        None => {
+            item.action = Action::LocalChange;
+            item.new = true;
+            if let Some(alt) = run.alt_roots.first() {
+                if let Ok(a) = sys::fstatx(alt.as_fd()) {
+                    let want = super::wanted::wanted(run, src_stat, None);
+                    item.new = false;
+                    item.matched = true;
+                    item.attrs = rules::attr_changes(&run.rules, &want, &a, run.window_ns);
+                }
+            }
+        }
+    }
+    item
 }

@@ -1,19 +1,26 @@
-//! ringio-copy: the copy pipeline behind `ringio cp`.
+//! ringio-copy: the copy engine and the two rule sets over it, `ringio cp` and `ringio sync`.
 //!
-//! The pipeline is `walk → jobs → engine → finalize`:
+//! What it holds, in layers (docs/ARCHITECTURE.md draws them):
 //!
-//! * [`walk`] reads directories with getdents64 relative to directory descriptors, so trees deeper
-//!   than `PATH_MAX` copy, and streams work to a small pool of threads. Memory grows with depth and
-//!   in-flight work, never with the size of the tree.
-//! * An engine ([`Engine`]) moves the bytes of regular files: `uring` batches the per-file system
-//!   calls of small files through one io_uring per worker and lets the kernel move large files
-//!   (FICLONE, copy_file_range) in parallel chunks; `readwrite` is plain read/write, the reference.
-//! * [`finalize`] applies metadata after content, and to directories after all their children.
-//!
-//! Everything a caller decides is in a [`CopyPlan`], built once with [`CopyPlan::builder`];
-//! [`copy`] runs it, and a [`Reporter`] shows what happens. [`verify`] compares two
-//! trees entry by entry: the one comparer `ringio verify`, `ringio cp --verify` and the
-//! benchmarks share.
+//! * The shared core: descriptor-relative system calls (`sys`, `beneath`, `temp`), the
+//!   destination sandbox and backups, hard-link groups, the movers that carry bytes
+//!   (`engine`: io_uring batches of small files, `DataPath` for big, sparse and chunked ones),
+//!   hashing while copying ([`digest`], [`manifest`]) and the pure rules (`policy`: cp's
+//!   `decide`, sync's `policy::sync`).
+//! * cp: the pipeline `walk → jobs → engine → finalize`. [`walk`] reads directories with
+//!   getdents64 relative to directory descriptors, so trees deeper than `PATH_MAX` copy, and
+//!   streams work to a small pool of threads; memory grows with depth and in-flight work,
+//!   never with the size of the tree. An engine ([`Engine`]) moves regular files' bytes;
+//!   [`finalize`] applies metadata after content, and to directories after their children.
+//!   Everything a caller decides is in a [`CopyPlan`], built once with [`CopyPlan::builder`];
+//!   [`copy`] runs it, and a [`Reporter`] shows what happens. [`ranks`] spreads one copy over
+//!   MPI ranks.
+//! * sync: rsync's local mirror ([`sync`]): both trees walked together, each entry decided by
+//!   `policy::sync`, rsync's filter rules ([`filter`]), deletions in rsync's order, rsync's
+//!   output; a [`sync::SyncPlan`] built once with `SyncPlan::builder`.
+//! * Checking: [`verify`] compares two trees, or a tree with a manifest, entry by entry (the
+//!   one comparer `ringio verify`, `cp --verify` and the benchmarks share); [`count`] sizes a
+//!   tree for progress.
 #![deny(missing_docs)]
 
 /// A unit test that cannot run here (a missing tool, filesystem feature or privilege) says why

@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 use std::ffi::{CStr, CString, OsStr};
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -182,6 +182,7 @@ pub fn check_listing(
         for _ in 0..threads.clamp(1, lines.len().max(1)) {
             s.spawn(|| {
                 let mut last = LastDir::default();
+                let mut buf = ReadBuf::default();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(line) = lines.get(i) else { break };
@@ -190,7 +191,7 @@ pub fn check_listing(
                         continue;
                     }
                     let got = tree
-                        .hash(&line.path, &[algo], &mut last)
+                        .hash(&line.path, &[algo], &mut last, &mut buf)
                         .map(|(mut hexes, len, way)| (hexes.remove(0), len, way));
                     *results[i].lock().expect("result") = Some(got);
                 }
@@ -333,22 +334,24 @@ impl Tree<'_> {
         })
     }
 
-    /// The hashes by `algos` of the listed file `name`, its length and how it was read.
-    fn hash(&self, name: &[u8], algos: &[Algo], last: &mut LastDir) -> Hashes {
+    /// The hashes by `algos` of the listed file `name`, its length and how it was read, read
+    /// into the worker's `buf`.
+    fn hash(&self, name: &[u8], algos: &[Algo], last: &mut LastDir, buf: &mut ReadBuf) -> Hashes {
         let (dir, file) = self.parent(name, last)?;
         let rel = || PathBuf::from(OsStr::from_bytes(name));
-        hash_file((dir, &file), algos, self.uncached, self.read).map_err(|e| {
-            match e.raw_os_error() {
-                Some(libc::ELOOP) => Finding::Symlink {
-                    path: rel(),
-                    link: rel(),
-                },
-                _ if e.kind() == io::ErrorKind::NotFound => Finding::Missing(rel()),
-                _ => Finding::Unreadable {
-                    path: rel(),
-                    why: crate::quote::reason(&e).to_string(),
-                },
-            }
+        let buf = buf.get();
+        let hashed =
+            buf.and_then(|buf| hash_file((dir, &file), algos, self.uncached, self.read, buf));
+        hashed.map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => Finding::Symlink {
+                path: rel(),
+                link: rel(),
+            },
+            _ if e.kind() == io::ErrorKind::NotFound => Finding::Missing(rel()),
+            _ => Finding::Unreadable {
+                path: rel(),
+                why: crate::quote::reason(&e).to_string(),
+            },
         })
     }
 
@@ -374,6 +377,7 @@ fn tell_apart(
     results: &[Mutex<Option<Hashed>>],
 ) -> Algo {
     let mut last = LastDir::default();
+    let mut buf = ReadBuf::default();
     let mut candidates: Vec<(u64, usize)> = listing
         .entries
         .iter()
@@ -385,7 +389,7 @@ fn tell_apart(
     for (_, i) in candidates {
         let entry = &listing.entries[i];
         for algo in [listing.algo, other] {
-            match tree.hash(&entry.path, &[algo], &mut last) {
+            match tree.hash(&entry.path, &[algo], &mut last, &mut buf) {
                 Ok((hexes, len, way)) if hexes[0] == entry.hex => {
                     *results[i].lock().expect("result") = Some(Ok((hexes[0].clone(), len, way)));
                     return algo;
@@ -420,12 +424,14 @@ fn below(name: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The hashes by `algos` of the file `name` in `dir` (in one read; a symlink is not followed:
-/// ELOOP), its length, and how it was read. Bytes read so far are added to `read`.
+/// ELOOP), its length, and how it was read, read through `buf`. Bytes read so far are added to
+/// `read`.
 fn hash_file(
     (dir, name): (BorrowedFd<'_>, &CStr),
     algos: &[Algo],
     uncached: bool,
     read: &AtomicU64,
+    buf: &mut [u8],
 ) -> io::Result<(Vec<String>, u64, ReadFrom)> {
     // O_NONBLOCK: a FIFO where a listed file was must not hang the check (no effect on files).
     let plain = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOFOLLOW;
@@ -443,42 +449,74 @@ fn hash_file(
     } else {
         (sys::openat(dir, name, plain, 0)?, ReadFrom::Cache)
     };
-    if sys::fstatx(fd.as_fd())?.kind() != Kind::File {
+    let stat = sys::fstatx(fd.as_fd())?;
+    if stat.kind() != Kind::File {
         return Err(io::Error::other("not a regular file"));
     }
-    match read_all(&fd, algos, way, read) {
+    if way != ReadFrom::Direct && stat.size > buf.len() as u64 {
+        // A file of more than one read: the kernel reads further ahead (a hint: if refused,
+        // the reads are as they were).
+        let _ = rustix::fs::fadvise(&fd, 0, None, rustix::fs::Advice::Sequential);
+    }
+    match read_all(fd.as_fd(), stat.size, algos, read, buf) {
         // Some filesystems accept O_DIRECT at open and refuse it at read.
         Err(e) if way == ReadFrom::Direct && e.raw_os_error() == Some(libc::EINVAL) => {
             let fd = sys::openat(dir, name, plain, 0)?;
             sys::drop_cached_pages(fd.as_fd())?;
-            read_all(&fd, algos, ReadFrom::Dropped, read)
+            let (hexes, len) = read_all(fd.as_fd(), stat.size, algos, read, buf)?;
+            Ok((hexes, len, ReadFrom::Dropped))
         }
-        other => other,
+        got => got.map(|(hexes, len)| (hexes, len, way)),
     }
 }
 
-/// Block size of the reads (a multiple of any device's logical block, for O_DIRECT).
+/// Size of a worker's buffer, the most one read asks for (a multiple of any device's logical
+/// block, for O_DIRECT): a listed file up to this size is read whole by one read.
 const BLOCK: usize = 1 << 20;
 
+/// A worker's read buffer: allocated at its first file, then reused for every file it reads
+/// (not one allocation, with its page faults, per file).
+#[derive(Default)]
+struct ReadBuf(Option<ringio_base::buf::AlignedBuf>);
+
+impl ReadBuf {
+    fn get(&mut self) -> io::Result<&mut [u8]> {
+        if self.0.is_none() {
+            self.0 = Some(ringio_base::buf::AlignedBuf::try_new(BLOCK)?);
+        }
+        Ok(&mut self.0.as_mut().expect("just allocated")[..])
+    }
+}
+
+/// Reads `fd` to its end through `buf`, hashing by `algos`: its hashes and length. `size` is
+/// what statx said: a read that comes back short at or past it is the end, so a file smaller
+/// than `buf` takes one read (not a second one that returns 0). A file that grows or shrinks
+/// while it is read is hashed as far as the reads found it.
 fn read_all(
-    fd: &OwnedFd,
+    fd: BorrowedFd<'_>,
+    size: u64,
     algos: &[Algo],
-    way: ReadFrom,
     read: &AtomicU64,
-) -> io::Result<(Vec<String>, u64, ReadFrom)> {
-    let mut buf = ringio_base::buf::AlignedBuf::try_new(BLOCK)?;
-    let mut hashers: Vec<_> = algos.iter().map(|a| a.hasher()).collect();
+    buf: &mut [u8],
+) -> io::Result<(Vec<String>, u64)> {
+    let mut hashers: Option<Vec<_>> = None;
     let mut at = 0u64;
     loop {
-        let n = sys::pread_full(fd.as_fd(), &mut buf[..], at)?;
-        for h in &mut hashers {
-            h.update(&buf[..n]);
-        }
+        let n = sys::pread(fd, buf, at)?;
         at += n as u64;
         read.fetch_add(n as u64, Ordering::Relaxed);
-        if n < BLOCK {
-            let hexes = hashers.into_iter().map(|h| h.finish_hex()).collect();
-            return Ok((hexes, at, way));
+        let end = n == 0 || (n < buf.len() && at >= size);
+        if end && hashers.is_none() {
+            // The whole file in one read: hashed at once, with no streaming state.
+            return Ok((algos.iter().map(|a| a.hex_of(&buf[..n])).collect(), at));
+        }
+        let streaming = hashers.get_or_insert_with(|| algos.iter().map(|a| a.hasher()).collect());
+        for h in streaming.iter_mut() {
+            h.update(&buf[..n]);
+        }
+        if end {
+            let hexes = streaming.drain(..).map(|h| h.finish_hex()).collect();
+            return Ok((hexes, at));
         }
     }
 }

@@ -177,26 +177,33 @@ pub fn check_listing(
         Some(other) => tell_apart(&tree, listing, other, &results),
         None => listing.algo,
     };
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, lines.len().max(1)) {
+    let claims = Claims::new(lines.len(), threads);
+    let walked = std::thread::scope(|s| {
+        // What the listing lacks is looked for while the listed files are read (it waits on
+        // other blocks of the disk, and on other cores).
+        let walk = root.as_ref().ok().filter(|_| extras).map(|root| {
+            let root = root.as_fd();
+            s.spawn(move || unlisted(root, lines, manifest))
+        });
+        for _ in 0..claims.workers {
             s.spawn(|| {
                 let mut last = LastDir::default();
                 let mut buf = ReadBuf::default();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(line) = lines.get(i) else { break };
-                    if results[i].lock().expect("result").is_some() {
-                        // Hashed while the algorithm was told apart.
-                        continue;
+                while let Some(claimed) = claims.next() {
+                    for i in claimed {
+                        if results[i].lock().expect("result").is_some() {
+                            // Hashed while the algorithm was told apart.
+                            continue;
+                        }
+                        let got = tree
+                            .hash(&lines[i].path, &[algo], &mut last, &mut buf)
+                            .map(|(mut hexes, len, way)| (hexes.remove(0), len, way));
+                        *results[i].lock().expect("result") = Some(got);
                     }
-                    let got = tree
-                        .hash(&line.path, &[algo], &mut last, &mut buf)
-                        .map(|(mut hexes, len, way)| (hexes.remove(0), len, way));
-                    *results[i].lock().expect("result") = Some(got);
                 }
             });
         }
+        walk.map(|w| w.join().expect("the walk of the tree"))
     });
     let mut report = ManifestReport {
         algo,
@@ -235,16 +242,58 @@ pub fn check_listing(
     if ways.len() > 1 {
         report.read_from = ReadFrom::Mixed;
     }
-    if extras {
-        match &root {
-            Ok(root) => unlisted(root.as_fd(), lines, manifest, &mut report),
-            Err(e) => report.findings.push(Finding::Unreadable {
-                path: PathBuf::new(),
-                why: format!("cannot list it: {}", crate::quote::reason(e)),
-            }),
+    match (walked, &root) {
+        (Some((findings, uncovered)), _) => {
+            report.findings.extend(findings);
+            report.uncovered = uncovered;
         }
+        (None, Err(e)) if extras => report.findings.push(Finding::Unreadable {
+            path: PathBuf::new(),
+            why: format!("cannot list it: {}", crate::quote::reason(e)),
+        }),
+        (None, _) => {}
     }
     report
+}
+
+/// The listed files, handed out to the workers in runs of neighbours (a run's files mostly
+/// share a directory, which a worker then opens once), shorter as the end nears so that no
+/// worker is left with a long tail while the others wait.
+struct Claims {
+    next: AtomicUsize,
+    len: usize,
+    workers: usize,
+}
+
+impl Claims {
+    /// Longest run handed out at once.
+    const MAX_RUN: usize = 32;
+
+    fn new(len: usize, threads: usize) -> Claims {
+        Claims {
+            next: AtomicUsize::new(0),
+            len,
+            workers: threads.clamp(1, len.max(1)),
+        }
+    }
+
+    /// The next run of line indices, or `None` when every line is handed out.
+    fn next(&self) -> Option<std::ops::Range<usize>> {
+        let mut at = self.next.load(Ordering::Relaxed);
+        loop {
+            let left = self.len.checked_sub(at).filter(|&n| n > 0)?;
+            let run = (left / (self.workers * 4)).clamp(1, Self::MAX_RUN);
+            match self.next.compare_exchange_weak(
+                at,
+                at + run,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(at..at + run),
+                Err(now) => at = now,
+            }
+        }
+    }
 }
 
 fn clone_error(e: &io::Error) -> io::Error {
@@ -254,15 +303,16 @@ fn clone_error(e: &io::Error) -> io::Error {
     }
 }
 
-/// Walks the tree below `root` for what `lines` does not list: regular files are findings,
-/// symlinks and special files are counted in `report.uncovered`. The manifest itself (by its
-/// identity, wherever it lies) and an `ascmhl` folder at the top are the manifest's own.
+/// Walks the tree below `root` for what `lines` does not list: the findings (regular files,
+/// directories that cannot be listed), and the symlinks and special files (not covered). The
+/// manifest itself (by its identity, wherever it lies) and an `ascmhl` folder at the top are
+/// the manifest's own.
 fn unlisted(
     root: BorrowedFd<'_>,
     lines: &[crate::manifest::Entry],
     manifest: Option<&Path>,
-    report: &mut ManifestReport,
-) {
+) -> (Vec<Finding>, Vec<PathBuf>) {
+    let (mut findings, mut uncovered) = (Vec::new(), Vec::new());
     let listed: HashSet<Vec<u8>> = lines.iter().filter_map(|l| below(&l.path)).collect();
     let own = manifest
         .and_then(|m| CString::new(m.as_os_str().as_bytes()).ok())
@@ -279,20 +329,21 @@ fn unlisted(
             }
             let path = PathBuf::from(OsStr::from_bytes(rel));
             if kind != Kind::File {
-                return report.uncovered.push(path);
+                return uncovered.push(path);
             }
             let is_manifest = own
                 .as_ref()
                 .is_some_and(|m| sys::statx_at(dir, name, false).is_ok_and(|s| s.same_file(m)));
             if !is_manifest {
-                report.findings.push(Finding::Extra(path));
+                findings.push(Finding::Extra(path));
             }
         }
-        Met::Unlistable { rel, err } => report.findings.push(Finding::Unreadable {
+        Met::Unlistable { rel, err } => findings.push(Finding::Unreadable {
             path: PathBuf::from(OsStr::from_bytes(rel)),
             why: format!("cannot list it: {}", crate::quote::reason(&err)),
         }),
     });
+    (findings, uncovered)
 }
 
 /// The tree checked: its root's descriptor (or why it could not be opened), and how its files

@@ -135,6 +135,8 @@ pub fn bench_verify(
         note(COLD_NOT_ROOT);
     }
     let files = regular_files(tree)?;
+    // The checkers run in the tree: the manifest's path must not be relative to here.
+    let work = std::path::absolute(work).map_err(|e| LabError::io("find", work, e))?;
     let mut out = Vec::new();
     for &algo in &opts.algos {
         let checkers = checkers(algo, ringio)?;

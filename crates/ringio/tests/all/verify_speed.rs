@@ -358,3 +358,53 @@ fn uncached_checks_read_from_the_device_at_every_size() {
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(err.contains("cached pages dropped first"), "{err}");
 }
+
+/// `bench verify` times ringio's check and the checksum tool's on a tree, every run right (the
+/// manifest is the tree's), with a relative `--dir` too (the checkers run in the tree: the
+/// manifest's path must not be relative to where the bench was started); its JSON renders
+/// with `bench report`, and the tree is left as it was.
+#[test]
+fn bench_verify_checks_with_ringio_and_the_tool_from_a_relative_dir() {
+    let s = Scratch::new();
+    for i in 0..40 {
+        write_file(
+            s.join(format!("src/d{}/f{i}", i % 3)),
+            pattern(i * 999, i as u64),
+        );
+    }
+    let before = fs::read_dir(s.join("src/d0")).unwrap().count();
+    let json = s.join("verify.json");
+    let out = Cp::bare()
+        .current_dir(s.path())
+        .args([
+            "bench", "verify", "--src", "src", "--dir", "work", "--runs", "2",
+        ])
+        .args(["--algos", "sha256,blake3", "--json"])
+        .arg(&json)
+        .run();
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(!text.contains("FAILED"), "{text}");
+    let doc: serde_json::Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    let algos = doc["workloads"][0]["algos"].as_array().unwrap();
+    assert_eq!(algos.len(), 2);
+    for algo in algos {
+        for r in algo["results"].as_array().unwrap() {
+            if r["skipped"].is_string() {
+                continue;
+            }
+            let runs = r["runs"].as_array().unwrap();
+            assert_eq!(runs.len(), 2, "{r}");
+            assert!(runs.iter().all(|x| x["ok"] == true), "{r}");
+        }
+    }
+    assert_eq!(algos[0]["algo"], "sha256");
+    assert_eq!(algos[0]["peer"], "sha256sum -c");
+    assert!(algos[0]["ratio_to_peer"]["ringio-verify"].is_number());
+    let report = Cp::bare().args(["bench", "report"]).arg(&json).run();
+    assert_exit(&report, 0);
+    let table = stdout(&report);
+    assert!(table.contains("| sha256 | ringio-verify |"), "{table}");
+    assert!(table.contains("sha256sum -c"), "{table}");
+    assert_eq!(fs::read_dir(s.join("src/d0")).unwrap().count(), before);
+}

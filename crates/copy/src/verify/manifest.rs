@@ -541,8 +541,10 @@ impl ReadBuf {
 
 /// Reads `fd` to its end through `buf`, hashing by `algos`: its hashes and length. `size` is
 /// what statx said: a read that comes back short at or past it is the end, so a file smaller
-/// than `buf` takes one read (not a second one that returns 0). A file that grows or shrinks
-/// while it is read is hashed as far as the reads found it.
+/// than `buf` takes one read (not a second one that returns 0). A size of 0 says nothing (the
+/// files of procfs, sysfs and some FUSE filesystems show 0 and read in short pieces): such a
+/// file is read until a read returns 0. A file that grows or shrinks while it is read is
+/// hashed as far as the reads found it.
 fn read_all(
     fd: BorrowedFd<'_>,
     size: u64,
@@ -556,7 +558,7 @@ fn read_all(
         let n = sys::pread(fd, buf, at)?;
         at += n as u64;
         read.fetch_add(n as u64, Ordering::Relaxed);
-        let end = n == 0 || (n < buf.len() && at >= size);
+        let end = n == 0 || (size > 0 && n < buf.len() && at >= size);
         if end && hashers.is_none() {
             // The whole file in one read: hashed at once, with no streaming state.
             return Ok((algos.iter().map(|a| a.hex_of(&buf[..n])).collect(), at));

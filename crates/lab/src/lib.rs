@@ -16,6 +16,7 @@ pub mod read;
 pub mod syncbench;
 pub mod syscost;
 pub mod table;
+pub mod verifybench;
 pub mod write;
 pub mod xor;
 

@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 use std::ffi::{CStr, CString, OsStr};
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -177,25 +177,33 @@ pub fn check_listing(
         Some(other) => tell_apart(&tree, listing, other, &results),
         None => listing.algo,
     };
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, lines.len().max(1)) {
+    let claims = Claims::new(lines.len(), threads);
+    let walked = std::thread::scope(|s| {
+        // What the listing lacks is looked for while the listed files are read (it waits on
+        // other blocks of the disk, and on other cores).
+        let walk = root.as_ref().ok().filter(|_| extras).map(|root| {
+            let root = root.as_fd();
+            s.spawn(move || unlisted(root, lines, manifest))
+        });
+        for _ in 0..claims.workers {
             s.spawn(|| {
                 let mut last = LastDir::default();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(line) = lines.get(i) else { break };
-                    if results[i].lock().expect("result").is_some() {
-                        // Hashed while the algorithm was told apart.
-                        continue;
+                let mut buf = ReadBuf::default();
+                while let Some(claimed) = claims.next() {
+                    for i in claimed {
+                        if results[i].lock().expect("result").is_some() {
+                            // Hashed while the algorithm was told apart.
+                            continue;
+                        }
+                        let got = tree
+                            .hash(&lines[i].path, &[algo], &mut last, &mut buf)
+                            .map(|(mut hexes, len, way)| (hexes.remove(0), len, way));
+                        *results[i].lock().expect("result") = Some(got);
                     }
-                    let got = tree
-                        .hash(&line.path, &[algo], &mut last)
-                        .map(|(mut hexes, len, way)| (hexes.remove(0), len, way));
-                    *results[i].lock().expect("result") = Some(got);
                 }
             });
         }
+        walk.map(|w| w.join().expect("the walk of the tree"))
     });
     let mut report = ManifestReport {
         algo,
@@ -234,16 +242,58 @@ pub fn check_listing(
     if ways.len() > 1 {
         report.read_from = ReadFrom::Mixed;
     }
-    if extras {
-        match &root {
-            Ok(root) => unlisted(root.as_fd(), lines, manifest, &mut report),
-            Err(e) => report.findings.push(Finding::Unreadable {
-                path: PathBuf::new(),
-                why: format!("cannot list it: {}", crate::quote::reason(e)),
-            }),
+    match (walked, &root) {
+        (Some((findings, uncovered)), _) => {
+            report.findings.extend(findings);
+            report.uncovered = uncovered;
         }
+        (None, Err(e)) if extras => report.findings.push(Finding::Unreadable {
+            path: PathBuf::new(),
+            why: format!("cannot list it: {}", crate::quote::reason(e)),
+        }),
+        (None, _) => {}
     }
     report
+}
+
+/// The listed files, handed out to the workers in runs of neighbours (a run's files mostly
+/// share a directory, which a worker then opens once), shorter as the end nears so that no
+/// worker is left with a long tail while the others wait.
+struct Claims {
+    next: AtomicUsize,
+    len: usize,
+    workers: usize,
+}
+
+impl Claims {
+    /// Longest run handed out at once.
+    const MAX_RUN: usize = 32;
+
+    fn new(len: usize, threads: usize) -> Claims {
+        Claims {
+            next: AtomicUsize::new(0),
+            len,
+            workers: threads.clamp(1, len.max(1)),
+        }
+    }
+
+    /// The next run of line indices, or `None` when every line is handed out.
+    fn next(&self) -> Option<std::ops::Range<usize>> {
+        let mut at = self.next.load(Ordering::Relaxed);
+        loop {
+            let left = self.len.checked_sub(at).filter(|&n| n > 0)?;
+            let run = (left / (self.workers * 4)).clamp(1, Self::MAX_RUN);
+            match self.next.compare_exchange_weak(
+                at,
+                at + run,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(at..at + run),
+                Err(now) => at = now,
+            }
+        }
+    }
 }
 
 fn clone_error(e: &io::Error) -> io::Error {
@@ -253,15 +303,16 @@ fn clone_error(e: &io::Error) -> io::Error {
     }
 }
 
-/// Walks the tree below `root` for what `lines` does not list: regular files are findings,
-/// symlinks and special files are counted in `report.uncovered`. The manifest itself (by its
-/// identity, wherever it lies) and an `ascmhl` folder at the top are the manifest's own.
+/// Walks the tree below `root` for what `lines` does not list: the findings (regular files,
+/// directories that cannot be listed), and the symlinks and special files (not covered). The
+/// manifest itself (by its identity, wherever it lies) and an `ascmhl` folder at the top are
+/// the manifest's own.
 fn unlisted(
     root: BorrowedFd<'_>,
     lines: &[crate::manifest::Entry],
     manifest: Option<&Path>,
-    report: &mut ManifestReport,
-) {
+) -> (Vec<Finding>, Vec<PathBuf>) {
+    let (mut findings, mut uncovered) = (Vec::new(), Vec::new());
     let listed: HashSet<Vec<u8>> = lines.iter().filter_map(|l| below(&l.path)).collect();
     let own = manifest
         .and_then(|m| CString::new(m.as_os_str().as_bytes()).ok())
@@ -278,20 +329,21 @@ fn unlisted(
             }
             let path = PathBuf::from(OsStr::from_bytes(rel));
             if kind != Kind::File {
-                return report.uncovered.push(path);
+                return uncovered.push(path);
             }
             let is_manifest = own
                 .as_ref()
                 .is_some_and(|m| sys::statx_at(dir, name, false).is_ok_and(|s| s.same_file(m)));
             if !is_manifest {
-                report.findings.push(Finding::Extra(path));
+                findings.push(Finding::Extra(path));
             }
         }
-        Met::Unlistable { rel, err } => report.findings.push(Finding::Unreadable {
+        Met::Unlistable { rel, err } => findings.push(Finding::Unreadable {
             path: PathBuf::from(OsStr::from_bytes(rel)),
             why: format!("cannot list it: {}", crate::quote::reason(&err)),
         }),
     });
+    (findings, uncovered)
 }
 
 /// The tree checked: its root's descriptor (or why it could not be opened), and how its files
@@ -333,22 +385,24 @@ impl Tree<'_> {
         })
     }
 
-    /// The hashes by `algos` of the listed file `name`, its length and how it was read.
-    fn hash(&self, name: &[u8], algos: &[Algo], last: &mut LastDir) -> Hashes {
+    /// The hashes by `algos` of the listed file `name`, its length and how it was read, read
+    /// into the worker's `buf`.
+    fn hash(&self, name: &[u8], algos: &[Algo], last: &mut LastDir, buf: &mut ReadBuf) -> Hashes {
         let (dir, file) = self.parent(name, last)?;
         let rel = || PathBuf::from(OsStr::from_bytes(name));
-        hash_file((dir, &file), algos, self.uncached, self.read).map_err(|e| {
-            match e.raw_os_error() {
-                Some(libc::ELOOP) => Finding::Symlink {
-                    path: rel(),
-                    link: rel(),
-                },
-                _ if e.kind() == io::ErrorKind::NotFound => Finding::Missing(rel()),
-                _ => Finding::Unreadable {
-                    path: rel(),
-                    why: crate::quote::reason(&e).to_string(),
-                },
-            }
+        let buf = buf.get();
+        let hashed =
+            buf.and_then(|buf| hash_file((dir, &file), algos, self.uncached, self.read, buf));
+        hashed.map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => Finding::Symlink {
+                path: rel(),
+                link: rel(),
+            },
+            _ if e.kind() == io::ErrorKind::NotFound => Finding::Missing(rel()),
+            _ => Finding::Unreadable {
+                path: rel(),
+                why: crate::quote::reason(&e).to_string(),
+            },
         })
     }
 
@@ -374,6 +428,7 @@ fn tell_apart(
     results: &[Mutex<Option<Hashed>>],
 ) -> Algo {
     let mut last = LastDir::default();
+    let mut buf = ReadBuf::default();
     let mut candidates: Vec<(u64, usize)> = listing
         .entries
         .iter()
@@ -385,7 +440,7 @@ fn tell_apart(
     for (_, i) in candidates {
         let entry = &listing.entries[i];
         for algo in [listing.algo, other] {
-            match tree.hash(&entry.path, &[algo], &mut last) {
+            match tree.hash(&entry.path, &[algo], &mut last, &mut buf) {
                 Ok((hexes, len, way)) if hexes[0] == entry.hex => {
                     *results[i].lock().expect("result") = Some(Ok((hexes[0].clone(), len, way)));
                     return algo;
@@ -420,12 +475,14 @@ fn below(name: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The hashes by `algos` of the file `name` in `dir` (in one read; a symlink is not followed:
-/// ELOOP), its length, and how it was read. Bytes read so far are added to `read`.
+/// ELOOP), its length, and how it was read, read through `buf`. Bytes read so far are added to
+/// `read`.
 fn hash_file(
     (dir, name): (BorrowedFd<'_>, &CStr),
     algos: &[Algo],
     uncached: bool,
     read: &AtomicU64,
+    buf: &mut [u8],
 ) -> io::Result<(Vec<String>, u64, ReadFrom)> {
     // O_NONBLOCK: a FIFO where a listed file was must not hang the check (no effect on files).
     let plain = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOFOLLOW;
@@ -443,42 +500,76 @@ fn hash_file(
     } else {
         (sys::openat(dir, name, plain, 0)?, ReadFrom::Cache)
     };
-    if sys::fstatx(fd.as_fd())?.kind() != Kind::File {
+    let stat = sys::fstatx(fd.as_fd())?;
+    if stat.kind() != Kind::File {
         return Err(io::Error::other("not a regular file"));
     }
-    match read_all(&fd, algos, way, read) {
+    if way != ReadFrom::Direct && stat.size > buf.len() as u64 {
+        // A file of more than one read: the kernel reads further ahead (a hint: if refused,
+        // the reads are as they were).
+        let _ = rustix::fs::fadvise(&fd, 0, None, rustix::fs::Advice::Sequential);
+    }
+    match read_all(fd.as_fd(), stat.size, algos, read, buf) {
         // Some filesystems accept O_DIRECT at open and refuse it at read.
         Err(e) if way == ReadFrom::Direct && e.raw_os_error() == Some(libc::EINVAL) => {
             let fd = sys::openat(dir, name, plain, 0)?;
             sys::drop_cached_pages(fd.as_fd())?;
-            read_all(&fd, algos, ReadFrom::Dropped, read)
+            let (hexes, len) = read_all(fd.as_fd(), stat.size, algos, read, buf)?;
+            Ok((hexes, len, ReadFrom::Dropped))
         }
-        other => other,
+        got => got.map(|(hexes, len)| (hexes, len, way)),
     }
 }
 
-/// Block size of the reads (a multiple of any device's logical block, for O_DIRECT).
+/// Size of a worker's buffer, the most one read asks for (a multiple of any device's logical
+/// block, for O_DIRECT): a listed file up to this size is read whole by one read.
 const BLOCK: usize = 1 << 20;
 
+/// A worker's read buffer: allocated at its first file, then reused for every file it reads
+/// (not one allocation, with its page faults, per file).
+#[derive(Default)]
+struct ReadBuf(Option<ringio_base::buf::AlignedBuf>);
+
+impl ReadBuf {
+    fn get(&mut self) -> io::Result<&mut [u8]> {
+        if self.0.is_none() {
+            self.0 = Some(ringio_base::buf::AlignedBuf::try_new(BLOCK)?);
+        }
+        Ok(&mut self.0.as_mut().expect("just allocated")[..])
+    }
+}
+
+/// Reads `fd` to its end through `buf`, hashing by `algos`: its hashes and length. `size` is
+/// what statx said: a read that comes back short at or past it is the end, so a file smaller
+/// than `buf` takes one read (not a second one that returns 0). A size of 0 says nothing (the
+/// files of procfs, sysfs and some FUSE filesystems show 0 and read in short pieces): such a
+/// file is read until a read returns 0. A file that grows or shrinks while it is read is
+/// hashed as far as the reads found it.
 fn read_all(
-    fd: &OwnedFd,
+    fd: BorrowedFd<'_>,
+    size: u64,
     algos: &[Algo],
-    way: ReadFrom,
     read: &AtomicU64,
-) -> io::Result<(Vec<String>, u64, ReadFrom)> {
-    let mut buf = ringio_base::buf::AlignedBuf::try_new(BLOCK)?;
-    let mut hashers: Vec<_> = algos.iter().map(|a| a.hasher()).collect();
+    buf: &mut [u8],
+) -> io::Result<(Vec<String>, u64)> {
+    let mut hashers: Option<Vec<_>> = None;
     let mut at = 0u64;
     loop {
-        let n = sys::pread_full(fd.as_fd(), &mut buf[..], at)?;
-        for h in &mut hashers {
-            h.update(&buf[..n]);
-        }
+        let n = sys::pread(fd, buf, at)?;
         at += n as u64;
         read.fetch_add(n as u64, Ordering::Relaxed);
-        if n < BLOCK {
-            let hexes = hashers.into_iter().map(|h| h.finish_hex()).collect();
-            return Ok((hexes, at, way));
+        let end = n == 0 || (size > 0 && n < buf.len() && at >= size);
+        if end && hashers.is_none() {
+            // The whole file in one read: hashed at once, with no streaming state.
+            return Ok((algos.iter().map(|a| a.hex_of(&buf[..n])).collect(), at));
+        }
+        let streaming = hashers.get_or_insert_with(|| algos.iter().map(|a| a.hasher()).collect());
+        for h in streaming.iter_mut() {
+            h.update(&buf[..n]);
+        }
+        if end {
+            let hexes = streaming.drain(..).map(|h| h.finish_hex()).collect();
+            return Ok((hexes, at));
         }
     }
 }

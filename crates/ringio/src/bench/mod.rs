@@ -7,6 +7,7 @@ pub mod report;
 pub mod server;
 mod suite;
 pub mod sync;
+pub mod verify;
 
 /// `ringio bench`.
 #[derive(Debug, clap::Args)]
@@ -24,6 +25,9 @@ pub enum Command {
     /// Time ringio sync, cp --resume and the peer syncers in five scenarios (first sync,
     /// no change, 1% rewritten, 10% added and deleted, a directory renamed), verifying each.
     Sync(sync::Args),
+    /// Time `ringio verify --manifest` and the checksum tools' `-c` (xxhsum, b3sum,
+    /// sha256sum) on the same trees, for each algorithm.
+    Verify(verify::Args),
     /// Load every FSM server model at several client counts.
     Server(server::Args),
     /// The bare cost of a one-byte round trip (socketpair, loopback TCP): the servers' floor.
@@ -42,6 +46,7 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         Command::Gen(a) => gen::run(a),
         Command::Copy(a) => copy::run(a),
         Command::Sync(a) => sync::run(a),
+        Command::Verify(a) => verify::run(a),
         Command::Server(a) => server::run(a),
         Command::Loopback(a) => server::run_loopback(a),
         Command::MpiSim(a) => mpi_sim::run(a),

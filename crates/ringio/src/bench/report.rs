@@ -13,6 +13,7 @@ use ringio_lab::copybench::{self, Stats, ToolRuns, TreeSize};
 use ringio_lab::machine::Machine;
 use ringio_lab::syncbench::{sync_table, ScenarioRuns};
 use ringio_lab::table::Style;
+use ringio_lab::verifybench::{verify_table, AlgoRuns};
 use serde::Deserialize;
 
 /// The line that opens a marked block; what follows it on the line is this command's arguments.
@@ -32,7 +33,8 @@ where what follows `bench report` are this command's arguments, paths relative t
 file. --update rewrites every block's tables from its JSON; --check compares them and exits 1 \
 naming each block that differs (a table edited by hand, or JSON changed since).")]
 pub struct Args {
-    /// JSON documents written by `bench copy`, `bench sync` or `bench server` with --json.
+    /// JSON documents written by `bench copy`, `bench sync`, `bench verify` or `bench server`
+    /// with --json.
     #[arg(value_name = "JSON", required_unless_present_any = ["update", "check"])]
     pub files: Vec<PathBuf>,
     /// Only these workloads of a copy or sync document, comma-separated.
@@ -223,6 +225,8 @@ struct Workload {
     tree: TreeSize,
     results: Option<Vec<ToolRuns>>,
     scenarios: Option<Vec<ScenarioRuns>>,
+    /// `bench verify`: each algorithm's checkers.
+    algos: Option<Vec<AlgoRuns>>,
 }
 
 /// The Markdown report of the document at `path` (named `link` in the text): its tables, or
@@ -232,7 +236,7 @@ fn report(path: &Path, link: &str, pick: &Args) -> Result<String> {
     let text = read(path)?;
     let not_ours = || {
         format!(
-            "{} is not a JSON document of `ringio bench copy`, `sync` or `server`",
+            "{} is not a JSON document of `ringio bench copy`, `sync`, `verify` or `server`",
             quote(path)
         )
     };
@@ -277,7 +281,10 @@ fn report(path: &Path, link: &str, pick: &Args) -> Result<String> {
         match (&w.results, &w.scenarios) {
             (Some(results), _) => out.push_str(&copybench::table(results, t, Style::Markdown)),
             (None, Some(scenarios)) => out.push_str(&sync_table(scenarios, Style::Markdown)),
-            (None, None) => bail!(not_ours()),
+            (None, None) => match &w.algos {
+                Some(algos) => out.push_str(&verify_table(algos, Style::Markdown)),
+                None => bail!(not_ours()),
+            },
         }
     }
     Ok(out)

@@ -44,3 +44,4 @@ mod sync_escape;
 mod sync_operands;
 mod torture;
 mod verify;
+mod verify_speed;

@@ -157,13 +157,11 @@ pub fn write_generation(root: &Path, algo: Algo, entries: &[Entry]) -> io::Resul
         Offset::UTC.to_datetime(now).strftime("%Y-%m-%d_%H%M%S")
     );
     // To the microsecond, as the reference implementation writes its dates.
-    let micros = now.subsec_nanosecond() / 1000 * 1000;
-    let generation = generation_xml(
-        element,
-        entries,
-        &iso_date(now.as_second(), micros as u32).expect("a time of this era"),
-        &hostname(),
-    );
+    let created = u32::try_from(now.subsec_nanosecond())
+        .ok()
+        .and_then(|nanos| iso_date(now.as_second(), nanos - nanos % 1000))
+        .ok_or_else(|| io::Error::other("the clock is not within the years 1970 to 9999"))?;
+    let generation = generation_xml(element, entries, &created, &hostname());
     links.push(Link {
         number,
         path: name.clone(),
@@ -1157,6 +1155,10 @@ fn parse_xml(
                     line,
                 };
                 if matches!(event, Event::Start(_)) {
+                    if stack.len() == MAX_DEPTH {
+                        let what = format!("elements nested deeper than {MAX_DEPTH} levels");
+                        return Err((line, what));
+                    }
                     stack.push(element);
                 } else if let Some(element) = closed(&stack, element)? {
                     finish(element, &mut stack, &mut root);
@@ -1198,6 +1200,10 @@ fn parse_xml(
     }
     root.ok_or((end, "no root element".into()))
 }
+
+/// How deep elements may nest: ASC MHL's deepest are 5 levels down; a file nested without end
+/// would hold a tree whose drop overflows the stack.
+const MAX_DEPTH: usize = 256;
 
 /// Puts a closed element into its parent, or makes it the root.
 fn finish(element: Element, stack: &mut [Element], root: &mut Option<Element>) {

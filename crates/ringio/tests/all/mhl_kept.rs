@@ -189,6 +189,14 @@ fn each_refusal_names_its_line() {
         assert!(!what.contains("zzz"), "{body}: {what}");
         assert_eq!(got_line, *line, "{body}: {what}");
     }
+    // Nested without end (a tree whose drop would overflow the stack).
+    let deep = format!("{head}{}", "<zzz>\n".repeat(1_000_000));
+    fs::write(&file, deep).unwrap();
+    let (line, what) = mhl::read(&file).unwrap_err();
+    assert_eq!(
+        (line, what.as_str()),
+        (3 + 256 - 1, "elements nested deeper than 256 levels")
+    );
     // Before the root, and no root at all.
     for (text, line, says) in [
         ("\n\n zzz <hashlist/>", 3, "text outside the root element"),

@@ -1078,7 +1078,11 @@ fn known(name: &str) -> Option<&str> {
 
 /// Where each line of a document begins (after LF, CR LF or a lone CR, as XML reads them), for
 /// the line of a position.
-struct Lines(Vec<usize>);
+struct Lines {
+    starts: Vec<u64>,
+    /// The bytes before the positions' 0 (a byte order mark's).
+    bom: u64,
+}
 
 impl Lines {
     fn new(text: &str) -> Lines {
@@ -1087,12 +1091,17 @@ impl Lines {
             .iter()
             .enumerate()
             .filter(|&(i, &c)| c == b'\n' || (c == b'\r' && b.get(i + 1) != Some(&b'\n')));
-        Lines(breaks.map(|(i, _)| i + 1).collect())
+        Lines {
+            starts: breaks.map(|(i, _)| i as u64 + 1).collect(),
+            bom: 0,
+        }
     }
 
     /// The line of the byte at `pos` (from 1).
     fn at(&self, pos: u64) -> usize {
-        1 + self.0.partition_point(|&start| start as u64 <= pos)
+        1 + self
+            .starts
+            .partition_point(|&start| start <= pos + self.bom)
     }
 }
 
@@ -1117,8 +1126,12 @@ fn parse_xml(
             return Err((line, "not UTF-8 text".into()));
         }
     };
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let lines = Lines::new(text);
+    // quick-xml skips a byte order mark, and counts its positions after it.
+    let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
+    let lines = Lines {
+        bom,
+        ..Lines::new(text)
+    };
     let mut reader = NsReader::from_str(text);
     let mut stack: Vec<Element> = Vec::new();
     let mut root: Option<Element> = None;
@@ -1194,7 +1207,7 @@ fn parse_xml(
             None => return outside("text outside the root element", space),
         }
     }
-    let end = lines.at(text.len() as u64);
+    let end = lines.at(text.len() as u64 - bom);
     if let Some(open) = stack.last() {
         return Err((end, format!("{} is never closed", shown(&open.name))));
     }

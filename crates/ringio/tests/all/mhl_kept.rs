@@ -200,6 +200,21 @@ fn each_refusal_names_its_line() {
     // Before the root, and no root at all.
     for (text, line, says) in [
         ("\n\n zzz <hashlist/>", 3, "text outside the root element"),
+        (
+            "\u{feff}\n\n zzz <hashlist/>",
+            3,
+            "text outside the root element",
+        ),
+        (
+            "\u{feff}\u{feff}<hashlist/>",
+            1,
+            "text outside the root element",
+        ),
+        (
+            "\u{feff}<hashlist>\n<a>\n\n</hashlist>",
+            4,
+            "an end tag of <hashlist> closes a name ASC MHL does not use",
+        ),
         ("<!-- only -->\n", 2, "no root element"),
         ("<!DOCTYPE hashlist [\n", 1, "a <!DOCTYPE is never closed"),
         (

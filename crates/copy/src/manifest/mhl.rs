@@ -1229,6 +1229,22 @@ fn finish(element: Element, stack: &mut [Element], root: &mut Option<Element>) {
 /// A tag's attributes, by local name, without the namespace declarations.
 fn attributes(tag: &BytesStart<'_>) -> Result<Vec<(String, String)>, String> {
     let element = || shown(&String::from_utf8_lossy(tag.name().as_ref()));
+    // XML wants space after each attribute's value (`a="1"b="2"` is not XML); quick-xml takes
+    // it without.
+    let raw = tag.attributes_raw();
+    let mut quote = None;
+    for (i, &b) in raw.iter().enumerate() {
+        match quote {
+            None if b == b'"' || b == b'\'' => quote = Some(b),
+            Some(q) if b == q => {
+                quote = None;
+                if raw.get(i + 1).is_some_and(|n| !b" \t\r\n/".contains(n)) {
+                    return Err(format!("unexpected text in the tag of {}", element()));
+                }
+            }
+            _ => {}
+        }
+    }
     let mut attrs = Vec::new();
     for attr in tag.attributes() {
         let attr = attr.map_err(|e| {

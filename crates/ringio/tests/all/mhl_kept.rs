@@ -160,6 +160,8 @@ fn each_refusal_names_its_line() {
         ("<hashes/>\n<?zzz never closed", 4, "processing instruction is never closed"),
         ("<hashes><hash zzz='1' zzz='2'>", 3, "is given twice"),
         ("<!zzz>", 3, "begins no comment"),
+        ("<hashes>\n<hash><path size=\"1\"zzz=\"2\">a</path>", 4, "unexpected text in the tag of <path>"),
+        ("<hashes>\n<hash><path size='1'/></hash></hashes></hashlist>", 4, "an empty path"),
         // A hash format ringio does not read.
         ("<hashes>\n<hash><path>a</path>\n<zzz>00</zzz></hash></hashes></hashlist>", 4, "a has a format ASC MHL does not name"),
         // Required elements missing.

@@ -1229,6 +1229,15 @@ fn finish(element: Element, stack: &mut [Element], root: &mut Option<Element>) {
 /// A tag's attributes, by local name, without the namespace declarations.
 fn attributes(tag: &BytesStart<'_>) -> Result<Vec<(String, String)>, String> {
     let element = || shown(&String::from_utf8_lossy(tag.name().as_ref()));
+    // quick-xml takes a name as far as the next space: one holding what ends a name in XML
+    // (`<a&b>`, `<a/b>`, `x<="1"`) is refused here.
+    let bad_name = |name: &[u8]| name.is_empty() || name.iter().any(|b| b"<>/=&\"'".contains(b));
+    if tag.name().as_ref().is_empty() {
+        return Err("a name was expected".into());
+    }
+    if bad_name(tag.name().as_ref()) {
+        return Err(format!("unexpected text in the tag of {}", element()));
+    }
     // XML wants space after each attribute's value (`a="1"b="2"` is not XML); quick-xml takes
     // it without.
     let raw = tag.attributes_raw();
@@ -1255,10 +1264,10 @@ fn attributes(tag: &BytesStart<'_>) -> Result<Vec<(String, String)>, String> {
             };
             format!("an attribute of {} {what}", element())
         })?;
-        if attr.key.as_namespace_binding().is_some() {
-            continue;
+        let name = String::from_utf8_lossy(attr.key.as_ref()).into_owned();
+        if bad_name(attr.key.as_ref()) {
+            return Err(format!("unexpected text in the tag of {}", element()));
         }
-        let name = String::from_utf8_lossy(attr.key.local_name().as_ref()).into_owned();
         if attr.value.contains(&b'<') {
             return Err(format!(
                 "attribute {} of {} holds '<'",
@@ -1269,7 +1278,10 @@ fn attributes(tag: &BytesStart<'_>) -> Result<Vec<(String, String)>, String> {
         let value = attr
             .normalized_value(XmlVersion::Implicit1_0)
             .map_err(|e| xml_error(&e))?;
-        attrs.push((name, value.into_owned()));
+        if attr.key.as_namespace_binding().is_none() {
+            let local = String::from_utf8_lossy(attr.key.local_name().as_ref()).into_owned();
+            attrs.push((local, value.into_owned()));
+        }
     }
     Ok(attrs)
 }

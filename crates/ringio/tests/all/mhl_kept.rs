@@ -160,6 +160,11 @@ fn each_refusal_names_its_line() {
         ("<hashes/>\n<?zzz never closed", 4, "processing instruction is never closed"),
         ("<hashes><hash zzz='1' zzz='2'>", 3, "is given twice"),
         ("<!zzz>", 3, "begins no comment"),
+        ("<hashes>\n<ha&zzz>", 4, "unexpected text in the tag of a name ASC MHL does not use"),
+        ("<hashes>\n<hash zzz<=\"1\">", 4, "unexpected text in the tag of <hash>"),
+        ("<hashes>\n< hash>", 4, "a name was expected"),
+        ("<hashes xmlns:zzz=\"a<b\">", 3, "holds '<'"),
+        ("<hashes xmlns:zzz=\"a&b\">", 3, "a '&' that begins no reference"),
         ("<hashes>\n<hash><path size=\"1\"zzz=\"2\">a</path>", 4, "unexpected text in the tag of <path>"),
         ("<hashes>\n<hash><path size='1'/></hash></hashes></hashlist>", 4, "an empty path"),
         // A hash format ringio does not read.

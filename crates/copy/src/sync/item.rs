@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use super::output::{local_time, TIME};
 use crate::policy::sync::Changes;
 use crate::sys::{Kind, Stat};
 
@@ -255,7 +256,7 @@ impl OutFormat {
                             let now = std::time::SystemTime::now()
                                 .duration_since(std::time::UNIX_EPOCH)
                                 .map_or(0, |d| d.as_secs() as i64);
-                            local_time(now, "%Y/%m/%d %H:%M:%S").into_bytes()
+                            local_time(now, TIME).into_bytes()
                         }
                         'U' => src.map_or_else(Vec::new, |s| s.uid.to_string().into_bytes()),
                         'G' => src.map_or_else(Vec::new, |s| s.gid.to_string().into_bytes()),
@@ -275,30 +276,6 @@ impl OutFormat {
         }
         out
     }
-}
-
-/// `secs` since the epoch in local time, as strftime writes it with `format`.
-fn local_time(secs: i64, format: &str) -> String {
-    let Ok(format) = std::ffi::CString::new(format) else {
-        return String::new();
-    };
-    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
-    let mut buf = [0u8; 64];
-    // SAFETY: localtime_r fills the `tm` it is given (checked non-null); strftime writes at
-    // most `buf.len()` bytes into `buf` and returns how many.
-    let n = unsafe {
-        let t: libc::time_t = secs;
-        if libc::localtime_r(&t, tm.as_mut_ptr()).is_null() {
-            return String::new();
-        }
-        libc::strftime(
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            format.as_ptr(),
-            tm.as_ptr(),
-        )
-    };
-    String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
 /// A name as rsync prints it: a control character, and a byte that does not print in the

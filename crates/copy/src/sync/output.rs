@@ -54,22 +54,17 @@ pub struct Output {
     stdout: Mutex<io::BufWriter<io::Stdout>>,
 }
 
-/// `YYYY/MM/DD HH:MM:SS` in local time, as rsync writes times.
-fn local_time(secs: i64) -> String {
-    let at = secs as libc::time_t;
-    // SAFETY: an all-zero tm is a valid value for localtime_r to overwrite.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are to live locals; localtime_r is the thread-safe form.
-    unsafe { libc::localtime_r(&at, &mut tm) };
-    format!(
-        "{:04}/{:02}/{:02} {:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
+/// How rsync writes a time: `YYYY/MM/DD HH:MM:SS`.
+pub(super) const TIME: &str = "%Y/%m/%d %H:%M:%S";
+
+/// `secs` since the epoch in local time (the zone of TZ, else /etc/localtime, as the C library
+/// reads them), as strftime writes it with `format`; empty out of the years -9999 to 9999.
+pub(super) fn local_time(secs: i64, format: &str) -> String {
+    let Ok(at) = jiff::Timestamp::from_second(secs) else {
+        return String::new();
+    };
+    let local = at.to_zoned_datetime(jiff::tz::TimeZone::system());
+    jiff::fmt::strtime::format(format, &local).unwrap_or_default()
 }
 
 /// What begins each `--log-file` line, as rsync writes it: `YYYY/MM/DD HH:MM:SS [PID] `
@@ -78,7 +73,7 @@ pub fn log_prefix() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
-    format!("{} [{}] ", local_time(now), std::process::id())
+    format!("{} [{}] ", local_time(now, TIME), std::process::id())
 }
 
 /// What `--progress` and `--info=progress2` show.
@@ -128,7 +123,7 @@ fn list_line(item: &Item, src: &Stat, targets: bool, buf: &mut Vec<u8>) {
             "{} {:>14} {} ",
             super::item::mode_string(src.mode),
             super::stats::group(src.size),
-            local_time(src.mtime.0)
+            local_time(src.mtime.0, TIME)
         )
         .as_bytes(),
     );

@@ -28,6 +28,7 @@ mod harness;
 mod hashed;
 mod lab;
 mod manifest_safety;
+mod mhl_kept;
 #[cfg(feature = "mpi")]
 mod mpi;
 #[cfg(not(feature = "mpi"))]

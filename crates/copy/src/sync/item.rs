@@ -3,7 +3,6 @@
 
 use std::fmt::Write as _;
 
-use super::output::{local_time, TIME};
 use crate::policy::sync::Changes;
 use crate::sys::{Kind, Stat};
 
@@ -348,6 +347,19 @@ fn permission_string(mode: u32) -> String {
         let _ = write!(s, "{}", if mode & bit != 0 { c } else { '-' });
     }
     s
+}
+
+/// How rsync writes a time: `YYYY/MM/DD HH:MM:SS`.
+pub(super) const TIME: &str = "%Y/%m/%d %H:%M:%S";
+
+/// `secs` since the epoch in local time (the zone of TZ, else /etc/localtime, as the C library
+/// reads them), as strftime writes it with `format`; empty out of the years -9999 to 9999.
+pub(super) fn local_time(secs: i64, format: &str) -> String {
+    let Ok(at) = jiff::Timestamp::from_second(secs) else {
+        return String::new();
+    };
+    let local = at.to_zoned_datetime(jiff::tz::TimeZone::system());
+    jiff::fmt::strtime::format(format, &local).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::item::{Action, Item, OutFormat};
+use super::item::{local_time, Action, Item, OutFormat, TIME};
 use crate::sys::{Kind, Stat};
 
 /// Marks a line of a directory's block that is printed before the others (see
@@ -52,19 +52,6 @@ pub struct Output {
     /// `--progress` lines printed so far (their `xfr#`).
     transfers: AtomicU64,
     stdout: Mutex<io::BufWriter<io::Stdout>>,
-}
-
-/// How rsync writes a time: `YYYY/MM/DD HH:MM:SS`.
-pub(super) const TIME: &str = "%Y/%m/%d %H:%M:%S";
-
-/// `secs` since the epoch in local time (the zone of TZ, else /etc/localtime, as the C library
-/// reads them), as strftime writes it with `format`; empty out of the years -9999 to 9999.
-pub(super) fn local_time(secs: i64, format: &str) -> String {
-    let Ok(at) = jiff::Timestamp::from_second(secs) else {
-        return String::new();
-    };
-    let local = at.to_zoned_datetime(jiff::tz::TimeZone::system());
-    jiff::fmt::strtime::format(format, &local).unwrap_or_default()
 }
 
 /// What begins each `--log-file` line, as rsync writes it: `YYYY/MM/DD HH:MM:SS [PID] `

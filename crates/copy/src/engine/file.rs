@@ -163,10 +163,11 @@ fn copy_opened<'a>(
         // A file already in the page cache goes whole to one worker (a task of its own, so
         // other workers take other files): chunks of one cached file only contend for its
         // inode lock (measured: docs/bench/2026-11-23-nine-workloads.md). Reading
-        // from the disk is what chunks speed up; and hashing, where each chunk is hashed
-        // apart (BLAKE3) and workers are short of other work.
-        let apart = queue.hungry() && pair.hash.as_ref().is_some_and(|h| h.hashes_chunks_apart());
-        let chunk = if !apart && sys::fully_cached(pair.src.as_fd(), stat.size) == Some(true) {
+        // from the disk is what chunks speed up. Hashed with BLAKE3, a cached file split so
+        // that its chunks' subtrees are hashed on every core took 1.19x the time of the file
+        // whole (median of nine warm rounds of 1 GiB), its writers spinning on that lock
+        // (docs/bench/2026-11-27-blake3-parallel.md).
+        let chunk = if sys::fully_cached(pair.src.as_fd(), stat.size) == Some(true) {
             stat.size
         } else {
             tuning.chunk_size

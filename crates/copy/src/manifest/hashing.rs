@@ -108,12 +108,6 @@ impl FileHash {
         leaf_len
     }
 
-    /// True when the file's chunks are hashed by the workers that copy them, each on its own
-    /// (BLAKE3): splitting a file spreads its hashing over the workers too.
-    pub fn hashes_chunks_apart(&self) -> bool {
-        self.state.lock().expect("file hash").algo == Algo::Blake3
-    }
-
     /// `bytes` are the whole file, read from its start in one go (nothing fed before): hashed
     /// at once by the one-shot function, with no streaming state (most files of a tree).
     pub fn all(&self, src: BorrowedFd<'_>, bytes: &[u8]) {
@@ -601,7 +595,6 @@ mod tests {
         // Sequential hashes keep their chunk length and their ordered path.
         let mut h = FileHash::new(Algo::Xxh128);
         assert_eq!(h.split(size as u64, 3000), 3000);
-        assert!(!h.hashes_chunks_apart());
         h.data(fd, 3000, &content[3000..]);
         h.data(fd, 0, &content[..3000]);
         assert_eq!(

@@ -164,9 +164,9 @@ fn copy_opened<'a>(
         // other workers take other files): chunks of one cached file only contend for its
         // inode lock (measured: docs/bench/2026-11-23-nine-workloads.md). Reading
         // from the disk is what chunks speed up. Hashed with BLAKE3, a cached file split so
-        // that its chunks' subtrees are hashed on every core took 1.19x the time of the file
-        // whole (median of nine warm rounds of 1 GiB), its writers spinning on that lock
-        // (docs/bench/2026-11-27-blake3-parallel.md).
+        // that its chunks' subtrees are hashed on every core took 1.10-1.49x the time of the
+        // file whole (nine warm rounds of 1 GiB, paired and plain medians), its writers
+        // spinning on that lock (docs/bench/2026-11-27-blake3-parallel.md).
         let chunk = if sys::fully_cached(pair.src.as_fd(), stat.size) == Some(true) {
             stat.size
         } else {

@@ -174,7 +174,8 @@ fn chunks_hashed_apart_match_b3sum() {
 }
 
 /// A chunk size asked for that is no power of two (rounded up to one for BLAKE3's tree), holes
-/// kept as holes or written, zero runs made holes, and one worker.
+/// kept as holes or written, zero runs made holes, one worker, and chunks written under a
+/// temporary name (`--atomic`).
 #[test]
 fn any_chunk_size_and_sparse_mode_match_b3sum() {
     let s = Scratch::new();
@@ -186,6 +187,7 @@ fn any_chunk_size_and_sparse_mode_match_b3sum() {
         ("sparse-never", &["--chunk-size", "1M", "--sparse=never"]),
         ("sparse-always", &["--chunk-size", "1M", "--sparse=always"]),
         ("one-thread", &["--chunk-size", "1M", "--threads", "1"]),
+        ("atomic", &["--chunk-size", "1M", "--atomic"]),
         ("default-chunks", &[]),
     ] {
         copy_and_check(&s, &src, tag, args, true);

@@ -153,6 +153,118 @@ impl Hasher {
     }
 }
 
+/// BLAKE3 over a file cut into leaves of one power-of-two length (a multiple of BLAKE3's 1 KiB
+/// chunk), each leaf hashed on its own as a subtree of BLAKE3's tree, in any order, by whichever
+/// worker has its bytes; [`Blake3Tree::root_hex`] joins the leaves' chaining values as BLAKE3's
+/// tree joins them. Leaves of one power-of-two length from offset 0 are subtrees of that tree
+/// (a leaf at `i * len` may hold up to the largest power of two dividing `i` chunks, and `len`
+/// divides it); only the last may be short, and only with two leaves or more (one leaf is the
+/// whole input, and its hash is the root's: [`blake3::Hasher::finalize`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Blake3Tree {
+    leaf_len: u64,
+    size: u64,
+}
+
+/// A leaf's (or a subtree's) BLAKE3 chaining value.
+pub type ChainingValue = blake3::hazmat::ChainingValue;
+
+impl Blake3Tree {
+    /// The leaf length for leaves of about `len` bytes: `len` rounded up to a power of two, and to
+    /// at least BLAKE3's chunk.
+    pub fn leaf_len_for(len: u64) -> u64 {
+        len.max(blake3::CHUNK_LEN as u64).next_power_of_two()
+    }
+
+    /// `size` bytes cut into leaves of `leaf_len` bytes ([`Blake3Tree::leaf_len_for`]).
+    pub fn new(size: u64, leaf_len: u64) -> Self {
+        assert_eq!(
+            leaf_len,
+            Self::leaf_len_for(leaf_len),
+            "a BLAKE3 leaf is a power of two, at least one chunk long"
+        );
+        Blake3Tree { leaf_len, size }
+    }
+
+    /// The input's length.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// How many leaves: none for an empty input.
+    pub fn leaves(&self) -> u64 {
+        self.size.div_ceil(self.leaf_len)
+    }
+
+    /// The leaf that byte `at` is in.
+    pub fn leaf_of(&self, at: u64) -> u64 {
+        at / self.leaf_len
+    }
+
+    /// `[start, end)` of leaf `i`.
+    pub fn leaf(&self, i: u64) -> (u64, u64) {
+        let start = i * self.leaf_len;
+        (start, (start + self.leaf_len).min(self.size))
+    }
+
+    /// A hasher for leaf `i`, placed where the leaf starts in the tree.
+    pub fn leaf_hasher(&self, i: u64) -> blake3::Hasher {
+        use blake3::hazmat::HasherExt as _;
+        let mut hasher = blake3::Hasher::new();
+        hasher.set_input_offset(self.leaf(i).0);
+        hasher
+    }
+
+    /// The chaining value of a leaf fed all its bytes (with two leaves or more).
+    pub fn leaf_cv(hasher: &blake3::Hasher) -> ChainingValue {
+        use blake3::hazmat::HasherExt as _;
+        hasher.finalize_non_root()
+    }
+
+    /// The hex digest of the whole input from its leaves' chaining values, in order: the leaves
+    /// are joined left to right as BLAKE3's tree joins them (a node's left subtree holds the
+    /// largest power of two of leaves fewer than the node's, and only the top node is the root).
+    /// Needs two leaves or more.
+    pub fn root_hex(&self, cvs: &[ChainingValue]) -> String {
+        use blake3::hazmat::{merge_subtrees_root, Mode};
+        assert!(
+            cvs.len() >= 2 && cvs.len() as u64 == self.leaves(),
+            "a BLAKE3 tree of {} leaves given {}",
+            self.leaves(),
+            cvs.len()
+        );
+        let left = left_leaves(cvs.len());
+        let root = merge_subtrees_root(
+            &merge_non_root(&cvs[..left]),
+            &merge_non_root(&cvs[left..]),
+            Mode::Hash,
+        );
+        hex(root.as_bytes())
+    }
+}
+
+/// The chaining value of the subtree over `cvs`, which is not the root.
+fn merge_non_root(cvs: &[ChainingValue]) -> ChainingValue {
+    use blake3::hazmat::{merge_subtrees_non_root, Mode};
+    if let [one] = cvs {
+        return *one;
+    }
+    let left = left_leaves(cvs.len());
+    merge_subtrees_non_root(
+        &merge_non_root(&cvs[..left]),
+        &merge_non_root(&cvs[left..]),
+        Mode::Hash,
+    )
+}
+
+/// How many of `n` (two or more) equal leaves, the last possibly short, a BLAKE3 node's left
+/// subtree holds: the largest power of two below `n` (`blake3::hazmat::left_subtree_len` in
+/// leaves).
+fn left_leaves(n: usize) -> usize {
+    debug_assert!(n >= 2);
+    1 << (usize::BITS - 1 - (n - 1).leading_zeros())
+}
+
 /// `bytes` in lowercase hex.
 fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
@@ -313,6 +425,93 @@ mod tests {
             assert_eq!(algo.hex_of(data), want, "{algo}");
             assert_eq!(want.len(), algo.hex_len());
         }
+    }
+
+    /// Bytes that differ from their neighbours.
+    fn varied(n: usize) -> Vec<u8> {
+        (0..n as u64)
+            .map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8)
+            .collect()
+    }
+
+    /// The tree's digest of `data` in leaves of `leaf_len`, each leaf hashed on its own (in
+    /// reverse order, and in uneven pieces, as workers would feed it); one leaf or none is the
+    /// whole input's hasher.
+    fn tree_hex(data: &[u8], leaf_len: u64) -> String {
+        let tree = Blake3Tree::new(data.len() as u64, leaf_len);
+        if tree.leaves() <= 1 {
+            return hex(blake3::Hasher::new().update(data).finalize().as_bytes());
+        }
+        let mut cvs = vec![[0u8; 32]; tree.leaves() as usize];
+        for i in (0..tree.leaves()).rev() {
+            let (start, end) = tree.leaf(i);
+            let mut hasher = tree.leaf_hasher(i);
+            for piece in data[start as usize..end as usize].chunks(3000) {
+                hasher.update(piece);
+            }
+            cvs[i as usize] = Blake3Tree::leaf_cv(&hasher);
+        }
+        tree.root_hex(&cvs)
+    }
+
+    #[test]
+    fn blake3_leaves_join_into_the_hash_of_the_whole() {
+        let data = varied(300 << 10);
+        for leaf_len in [1024u64, 2048, 4096, 64 << 10] {
+            let l = leaf_len as usize;
+            let mut sizes = vec![0, 1, 1023, 1024, 1025, l - 1, l, l + 1, 2 * l - 1, 2 * l];
+            // Leaf counts that are not powers of two, with even and uneven last leaves.
+            for leaves in [3usize, 5, 6, 7, 9, 13, 17] {
+                sizes.extend([
+                    leaves * l,
+                    leaves * l - 1,
+                    (leaves - 1) * l + 1,
+                    leaves * l - 512,
+                ]);
+            }
+            for size in sizes.into_iter().filter(|&s| s <= data.len()) {
+                assert_eq!(
+                    tree_hex(&data[..size], leaf_len),
+                    hex(blake3::hash(&data[..size]).as_bytes()),
+                    "{size} bytes in leaves of {leaf_len}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn blake3_leaves_with_zeros_for_holes() {
+        // Zero runs across leaf boundaries, a leaf of zeros only, and zeros at the end.
+        let mut data = varied(45 << 10);
+        data[3000..9000].fill(0);
+        data[16 << 10..20 << 10].fill(0);
+        data[40 << 10..].fill(0);
+        for leaf_len in [1024u64, 4096, 8192] {
+            assert_eq!(
+                tree_hex(&data, leaf_len),
+                hex(blake3::hash(&data).as_bytes())
+            );
+        }
+    }
+
+    #[test]
+    fn blake3_leaf_lengths_are_powers_of_two_of_whole_chunks() {
+        for (asked, got) in [
+            (0, 1024),
+            (1, 1024),
+            (1024, 1024),
+            (1025, 2048),
+            (3 << 20, 4 << 20),
+            (16 << 20, 16 << 20),
+        ] {
+            assert_eq!(Blake3Tree::leaf_len_for(asked), got, "{asked}");
+        }
+        assert_eq!(left_leaves(2), 1);
+        assert_eq!(left_leaves(3), 2);
+        assert_eq!(left_leaves(4), 2);
+        assert_eq!(left_leaves(5), 4);
+        assert_eq!(left_leaves(1024), 512);
+        assert_eq!(left_leaves(1025), 1024);
     }
 
     #[test]

@@ -393,6 +393,8 @@ pub struct CpArgs {
 
     /// Files of at least twice this size that must be read from the disk are split into chunks
     /// of it, copied in parallel (a file the page cache holds is copied whole by one worker).
+    /// With --hash blake3 each chunk is hashed apart by its worker, and the size is rounded up
+    /// to a power of two.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub chunk_size: Option<u64>,
 

@@ -134,7 +134,8 @@ fn copy_opened<'a>(
         };
     }
     // --debug reports each file's copy whole, so it is not split. A file being hashed is, as
-    // any other: chunks written ahead of the hashed front are read back from the cache (see
+    // any other: with a sequential hash, chunks written ahead of the hashed front are read back
+    // from the cache; with BLAKE3, each chunk is a subtree its worker hashes (see
     // manifest/hashing.rs). Measured cold, 1 GiB with xxh128, five rounds each: in chunks
     // 0.66-0.86 s (median 0.68), front to back by one worker 0.65-1.54 s (median 0.85), cp
     // without a hash 0.48-0.62 s (docs/bench/2026-11-25-verified-copies.md).
@@ -161,7 +162,10 @@ fn copy_opened<'a>(
         // A file already in the page cache goes whole to one worker (a task of its own, so
         // other workers take other files): chunks of one cached file only contend for its
         // inode lock (measured: docs/bench/2026-11-23-nine-workloads.md). Reading
-        // from the disk is what chunks speed up.
+        // from the disk is what chunks speed up. Hashed with BLAKE3, a cached file split so
+        // that its chunks' subtrees are hashed on every core took 1.10-1.49x the time of the
+        // file whole (nine warm rounds of 1 GiB, paired and plain medians), its writers
+        // spinning on that lock (docs/bench/2026-11-27-blake3-parallel.md).
         let chunk = if sys::fully_cached(pair.src.as_fd(), stat.size) == Some(true) {
             stat.size
         } else {
@@ -199,10 +203,19 @@ fn copy_opened<'a>(
 /// that grows or shrinks meanwhile is caught when the last chunk is done (see
 /// [`finish_file`]). A file never has more than [`super::bigfile::MAX_CHUNKS`] of them,
 /// whatever the chunk size asked for.
-fn split_into_chunks<'a>(job: &EntryJob<'_, 'a>, pair: OpenedPair, chunk: u64, queue: &Queue<'a>) {
+fn split_into_chunks<'a>(
+    job: &EntryJob<'_, 'a>,
+    mut pair: OpenedPair,
+    chunk: u64,
+    queue: &Queue<'a>,
+) {
     let dir: &DirHold<'a> = job.dir;
     let size = pair.stat.size;
-    let chunk = super::bigfile::chunk_len(size, chunk);
+    let mut chunk = super::bigfile::chunk_len(size, chunk);
+    if let Some(hash) = pair.hash.as_mut() {
+        // BLAKE3 hashes each chunk as a subtree: a power of two long.
+        chunk = hash.split(size, chunk);
+    }
     // Reserve the length up front so parallel writers do not race to extend the file.
     let _ = rustix::fs::ftruncate(&pair.dst, size);
     let held = match DirHold::new(dir.node().clone()) {

@@ -1,25 +1,54 @@
-//! One file's hash computed from the bytes on their way to the destination ([`FileHash`]):
-//! in order, whatever order the bytes were written in.
+//! One file's hash computed from the bytes on their way to the destination ([`FileHash`]).
 //!
-//! A file copied front to back feeds its buffers straight to the hasher, and one read whole
-//! takes the one-shot function. Bytes that arrive ahead of the hashed front (a copier that
-//! writes out of order; a file found longer than its first read) are noted, and the worker
+//! Sequential hashes (xxh128, sha256, ...) take the bytes in order, whatever order they were
+//! written in. A file copied front to back feeds its buffers straight to the hasher, and one
+//! read whole takes the one-shot function. Bytes that arrive ahead of the hashed front (a copier
+//! that writes out of order; a file found longer than its first read) are noted, and the worker
 //! that brings the front up to them reads them back from the source, where the copy has just
-//! left them in the page cache. Holes are hashed as the zeros they read as. (cp splits a big
-//! file it hashes into chunks as any other: measured against front to back, `engine/file.rs`.)
+//! left them in the page cache.
+//!
+//! BLAKE3 is a tree: a file copied in chunks ([`FileHash::split`]) has each chunk hashed as a
+//! subtree of its own by the worker that copies it, with no order and nothing read back, and
+//! the subtrees joined when the file is finished ([`crate::digest::Blake3Tree`]).
+//!
+//! Holes are hashed as the zeros they read as.
 
 use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::BorrowedFd;
 use std::sync::Mutex;
 
-use crate::digest::{Algo, Hasher};
+use crate::digest::{Algo, Blake3Tree, ChainingValue, Hasher};
 use crate::sys;
 
 /// The hash of one file being copied; shared by the workers copying its chunks.
 #[derive(Debug)]
 pub(crate) struct FileHash {
     state: Mutex<State>,
+    /// A BLAKE3 hash of a file copied in chunks: one subtree per chunk ([`FileHash::split`]).
+    /// `state` is then unused.
+    tree: Option<Leaves>,
+}
+
+/// The leaves of a [`Blake3Tree`], each fed by the one worker copying its chunk (a lock each,
+/// never contended as the copiers feed).
+#[derive(Debug)]
+struct Leaves {
+    shape: Blake3Tree,
+    leaves: Box<[Mutex<Leaf>]>,
+}
+
+/// One leaf of a BLAKE3 file hash.
+#[derive(Debug, Default)]
+struct Leaf {
+    /// Made on the leaf's first bytes, dropped when its last are in.
+    hasher: Option<Box<blake3::Hasher>>,
+    /// Bytes of the leaf hashed so far.
+    fed: u64,
+    /// Its chaining value, once every byte is in.
+    cv: Option<ChainingValue>,
+    /// Bytes came out of order (never, as the copiers feed): the leaf is read back at the end.
+    redo: bool,
 }
 
 #[derive(Debug)]
@@ -56,12 +85,35 @@ impl FileHash {
                 failed: None,
                 busy: false,
             }),
+            tree: None,
         }
+    }
+
+    /// The chunk length to cut a file of `size` bytes into, asked to be `chunk`: for BLAKE3 a
+    /// power of two of at least 1 KiB (rounded up), and each chunk is then hashed as a subtree
+    /// of its own by the worker that copies it. The chunks must start at multiples of the
+    /// length returned, and reach the file's end. Before any bytes are fed.
+    pub fn split(&mut self, size: u64, chunk: u64) -> u64 {
+        let st = self.state.get_mut().expect("file hash");
+        if st.algo != Algo::Blake3 || st.front != 0 || st.hasher.is_some() || st.done.is_some() {
+            return chunk;
+        }
+        let leaf_len = Blake3Tree::leaf_len_for(chunk);
+        let shape = Blake3Tree::new(size, leaf_len);
+        // One leaf is the whole file: hashed as such, in order.
+        if shape.leaves() >= 2 {
+            let leaves = (0..shape.leaves()).map(|_| Mutex::default()).collect();
+            self.tree = Some(Leaves { shape, leaves });
+        }
+        leaf_len
     }
 
     /// `bytes` are the whole file, read from its start in one go (nothing fed before): hashed
     /// at once by the one-shot function, with no streaming state (most files of a tree).
     pub fn all(&self, src: BorrowedFd<'_>, bytes: &[u8]) {
+        if let Some(tree) = &self.tree {
+            return tree.data(0, bytes);
+        }
         let mut st = self.state.lock().expect("file hash");
         if st.front != 0 || st.hasher.is_some() {
             drop(st);
@@ -73,6 +125,9 @@ impl FileHash {
 
     /// `bytes`, read from `src` at `at`, were written to the destination.
     pub fn data(&self, src: BorrowedFd<'_>, at: u64, bytes: &[u8]) {
+        if let Some(tree) = &self.tree {
+            return tree.data(at, bytes);
+        }
         let mut st = self.state.lock().expect("file hash");
         if st.done.is_some() {
             // More than the whole: never, as the copiers feed. Hashed again in order.
@@ -94,6 +149,9 @@ impl FileHash {
     pub fn hole(&self, src: BorrowedFd<'_>, at: u64, end: u64) {
         if end <= at {
             return;
+        }
+        if let Some(tree) = &self.tree {
+            return tree.zeros(at, end);
         }
         let mut st = self.state.lock().expect("file hash");
         if at == st.front && !st.busy {
@@ -124,7 +182,7 @@ impl FileHash {
             let mut hasher = st.hasher.take().unwrap_or_else(|| st.algo.hasher());
             let start = st.front;
             drop(st);
-            let read = read_back(src, (start, end), &mut hasher);
+            let read = read_back(src, (start, end), |b| hasher.update(b));
             st = self.state.lock().expect("file hash");
             st.hasher = Some(hasher);
             st.busy = false;
@@ -139,6 +197,9 @@ impl FileHash {
     /// still ahead are read back from `src`, and anything never reported (a trailing hole) is
     /// zeros.
     pub fn finish(self, src: BorrowedFd<'_>, size: u64) -> io::Result<String> {
+        if let Some(tree) = self.tree {
+            return tree.finish(src, size);
+        }
         let mut st = self.state.into_inner().expect("file hash");
         if let Some(hex) = st.done.take() {
             if st.front == size {
@@ -165,7 +226,7 @@ impl FileHash {
             } else {
                 let start = st.front;
                 let mut hasher = st.hasher.take().unwrap_or_else(|| st.algo.hasher());
-                let read = read_back(src, (start, end), &mut hasher);
+                let read = read_back(src, (start, end), |b| hasher.update(b));
                 st.hasher = Some(hasher);
                 match read {
                     Ok(()) => st.front = end,
@@ -190,6 +251,9 @@ impl FileHash {
     /// The hex digest and length of a file fed front to back (sync's copies): nothing is read
     /// back, and nothing past the bytes fed is assumed.
     pub fn finish_in_order(self) -> io::Result<(String, u64)> {
+        if self.tree.is_some() {
+            return Err(io::Error::other("a file hashed in chunks has no front"));
+        }
         let mut st = self.state.into_inner().expect("file hash");
         if let Some(hex) = st.done.take() {
             return Ok((hex, st.front));
@@ -199,6 +263,98 @@ impl FileHash {
         }
         let front = st.front;
         Ok((st.digest(), front))
+    }
+}
+
+impl Leaves {
+    /// `bytes` of the file at `at`, given to the leaves they fall in.
+    fn data(&self, mut at: u64, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let Some((i, n)) = self.span(at, bytes.len() as u64) else {
+                // Past the size the file was split at: the finish sees the size differ.
+                return;
+            };
+            self.leaf(i).feed(&self.shape, i, at, &bytes[..n as usize]);
+            at += n;
+            bytes = &bytes[n as usize..];
+        }
+    }
+
+    /// `[at, end)` is a hole: zeros given to the leaves it falls in.
+    fn zeros(&self, mut at: u64, end: u64) {
+        while at < end {
+            let Some((i, n)) = self.span(at, (end - at).min(ZEROS.len() as u64)) else {
+                return;
+            };
+            self.leaf(i).feed(&self.shape, i, at, &ZEROS[..n as usize]);
+            at += n;
+        }
+    }
+
+    /// The leaf byte `at` falls in, and how many of `len` bytes from it do.
+    fn span(&self, at: u64, len: u64) -> Option<(u64, u64)> {
+        let i = self.shape.leaf_of(at);
+        (i < self.shape.leaves()).then(|| (i, len.min(self.shape.leaf(i).1 - at)))
+    }
+
+    fn leaf(&self, i: u64) -> std::sync::MutexGuard<'_, Leaf> {
+        self.leaves[i as usize].lock().expect("file hash leaf")
+    }
+
+    /// The hex digest of the first `size` bytes: every leaf's chaining value joined, a leaf not
+    /// fed all its bytes read back (from the front it reached, or whole if it was fed out of
+    /// order). A file found another size than it was split at is read back whole.
+    fn finish(self, src: BorrowedFd<'_>, size: u64) -> io::Result<String> {
+        let shape = self.shape;
+        if size != shape.size() {
+            let mut hasher = Algo::Blake3.hasher();
+            read_back(src, (0, size), |b| hasher.update(b))?;
+            return Ok(hasher.finish_hex());
+        }
+        let mut cvs = Vec::with_capacity(self.leaves.len());
+        for (i, leaf) in (0..).zip(self.leaves.into_vec()) {
+            let mut leaf = leaf.into_inner().expect("file hash leaf");
+            if let (Some(cv), false) = (leaf.cv, leaf.redo) {
+                cvs.push(cv);
+                continue;
+            }
+            let (start, end) = shape.leaf(i);
+            if leaf.redo || leaf.hasher.is_none() {
+                leaf.hasher = Some(Box::new(shape.leaf_hasher(i)));
+                leaf.fed = 0;
+            }
+            let hasher = leaf.hasher.as_mut().expect("a leaf hasher");
+            read_back(src, (start + leaf.fed, end), |b| {
+                hasher.update(b);
+            })?;
+            cvs.push(Blake3Tree::leaf_cv(hasher));
+        }
+        Ok(shape.root_hex(&cvs))
+    }
+}
+
+impl Leaf {
+    /// `bytes` at `at`, all inside leaf `i`.
+    fn feed(&mut self, shape: &Blake3Tree, i: u64, at: u64, bytes: &[u8]) {
+        let (start, end) = shape.leaf(i);
+        if self.redo {
+            return;
+        }
+        if self.cv.is_some() || at != start + self.fed {
+            // Out of order within the leaf: read back whole at the end.
+            self.redo = true;
+            self.hasher = None;
+            return;
+        }
+        let hasher = self
+            .hasher
+            .get_or_insert_with(|| Box::new(shape.leaf_hasher(i)));
+        hasher.update(bytes);
+        self.fed += bytes.len() as u64;
+        if start + self.fed == end {
+            self.cv = Some(Blake3Tree::leaf_cv(hasher));
+            self.hasher = None;
+        }
     }
 }
 
@@ -237,9 +393,13 @@ impl State {
     }
 }
 
-/// Hashes `[start, end)` of `src` into `hasher`, read back (from the page cache the copy has
-/// just filled) through this thread's buffer.
-fn read_back(src: BorrowedFd<'_>, (start, end): (u64, u64), hasher: &mut Hasher) -> io::Result<()> {
+/// Feeds `[start, end)` of `src` to `hash`, read back (from the page cache the copy has just
+/// filled) through this thread's buffer.
+fn read_back(
+    src: BorrowedFd<'_>,
+    (start, end): (u64, u64),
+    mut hash: impl FnMut(&[u8]),
+) -> io::Result<()> {
     thread_local! {
         static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
@@ -254,7 +414,7 @@ fn read_back(src: BorrowedFd<'_>, (start, end): (u64, u64), hasher: &mut Hasher)
             if n == 0 {
                 return Err(io::Error::other("the file shrank while it was hashed"));
             }
-            hasher.update(&buf[..n]);
+            hash(&buf[..n]);
             at += n as u64;
         }
         Ok(())
@@ -319,5 +479,127 @@ mod tests {
                 (algo.hex_of(&content[..5]), 5)
             );
         }
+    }
+
+    /// A file of `content` on disk, `[hole.0, hole.1)` of it a real hole (zeros in `content`).
+    fn file_with_hole(
+        dir: &std::path::Path,
+        content: &[u8],
+        hole: (usize, usize),
+    ) -> std::fs::File {
+        use std::os::unix::fs::FileExt;
+        let path = dir.join(format!("f{}", content.len()));
+        let f = std::fs::File::create(&path).unwrap();
+        f.set_len(content.len() as u64).unwrap();
+        f.write_all_at(&content[..hole.0], 0).unwrap();
+        f.write_all_at(&content[hole.1..], hole.1 as u64).unwrap();
+        std::fs::File::open(&path).unwrap()
+    }
+
+    /// BLAKE3 of a file split into chunks, each chunk fed by a worker of its own (threads, last
+    /// chunk first), in pieces, its hole as zeros: the hash of the whole, for sizes around a
+    /// chunk and chunk counts that are not powers of two.
+    #[test]
+    fn blake3_chunks_hashed_apart_join_into_the_file_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = 4096usize;
+        let sizes = [
+            0,
+            1,
+            1023,
+            1024,
+            1025,
+            c - 1,
+            c,
+            c + 1,
+            2 * c,
+            3 * c,
+            7 * c + 5,
+            12 * c - 1,
+            33 * c + 1000,
+        ];
+        for size in sizes {
+            let mut content = bytes(size);
+            // A hole across a chunk boundary (and a whole chunk of zeros where there are many).
+            let hole = (size / 3, (size / 3 + 2 * c + 100).min(size));
+            content[hole.0..hole.1].fill(0);
+            let src = file_with_hole(dir.path(), &content, hole);
+            let mut h = FileHash::new(Algo::Blake3);
+            // Asked for an uneven chunk: rounded up to a power of two of whole 1 KiB chunks.
+            let leaf = h.split(size as u64, c as u64 - 100) as usize;
+            assert_eq!(leaf, c);
+            let starts: Vec<usize> = (0..size).step_by(leaf).collect();
+            std::thread::scope(|s| {
+                for &start in starts.iter().rev() {
+                    let (h, content, src) = (&h, &content, &src);
+                    s.spawn(move || {
+                        let end = (start + leaf).min(size);
+                        let mut at = start;
+                        while at < end {
+                            let (hole_from, hole_to) = (hole.0.max(at), hole.1.min(end));
+                            if hole_from == at && hole_to > at {
+                                h.hole(src.as_fd(), at as u64, hole_to as u64);
+                                at = hole_to;
+                                continue;
+                            }
+                            let to = if hole_from > at {
+                                hole_from.min(end)
+                            } else {
+                                end
+                            };
+                            let to = to.min(at + 1500);
+                            h.data(src.as_fd(), at as u64, &content[at..to]);
+                            at = to;
+                        }
+                    });
+                }
+            });
+            let want = blake3::hash(&content).to_hex().to_string();
+            assert_eq!(
+                h.finish(src.as_fd(), size as u64).unwrap(),
+                want,
+                "{size} bytes"
+            );
+        }
+    }
+
+    /// Chunks not fed whole (a trailing hole never reported), fed out of order, or a file that
+    /// turns out another size: read back, and still the file's hash.
+    #[test]
+    fn blake3_chunks_fed_partly_or_out_of_order_are_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = 2048usize;
+        let size = 5 * c + 77;
+        let content = bytes(size);
+        let src = file_with_hole(dir.path(), &content, (0, 0));
+        let fd = src.as_fd();
+        let want = blake3::hash(&content).to_hex().to_string();
+        let mut h = FileHash::new(Algo::Blake3);
+        assert_eq!(h.split(size as u64, c as u64), c as u64);
+        h.data(fd, 0, &content[..c]);
+        // Chunk 1: half of it only.
+        h.data(fd, c as u64, &content[c..c + c / 2]);
+        // Chunk 2: its second half first.
+        h.data(fd, (2 * c + c / 2) as u64, &content[2 * c + c / 2..3 * c]);
+        h.data(fd, 2 * c as u64, &content[2 * c..2 * c + c / 2]);
+        // Chunk 3: twice.
+        h.data(fd, 3 * c as u64, &content[3 * c..4 * c]);
+        h.data(fd, 3 * c as u64, &content[3 * c..4 * c]);
+        // Chunk 4 and 5 never.
+        assert_eq!(h.finish(fd, size as u64).unwrap(), want);
+        // Split at one size, finished at another: read back whole.
+        let mut h = FileHash::new(Algo::Blake3);
+        h.split(size as u64 + 5000, c as u64);
+        h.data(fd, 0, &content[..c]);
+        assert_eq!(h.finish(fd, size as u64).unwrap(), want);
+        // Sequential hashes keep their chunk length and their ordered path.
+        let mut h = FileHash::new(Algo::Xxh128);
+        assert_eq!(h.split(size as u64, 3000), 3000);
+        h.data(fd, 3000, &content[3000..]);
+        h.data(fd, 0, &content[..3000]);
+        assert_eq!(
+            h.finish(fd, size as u64).unwrap(),
+            Algo::Xxh128.hex_of(&content)
+        );
     }
 }

@@ -14,6 +14,7 @@ mod common;
 mod bench_copy;
 mod bench_server;
 mod bench_sync;
+mod blake3_parallel;
 mod cli;
 mod cp_destinations;
 mod cp_errors;

@@ -18,6 +18,7 @@ pub mod alt;
 mod apply;
 pub mod chmod;
 mod fake;
+mod held;
 pub mod item;
 mod operand;
 mod order;

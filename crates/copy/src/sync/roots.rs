@@ -388,7 +388,7 @@ pub(super) fn open_root_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -
         };
         let id = sys::fstatx(fd.as_fd()).map_or((0, 0), |st| (st.dev, st.ino));
         layers.push(Layer {
-            fd,
+            fd: super::held::DirFd::new(fd),
             dev: id.0,
             path: root.src_dir.clone(),
             only: root.only.clone(),
@@ -471,7 +471,8 @@ pub(super) fn open_root_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -
         run,
         _parent: None,
         layers,
-        dst,
+        dst: dst.map(super::held::DirFd::new),
+        holders: Default::default(),
         rel: Vec::new(),
         anchor,
         dst_rel: Vec::new(),

@@ -14,6 +14,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use super::apply;
+use super::held::{self, DirFd};
 use super::item::{Action, Item};
 use super::order::{Block, Printer};
 use super::pair::{join, report, rsync_order, Ancestry, Layer, Pair, Pass, Run, SrcEntry, Trouble};
@@ -71,13 +72,20 @@ pub(super) struct Task<'r> {
 impl Drop for Pair<'_> {
     fn drop(&mut self) {
         let run = self.run;
-        if !self.keeps_attrs || run.plan.dry_run || !matches!(self.pass, Pass::Transfer { .. }) {
-            return;
+        let transfer = matches!(self.pass, Pass::Transfer { .. });
+        if self.keeps_attrs && !run.plan.dry_run && transfer && self.dst.is_some() {
+            // Its descriptors may have closed under the budget: opened again for this.
+            match held::hold(self) {
+                Ok(_held) => {
+                    let dst = self.dst.as_ref().map(|d| d.as_fd());
+                    if let Err(e) = dst.map_or(Ok(()), |dst| apply::dir_attrs(run, self, dst)) {
+                        run.fail(e);
+                    }
+                }
+                Err(e) => run.fail(e),
+            }
         }
-        let Some(dst) = &self.dst else { return };
-        if let Err(e) = apply::dir_attrs(run, self, dst.as_fd()) {
-            run.fail(e);
-        }
+        held::dropped(self);
     }
 }
 
@@ -214,6 +222,7 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
             .hashing
             .as_ref()
             .map(|h| crate::manifest::Recorder::new(h.algo, h.base.clone(), plan.times)),
+        budget: held::Budget::default(),
     };
     let mut roots = roots::resolve(&run);
     if !roots.is_empty() {
@@ -226,6 +235,15 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         }
     }
     run.alt_roots = super::alt::open_roots(&run);
+    match held::Budget::of_limit(plan.threads, roots.len()) {
+        Ok(budget) => run.budget = budget,
+        Err(why) if !roots.is_empty() => {
+            out.error(&why);
+            run.trouble.usage.store(true, Ordering::Relaxed);
+            roots.clear();
+        }
+        Err(_) => {}
+    }
     let dest = std::ffi::CString::new(plan.dest.as_os_str().as_encoded_bytes()).unwrap_or_default();
     if let Ok(d) = sys::statx_at(rustix::fs::CWD, &dest, true) {
         let _ = run.dest_id.set((d.dev, d.ino));
@@ -372,7 +390,8 @@ fn walk_root<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) {
         printer
     });
     let pool = Pool::new(printer);
-    let threads = run.plan.threads.max(1);
+    held::opened(&pair);
+    let threads = run.budget.threads;
     let mut buf = vec![MaybeUninit::<u8>::uninit(); DIR_BUF];
     // The root is listed on this thread before the others start, so its lines come first.
     list_dir(run, &pool, Arc::new(pair), &mut buf);
@@ -416,7 +435,13 @@ fn worker<'r>(run: &'r Run<'r>, pool: &Pool<'r>) {
                 }
                 Work::Entries(pair, entries, block) => {
                     let at = (block.as_deref(), Vec::new());
-                    entries_of(run, pool, &pair, &entries, Vec::new(), at);
+                    match held::hold(&pair) {
+                        Ok(_held) => entries_of(run, pool, &pair, &entries, Vec::new(), at),
+                        Err(e) => {
+                            run.fail(e);
+                            pool.print(run.out, at.0, Vec::new(), Vec::new());
+                        }
+                    }
                 }
                 Work::Delete(block, clean, delete) => {
                     let lines = delete(clean, None);
@@ -465,6 +490,14 @@ fn pass_task<'r>(
 fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> {
     let parent = task.parent;
     let name = task.name;
+    // The parent's descriptors, open while the child opens from them.
+    let _held = match held::hold(&parent) {
+        Ok(held) => held,
+        Err(e) => {
+            run.fail(e);
+            return Err(Vec::new());
+        }
+    };
     let follow = run.plan.symlinks == Symlinks::Follow;
     let rel = join(&parent.rel, name.to_bytes());
     let dst_path = parent.dst_path.join(apply::os(&name));
@@ -531,6 +564,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> 
         // that is not entered, nothing.
         let toward = above.implied.as_ref().filter(|rest| !rest.is_empty());
         let dev = id.0;
+        let fd = DirFd::new(fd);
         if !task.contents {
             layers.push(Layer {
                 fd,
@@ -595,7 +629,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> 
         _ => None,
     };
     let dst_stat = dst.as_ref().and_then(|fd| sys::fstatx(fd.as_fd()).ok());
-    Ok(Pair {
+    let pair = Pair {
         run,
         dst_stat,
         dst_default_acl: std::sync::OnceLock::new(),
@@ -609,7 +643,8 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> 
             || !run.plan.no_implied_dirs
             || !task.contents,
         layers,
-        dst,
+        dst: dst.map(DirFd::new),
+        holders: Default::default(),
         rel,
         dst_path,
         src_stat: task.src_stat,
@@ -619,7 +654,9 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> 
         made_now: task.dst_before.is_none(),
         item: task.item,
         block: task.block,
-    })
+    };
+    held::opened(&pair);
+    Ok(pair)
 }
 
 /// The statx of every listed name in `dir`, in order. A big directory's names are stat'ed by
@@ -671,6 +708,13 @@ fn list_dir<'r>(
     pair: Arc<Pair<'r>>,
     buf: &mut [MaybeUninit<u8>],
 ) {
+    let _held = match held::hold(&pair) {
+        Ok(held) => held,
+        Err(e) => {
+            run.fail(e);
+            return;
+        }
+    };
     let plan = run.plan;
     let mut lines = Vec::new();
     let follow = plan.symlinks == Symlinks::Follow;
@@ -711,7 +755,7 @@ fn list_dir<'r>(
                 .collect()
         } else {
             let follow_names = follow || layer.on_the_way();
-            stat_all(layer.fd.as_fd(), &names, follow_names, plan.threads)
+            stat_all(layer.fd.as_fd(), &names, follow_names, run.budget.threads)
         };
         entries.reserve(names.len());
         named.reserve(names.len());
@@ -866,7 +910,7 @@ fn list_dir<'r>(
     // that holds any is followed only by batches of directories).
     let mut entries = entries;
     let mut batch_blocks = Vec::new();
-    if plan.threads > 1 && !plan.hard_links && entries.len() > 2 * BATCH {
+    if run.budget.threads > 1 && !plan.hard_links && entries.len() > 2 * BATCH {
         // Each entry moved once (splitting off the rest again and again would copy it anew).
         let mut rest = std::mem::take(&mut entries).into_iter();
         entries = rest.by_ref().take(BATCH).collect();
@@ -936,11 +980,20 @@ fn deletion<'r>(
         let Some((weak, detached, found)) = work else {
             return lines;
         };
-        let (live, reopened);
+        let (live, reopened, held_live);
         let (pair, dir) = match weak.upgrade() {
             Some(pair) => {
                 live = pair;
-                let Some(dst) = &live.dst else { return lines };
+                held_live = match held::hold(&live) {
+                    Ok(held) => held,
+                    Err(e) => {
+                        run.fail(e);
+                        return lines;
+                    }
+                };
+                let Some(dst) = &held_live.dst else {
+                    return lines;
+                };
                 (&*live, dst.as_fd())
             }
             None => match detached.reopen(found.was) {

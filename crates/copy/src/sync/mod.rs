@@ -20,6 +20,7 @@ pub mod chmod;
 mod fake;
 mod held;
 pub mod item;
+mod listing;
 mod operand;
 mod order;
 mod output;

@@ -17,6 +17,7 @@
 pub mod alt;
 mod apply;
 pub mod chmod;
+mod dirfd;
 mod fake;
 mod held;
 pub mod item;

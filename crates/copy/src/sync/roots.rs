@@ -388,7 +388,7 @@ pub(super) fn open_root_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -
         };
         let id = sys::fstatx(fd.as_fd()).map_or((0, 0), |st| (st.dev, st.ino));
         layers.push(Layer {
-            fd: super::held::DirFd::new(fd),
+            fd: super::dirfd::DirFd::new(fd),
             dev: id.0,
             path: root.src_dir.clone(),
             only: root.only.clone(),
@@ -471,7 +471,7 @@ pub(super) fn open_root_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -
         run,
         _parent: None,
         layers,
-        dst: dst.map(super::held::DirFd::new),
+        dst: dst.map(super::dirfd::DirFd::new),
         holders: Default::default(),
         rel: Vec::new(),
         anchor,

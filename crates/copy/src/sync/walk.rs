@@ -241,7 +241,14 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         }
     }
     run.alt_roots = super::alt::open_roots(&run);
-    match held::Budget::of_limit(plan.threads, roots.len()) {
+    // cp's sharing of RLIMIT_NOFILE, with DEST's anchor held for the whole run; a sync worker
+    // holds a file and its temporary besides cp's synchronous worker's descriptors: counted
+    // as the splice engine's pipe.
+    let fit = |nofile, in_use, tuning: &_| {
+        let fit = crate::run::FdBudget::new(nofile, in_use, roots.len(), 1, tuning, true);
+        (fit.threads, fit.dir_pairs)
+    };
+    match held::Budget::of_limit(plan.threads, roots.len(), fit) {
         Ok(budget) => run.budget = budget,
         Err(why) if !roots.is_empty() => {
             out.error(&why);
@@ -868,7 +875,7 @@ fn list_dir<'r>(
     // now, before any entry is made (stale temporaries go with it).
     let found = (delete_here && pair.whole && pair.dst.is_some()).then(|| {
         let index = listing.by_dst_name();
-        extraneous(&pair, &|name| listing.holds(&index, name), buf)
+        extraneous(&pair, &|name| listing.holds(index.as_deref(), name), buf)
     });
     // The notes on what is not transferred come first, as rsync's sender prints them while
     // it lists the directory.

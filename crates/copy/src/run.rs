@@ -124,13 +124,13 @@ impl MemoryBudget {
 /// How a run shares RLIMIT_NOFILE out, so the descriptors it holds stay within the limit at
 /// any depth of tree and for any number of operands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FdBudget {
-    threads: usize,
+pub(crate) struct FdBudget {
+    pub threads: usize,
     /// Small files in flight per io_uring worker (two descriptors each).
     queue_depth: u32,
     /// Directory pairs (operands' included) that may be open at once. Past it, a directory
     /// nobody holds closes, and is reopened (and checked) when it is needed again.
-    dir_pairs: usize,
+    pub dir_pairs: usize,
     /// There is room for a ring per worker; without it the run copies synchronously.
     ring: bool,
 }
@@ -155,7 +155,7 @@ impl FdBudget {
     /// The budget under RLIMIT_NOFILE `nofile` with `in_use` descriptors open at the start, for
     /// `roots` operands of which `anchors` hold a descriptor for the whole run (the hard-link
     /// anchor under `--preserve=links`); `pipe`: each worker keeps a pipe (the splice engine).
-    fn new(
+    pub fn new(
         nofile: usize,
         in_use: usize,
         roots: usize,

@@ -5,7 +5,6 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::collections::HashSet;
 use std::ffi::{CStr, CString, OsStr};
 use std::io;
 use std::mem::MaybeUninit;
@@ -1528,7 +1527,7 @@ pub(super) fn extraneous(
     run: &Run<'_>,
     pair: &Pair<'_>,
     (dir, keep_stage): (BorrowedFd<'_>, bool),
-    kept: &HashSet<Vec<u8>>,
+    kept: &dyn Fn(&[u8]) -> bool,
     buf: &mut [MaybeUninit<u8>],
 ) -> Result<Vec<(bool, CString)>, CopyError> {
     let root_dev = || {
@@ -1544,7 +1543,7 @@ pub(super) fn extraneous(
         let bytes = name.to_bytes();
         if temp::is_ours(bytes) {
             ours.push(name.to_owned());
-        } else if !(kept.contains(bytes) || keep_stage && name == STAGE) {
+        } else if !(kept(bytes) || keep_stage && name == STAGE) {
             // Where the directory does not say (DT_UNKNOWN), a statx does.
             let kind = kind.or_else(|| sys::statx_at(dir, name, false).ok().map(|s| s.kind()));
             names.push((kind == Some(Kind::Dir), name.to_owned()));

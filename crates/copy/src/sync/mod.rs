@@ -17,8 +17,11 @@
 pub mod alt;
 mod apply;
 pub mod chmod;
+mod dirfd;
 mod fake;
+mod held;
 pub mod item;
+mod listing;
 mod operand;
 mod order;
 mod output;

@@ -77,6 +77,8 @@ pub(super) struct Run<'p> {
     pub no_tmpfile: AtomicBool,
     /// `--hash`: the hash of every regular file DEST holds once the run is over.
     pub recorder: Option<crate::manifest::Recorder>,
+    /// The directory descriptors the walk may keep open (see `held`).
+    pub budget: super::dirfd::Budget,
 }
 
 /// A file written into its directory's `.~tmp~`, to be renamed into place at the end.
@@ -100,7 +102,7 @@ pub(super) const STAGE: &std::ffi::CStr = c".~tmp~";
 /// DEST`, `-R` paths that share directories): as in rsync's one file list, the first source
 /// to name an entry gives it, and directories of the same name merge.
 pub(super) struct Layer {
-    pub fd: OwnedFd,
+    pub fd: super::dirfd::DirFd,
     /// The filesystem it is on (`-x` stays on it).
     pub dev: u64,
     /// How the user names it, for messages.
@@ -183,7 +185,9 @@ pub(super) struct Pair<'r> {
     /// The source directories (at least one).
     pub layers: Vec<Layer>,
     /// The destination directory; `None` under -n when it does not exist yet.
-    pub dst: Option<OwnedFd>,
+    pub dst: Option<super::dirfd::DirFd>,
+    /// Who holds its descriptors open (see `held`).
+    pub holders: super::dirfd::Holders,
     /// The path from the transfer root ("" for the root), as printed and as filters see it.
     pub rel: Vec<u8>,
     /// The destination root and this directory's path below it (hard links are made there).
@@ -255,6 +259,7 @@ impl<'r> Pair<'r> {
             _parent: None,
             layers: Vec::new(),
             dst: None,
+            holders: Default::default(),
             rel: self.rel.clone(),
             anchor: self.anchor.clone(),
             dst_rel: self.dst_rel.clone(),

@@ -416,7 +416,8 @@ pub(super) fn open_root_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -
         run,
         _parent: None,
         layers,
-        dst,
+        dst: dst.map(super::dirfd::DirFd::new),
+        holders: Default::default(),
         rel: Vec::new(),
         anchor,
         dst_rel: Vec::new(),
@@ -461,7 +462,7 @@ fn root_layers(
         };
         let id = sys::fstatx(fd.as_fd()).map_or((0, 0), |st| (st.dev, st.ino));
         layers.push(Layer {
-            fd,
+            fd: super::dirfd::DirFd::new(fd),
             dev: id.0,
             path: root.src_dir.clone(),
             only: root.only.clone(),

@@ -14,7 +14,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use super::apply;
+use super::held::{self, DirFd};
 use super::item::{Action, Item};
+use super::listing::{self, Listed, Listing};
 use super::order::{Block, Printer};
 use super::pair::{join, report, rsync_order, Ancestry, Layer, Pair, Pass, Run, SrcEntry, Trouble};
 use super::roots::{self, Root};
@@ -35,7 +37,12 @@ const BATCH: usize = 256;
 pub(super) enum Work<'r> {
     Dir(Box<Task<'r>>),
     /// With the block its lines go to (when lines are kept in order).
-    Entries(Arc<Pair<'r>>, Vec<SrcEntry>, Option<Arc<Block<'r>>>),
+    Entries(
+        Arc<Pair<'r>>,
+        Arc<Listing>,
+        std::ops::Range<usize>,
+        Option<Arc<Block<'r>>>,
+    ),
     /// A directory's deletions whose turn came (see `order`), and whether they may be made.
     Delete(Arc<Block<'r>>, bool, super::order::Deferred<'r>),
 }
@@ -71,13 +78,20 @@ pub(super) struct Task<'r> {
 impl Drop for Pair<'_> {
     fn drop(&mut self) {
         let run = self.run;
-        if !self.keeps_attrs || run.plan.dry_run || !matches!(self.pass, Pass::Transfer { .. }) {
-            return;
+        let transfer = matches!(self.pass, Pass::Transfer { .. });
+        if self.keeps_attrs && !run.plan.dry_run && transfer && self.dst.is_some() {
+            // Its descriptors may have closed under the budget: opened again for this.
+            match held::hold(self) {
+                Ok(_held) => {
+                    let dst = self.dst.as_ref().map(|d| d.as_fd());
+                    if let Err(e) = dst.map_or(Ok(()), |dst| apply::dir_attrs(run, self, dst)) {
+                        run.fail(e);
+                    }
+                }
+                Err(e) => run.fail(e),
+            }
         }
-        let Some(dst) = &self.dst else { return };
-        if let Err(e) = apply::dir_attrs(run, self, dst.as_fd()) {
-            run.fail(e);
-        }
+        held::dropped(self);
     }
 }
 
@@ -214,6 +228,7 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
             .hashing
             .as_ref()
             .map(|h| crate::manifest::Recorder::new(h.algo, h.base.clone(), plan.times)),
+        budget: held::Budget::default(),
     };
     let mut roots = roots::resolve(&run);
     if !roots.is_empty() {
@@ -226,6 +241,22 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         }
     }
     run.alt_roots = super::alt::open_roots(&run);
+    // cp's sharing of RLIMIT_NOFILE, with DEST's anchor held for the whole run; a sync worker
+    // holds a file and its temporary besides cp's synchronous worker's descriptors: counted
+    // as the splice engine's pipe.
+    let fit = |nofile, in_use, tuning: &_| {
+        let fit = crate::run::FdBudget::new(nofile, in_use, roots.len(), 1, tuning, true);
+        (fit.threads, fit.dir_pairs)
+    };
+    match held::Budget::of_limit(plan.threads, roots.len(), fit) {
+        Ok(budget) => run.budget = budget,
+        Err(why) if !roots.is_empty() => {
+            out.error(&why);
+            run.trouble.usage.store(true, Ordering::Relaxed);
+            roots.clear();
+        }
+        Err(_) => {}
+    }
     let dest = std::ffi::CString::new(plan.dest.as_os_str().as_encoded_bytes()).unwrap_or_default();
     if let Ok(d) = sys::statx_at(rustix::fs::CWD, &dest, true) {
         let _ = run.dest_id.set((d.dev, d.ino));
@@ -372,7 +403,8 @@ fn walk_root<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) {
         printer
     });
     let pool = Pool::new(printer);
-    let threads = run.plan.threads.max(1);
+    held::opened(&pair);
+    let threads = run.budget.threads;
     let mut buf = vec![MaybeUninit::<u8>::uninit(); DIR_BUF];
     // The root is listed on this thread before the others start, so its lines come first.
     list_dir(run, &pool, Arc::new(pair), &mut buf);
@@ -414,9 +446,17 @@ fn worker<'r>(run: &'r Run<'r>, pool: &Pool<'r>) {
                         Err(lines) => pool.print(run.out, block.as_deref(), lines, Vec::new()),
                     }
                 }
-                Work::Entries(pair, entries, block) => {
+                Work::Entries(pair, listing, range, block) => {
                     let at = (block.as_deref(), Vec::new());
-                    entries_of(run, pool, &pair, &entries, Vec::new(), at);
+                    match held::hold(&pair) {
+                        Ok(_held) => {
+                            entries_of(run, pool, &pair, (&listing, range), Vec::new(), at)
+                        }
+                        Err(e) => {
+                            run.fail(e);
+                            pool.print(run.out, at.0, Vec::new(), Vec::new());
+                        }
+                    }
                 }
                 Work::Delete(block, clean, delete) => {
                     let lines = delete(clean, None);
@@ -465,6 +505,14 @@ fn pass_task<'r>(
 fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> {
     let parent = task.parent;
     let name = task.name;
+    // The parent's descriptors, open while the child opens from them.
+    let _held = match held::hold(&parent) {
+        Ok(held) => held,
+        Err(e) => {
+            run.fail(e);
+            return Err(Vec::new());
+        }
+    };
     let follow = run.plan.symlinks == Symlinks::Follow;
     let rel = join(&parent.rel, name.to_bytes());
     let dst_path = parent.dst_path.join(apply::os(&name));
@@ -531,6 +579,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> 
         // that is not entered, nothing.
         let toward = above.implied.as_ref().filter(|rest| !rest.is_empty());
         let dev = id.0;
+        let fd = DirFd::new(fd);
         if !task.contents {
             layers.push(Layer {
                 fd,
@@ -595,7 +644,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> 
         _ => None,
     };
     let dst_stat = dst.as_ref().and_then(|fd| sys::fstatx(fd.as_fd()).ok());
-    Ok(Pair {
+    let pair = Pair {
         run,
         dst_stat,
         dst_default_acl: std::sync::OnceLock::new(),
@@ -609,7 +658,8 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> 
             || !run.plan.no_implied_dirs
             || !task.contents,
         layers,
-        dst,
+        dst: dst.map(DirFd::new),
+        holders: Default::default(),
         rel,
         dst_path,
         src_stat: task.src_stat,
@@ -619,49 +669,183 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> 
         made_now: task.dst_before.is_none(),
         item: task.item,
         block: task.block,
-    })
+    };
+    held::opened(&pair);
+    Ok(pair)
 }
 
-/// The statx of every listed name in `dir`, in order. A big directory's names are stat'ed by
-/// `threads` threads at once: the rest of the walk waits for its listing (a flat directory is
-/// all the work there is), and a cold cache answers many reads at once faster than one at a
-/// time.
-fn stat_all(
-    dir: std::os::fd::BorrowedFd<'_>,
-    names: &[(CString, CString)],
-    follow: bool,
-    threads: usize,
-) -> Vec<std::io::Result<Stat>> {
-    let stat = |names: &[(CString, CString)]| -> Vec<std::io::Result<Stat>> {
-        names
-            .iter()
-            .map(|(name, _)| sys::statx_at(dir, name, follow))
-            .collect()
-    };
-    if threads < 2 || names.len() <= 2 * BATCH {
-        return stat(names);
-    }
-    let chunk = names.len().div_ceil(threads).max(BATCH);
-    std::thread::scope(|s| {
-        let mut parts = names.chunks(chunk);
-        let first = parts.next().unwrap_or_default();
-        // A part whose thread cannot be had (a thread limit) is stat'ed here instead.
-        let others: Vec<_> = parts
-            .map(|part| {
-                std::thread::Builder::new()
-                    .spawn_scoped(s, move || stat(part))
-                    .map_err(|_| part)
-            })
-            .collect();
-        let mut all = stat(first);
-        for other in others {
-            match other {
-                Ok(thread) => all.extend(thread.join().expect("a stat thread does not panic")),
-                Err(part) => all.extend(stat(part)),
+/// Reads, stat's and filters the pair's source listings into one, sorted in rsync's order:
+/// each name once, the first source to list it giving the entry (see `Layer`); with whether
+/// every source was read whole. A big directory's names are stat'ed by the run's threads at
+/// once: the rest of the walk waits for its listing (a flat directory is all the work there
+/// is), and a cold cache answers many reads at once faster than one at a time.
+fn list<'r>(run: &'r Run<'r>, pair: &Pair<'r>, buf: &mut [MaybeUninit<u8>]) -> (Listing, bool) {
+    let plan = run.plan;
+    let follow = plan.symlinks == Symlinks::Follow;
+    let mut listing = Listing::default();
+    // Names repeat only across sources, or in a source's named operands.
+    let repeats = pair.layers.len() > 1 || pair.layers.iter().any(|l| l.only.is_some());
+    let mut named: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut complete = true;
+    let mut rel = Vec::new();
+    for (i, layer) in pair.layers.iter().enumerate() {
+        let start = listing.entries.len();
+        match &layer.only {
+            Some(only) => {
+                for (name, dst_name) in only {
+                    listing.push(i, name, Some(dst_name));
+                }
+            }
+            None => {
+                let read = sys::read_dir_entries(layer.fd.as_fd(), buf, |name, _| {
+                    listing.push(i, name, None);
+                });
+                if let Err(e) = read {
+                    // Nothing here is deleted: the listing is not known to be complete.
+                    listing.entries.truncate(start);
+                    let e = CopyError::io(Op::ReadDir, layer.path.clone(), e);
+                    run.source_fail(pair.pass, pair.block.as_deref(), e);
+                    complete = false;
+                    continue;
+                }
             }
         }
-        all
-    })
+        if let Some(gone) = ringio_base::hooks::vanish_after_list() {
+            let listed = listing.entries[start..].iter();
+            if pair.pass != Pass::Scan && listed.clone().any(|l| listing.name(l) == gone) {
+                let dir = layer.fd.as_fd();
+                if sys::unlinkat(dir, gone).is_err() {
+                    let _ = rustix::fs::unlinkat(dir, gone, rustix::fs::AtFlags::REMOVEDIR);
+                }
+            }
+        }
+        let dir = layer.fd.as_fd();
+        let failed = if layer.operand_dirlink() && !follow {
+            let dirlink = |name: &CStr| super::pair::stat_dirlink(dir, name);
+            listing.stat_from(start, dirlink, 1, BATCH)
+        } else {
+            let follow_names = follow || layer.on_the_way();
+            let threads = run.budget.threads;
+            listing.stat_from(start, listing::statx_in(dir, follow_names), threads, BATCH)
+        };
+        let mut failed = failed.into_iter().peekable();
+        for at in start..listing.entries.len() {
+            let error = failed.next_if(|(k, _)| *k == at).map(|(_, e)| e);
+            match keep(run, pair, layer, (&listing, at), error, &mut rel) {
+                Kept::No => listing.entries[at].drop_it(),
+                Kept::Incomplete => {
+                    complete = false;
+                    listing.entries[at].drop_it();
+                }
+                Kept::Yes(stat) => {
+                    listing.entries[at].stat = stat;
+                    if !repeats {
+                        continue;
+                    }
+                    let is_dir = stat.kind() == Kind::Dir;
+                    let dst_name = |l: &Listing| l.dst_name(&l.entries[at]).to_bytes().to_vec();
+                    match named.get(&dst_name(&listing)).copied() {
+                        // A directory a later source holds too merges into the first one's.
+                        Some(first) if is_dir && listing.entries[first].is_dir() => {
+                            listing.entries[at].drop_it();
+                            listing.merge(first, i);
+                        }
+                        // A directory wins over an earlier non-directory of its name (rsync's
+                        // clean_flist): the tree below it is not lost.
+                        Some(first) if is_dir => {
+                            listing.entries[first] = listing.entries[at];
+                            listing.entries[at].drop_it();
+                        }
+                        Some(_) => listing.entries[at].drop_it(),
+                        None => {
+                            named.insert(dst_name(&listing), at);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    listing.drop_marked();
+    listing.sort();
+    (listing, complete)
+}
+
+/// Whether a listed entry is in the transfer: with its stat (as -L, --copy-unsafe-links,
+/// --fake-super and --chmod make it), or not (it failed, vanished or is excluded), or not and
+/// the listing is not complete (its stat failed).
+enum Kept {
+    Yes(Stat),
+    No,
+    Incomplete,
+}
+
+/// Judges the listed entry `at` of source `layer` (`error`: its stat failed); `rel` is a
+/// buffer for its path.
+fn keep(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    layer: &Layer,
+    (listing, at): (&Listing, usize),
+    error: Option<std::io::Error>,
+    rel: &mut Vec<u8>,
+) -> Kept {
+    let plan = run.plan;
+    let follow = plan.symlinks == Symlinks::Follow;
+    let name = listing.name(&listing.entries[at]);
+    let src_path = || layer.path.join(apply::os(name));
+    let stat = match error {
+        None => listing.entries[at].stat,
+        Some(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            let dangling = follow
+                && sys::statx_at(layer.fd.as_fd(), name, false)
+                    .is_ok_and(|s| s.kind() == Kind::Symlink);
+            if dangling {
+                let e = CopyError::Refused(format!(
+                    "symlink has no referent: {}",
+                    crate::quote::quote_path(&src_path())
+                ));
+                run.source_fail(pair.pass, pair.block.as_deref(), e);
+            } else if pair.pass != Pass::Scan {
+                run.vanished(&src_path());
+            }
+            return Kept::No;
+        }
+        Some(e) => {
+            let e = CopyError::io(Op::Stat, src_path(), e);
+            run.source_fail(pair.pass, pair.block.as_deref(), e);
+            return Kept::Incomplete;
+        }
+    };
+    let Some(mut stat) = apply::unsafe_link_target(run, (layer, &pair.rel), name, stat) else {
+        return Kept::No;
+    };
+    if plan.fake_super {
+        let target = crate::xattr::Subject::at(layer.fd.as_fd(), name, false);
+        super::fake::read(target, &mut stat);
+    }
+    if !plan.chmod.is_empty() && stat.kind() != Kind::Symlink {
+        let is_dir = stat.kind() == Kind::Dir;
+        let perm = super::chmod::apply(&plan.chmod, stat.perm(), is_dir, run.umask);
+        stat.mode = (stat.mode & libc::S_IFMT) | perm;
+    }
+    rel.clear();
+    if !pair.rel.is_empty() {
+        rel.extend_from_slice(&pair.rel);
+        rel.push(b'/');
+    }
+    rel.extend_from_slice(name.to_bytes());
+    let is_dir = stat.kind() == Kind::Dir;
+    if layer.scope.excluded(rel, is_dir, Side::Sender) {
+        return Kept::No;
+    }
+    if is_dir && run.dest_id.get() == Some(&(stat.dev, stat.ino)) {
+        return Kept::No;
+    }
+    // -xx: a directory on another filesystem is not sent at all.
+    if is_dir && plan.skip_mount_points && stat.dev != layer.dev {
+        return Kept::No;
+    }
+    Kept::Yes(stat)
 }
 
 /// Lists a directory pair and handles each of its entries.
@@ -671,191 +855,75 @@ fn list_dir<'r>(
     pair: Arc<Pair<'r>>,
     buf: &mut [MaybeUninit<u8>],
 ) {
+    let _held = match held::hold(&pair) {
+        Ok(held) => held,
+        Err(e) => {
+            run.fail(e);
+            return;
+        }
+    };
     let plan = run.plan;
     let mut lines = Vec::new();
-    let follow = plan.symlinks == Symlinks::Follow;
-    let mut entries: Vec<SrcEntry> = Vec::new();
-    // Each name once: the first source to list it gives the entry (see `Layer`).
-    let mut named: HashMap<Vec<u8>, usize> = HashMap::new();
-    let mut complete = true;
-    for (i, layer) in pair.layers.iter().enumerate() {
-        let names: Vec<(CString, CString)> = match &layer.only {
-            Some(only) => only.clone(),
-            None => {
-                let mut names = Vec::new();
-                let read = sys::read_dir_entries(layer.fd.as_fd(), buf, |name, _| {
-                    names.push((name.to_owned(), name.to_owned()));
-                });
-                if let Err(e) = read {
-                    // Nothing here is deleted: the listing is not known to be complete.
-                    let e = CopyError::io(Op::ReadDir, layer.path.clone(), e);
-                    run.source_fail(pair.pass, pair.block.as_deref(), e);
-                    complete = false;
-                    continue;
-                }
-                names
-            }
-        };
-        if let Some(gone) = ringio_base::hooks::vanish_after_list() {
-            if pair.pass != Pass::Scan && names.iter().any(|(n, _)| n.as_c_str() == gone) {
-                let dir = layer.fd.as_fd();
-                if sys::unlinkat(dir, gone).is_err() {
-                    let _ = rustix::fs::unlinkat(dir, gone, rustix::fs::AtFlags::REMOVEDIR);
-                }
-            }
-        }
-        let stats = if layer.operand_dirlink() && !follow {
-            names
-                .iter()
-                .map(|(name, _)| super::pair::stat_dirlink(layer.fd.as_fd(), name))
-                .collect()
-        } else {
-            let follow_names = follow || layer.on_the_way();
-            stat_all(layer.fd.as_fd(), &names, follow_names, plan.threads)
-        };
-        entries.reserve(names.len());
-        named.reserve(names.len());
-        for ((name, dst_name), stat) in names.into_iter().zip(stats) {
-            let earlier = named.get(dst_name.to_bytes()).copied();
-            let src_path = || layer.path.join(apply::os(&name));
-            let stat = match stat {
-                Ok(s) => s,
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
-                    let dangling = follow
-                        && sys::statx_at(layer.fd.as_fd(), &name, false)
-                            .is_ok_and(|s| s.kind() == Kind::Symlink);
-                    if dangling {
-                        let e = CopyError::Refused(format!(
-                            "symlink has no referent: {}",
-                            crate::quote::quote_path(&src_path())
-                        ));
-                        run.source_fail(pair.pass, pair.block.as_deref(), e);
-                    } else if pair.pass != Pass::Scan {
-                        run.vanished(&src_path());
-                    }
-                    continue;
-                }
-                Err(e) => {
-                    complete = false;
-                    let e = CopyError::io(Op::Stat, src_path(), e);
-                    run.source_fail(pair.pass, pair.block.as_deref(), e);
-                    continue;
-                }
-            };
-            let Some(mut stat) = apply::unsafe_link_target(run, (layer, &pair.rel), &name, stat)
-            else {
-                continue;
-            };
-            if plan.fake_super {
-                let target = crate::xattr::Subject::at(layer.fd.as_fd(), &name, false);
-                super::fake::read(target, &mut stat);
-            }
-            if !plan.chmod.is_empty() && stat.kind() != Kind::Symlink {
-                let is_dir = stat.kind() == Kind::Dir;
-                let perm = super::chmod::apply(&plan.chmod, stat.perm(), is_dir, run.umask);
-                stat.mode = (stat.mode & libc::S_IFMT) | perm;
-            }
-            let rel = join(&pair.rel, name.to_bytes());
-            let is_dir = stat.kind() == Kind::Dir;
-            if layer.scope.excluded(&rel, is_dir, Side::Sender) {
-                continue;
-            }
-            if is_dir && run.dest_id.get() == Some(&(stat.dev, stat.ino)) {
-                continue;
-            }
-            // -xx: a directory on another filesystem is not sent at all.
-            if is_dir && plan.skip_mount_points && stat.dev != layer.dev {
-                continue;
-            }
-            let entry = SrcEntry {
-                layer: i,
-                more: Vec::new(),
-                name,
-                dst_name,
-                stat,
-                rel,
-            };
-            match earlier {
-                // A directory a later source holds too merges into the first one's.
-                Some(at) if is_dir && entries[at].stat.kind() == Kind::Dir => {
-                    entries[at].more.push(i)
-                }
-                // A directory wins over an earlier non-directory of its name (rsync's
-                // clean_flist): the tree below it is not lost.
-                Some(at) if is_dir => entries[at] = entry,
-                Some(_) => {}
-                None => {
-                    named.insert(entry.dst_name.to_bytes().to_vec(), entries.len());
-                    entries.push(entry);
-                }
-            }
-        }
-    }
-    let kept: HashSet<Vec<u8>> = named.into_keys().collect();
-    entries.sort_unstable_by(|a, b| {
-        rsync_order(
-            (a.stat.kind() == Kind::Dir, a.name.to_bytes()),
-            (b.stat.kind() == Kind::Dir, b.name.to_bytes()),
-        )
-    });
-    // The notes on what is not transferred come first, as rsync's sender prints them while
-    // it lists the directory.
-    let mut transferred = Vec::with_capacity(entries.len());
+    let (mut listing, complete) = list(run, &pair, buf);
     let scan = pair.pass == Pass::Scan;
-    for e in entries {
-        // rsync's "total size": every file's and symlink's length in the list.
-        if matches!(e.stat.kind(), Kind::File | Kind::Symlink) && !scan {
-            run.stats
-                .total_size
-                .fetch_add(e.stat.size, Ordering::Relaxed);
-        }
-        match skip_note(plan, &e.stat) {
-            Some(note) => {
-                if !run.out.quiet && !scan {
-                    lines.extend_from_slice(format!("{note} \"").as_bytes());
-                    lines.extend_from_slice(&pair.src_path_shown(&e));
-                    lines.extend_from_slice(b"\"\n");
-                }
-            }
-            None => transferred.push(e),
-        }
-    }
-    if !scan {
-        run.stats
-            .listed
-            .fetch_add(transferred.len() as u64, Ordering::Relaxed);
-    }
-    let entries = if plan.hard_links {
-        hard_link_order(&pair, transferred)
-    } else {
-        transferred
-    };
-    // rsync's generator order: the directory's own line, its deletions, its entries.
-    let implied_hidden = plan.no_implied_dirs && pair.implied();
-    if let Some(item) = pair.item.as_ref().filter(|_| !implied_hidden && !scan) {
-        report(run, item, &pair.src_stat, &mut lines);
-    }
     let delete_here = match pair.pass {
         Pass::Transfer { delete } => delete,
         Pass::Delete => true,
         Pass::Scan => false,
     };
-    if delete_here && pair.whole && pair.dst.is_some() {
-        // What the destination holds beyond the source is read now, before any entry is
-        // made (stale temporaries go with it); the deletions are made now if it is the
-        // directory's turn, else when it comes (see `order`).
-        if let Ok(found) = extraneous(&pair, &kept, buf) {
-            let idle = found.names.is_empty();
-            let deletion = deletion(&pair, found, complete);
-            let now = match pool.printer.as_ref().zip(pair.block.as_ref()) {
-                Some((printer, block)) => printer.claim(block, lines.len(), deletion, idle),
-                None => Some((deletion, !run.trouble.source_io.load(Ordering::Relaxed))),
-            };
-            if let Some((delete, clean)) = now {
-                lines.extend(delete(clean, Some(buf)));
+    // What the destination holds beyond the source (every name listed, sent or not) is read
+    // now, before any entry is made (stale temporaries go with it).
+    let found = (delete_here && pair.whole && pair.dst.is_some()).then(|| {
+        let index = listing.by_dst_name();
+        extraneous(&pair, &|name| listing.holds(index.as_deref(), name), buf)
+    });
+    // The notes on what is not transferred come first, as rsync's sender prints them while
+    // it lists the directory.
+    for l in &listing.entries {
+        // rsync's "total size": every file's and symlink's length in the list.
+        if matches!(l.stat.kind(), Kind::File | Kind::Symlink) && !scan {
+            run.stats
+                .total_size
+                .fetch_add(l.stat.size, Ordering::Relaxed);
+        }
+        if let Some(note) = skip_note(plan, &l.stat) {
+            if !run.out.quiet && !scan {
+                let e = listing.entry(&pair.rel, l);
+                lines.extend_from_slice(format!("{note} \"").as_bytes());
+                lines.extend_from_slice(&pair.src_path_shown(&e));
+                lines.extend_from_slice(b"\"\n");
             }
         }
-    } else if pair.whole && !scan {
+    }
+    listing
+        .entries
+        .retain(|l| skip_note(plan, &l.stat).is_none());
+    if !scan {
+        run.stats
+            .listed
+            .fetch_add(listing.entries.len() as u64, Ordering::Relaxed);
+    }
+    if plan.hard_links {
+        hard_link_order(&pair, &mut listing);
+    }
+    // rsync's generator order: the directory's own line, its deletions, its entries.
+    let implied_hidden = plan.no_implied_dirs && pair.implied();
+    if let Some(item) = pair.item.as_ref().filter(|_| !implied_hidden && !scan) {
+        report(run, item, &pair.src_stat, &mut lines);
+    }
+    if let Some(Ok(found)) = found {
+        // The deletions are made now if it is the directory's turn, else when it comes
+        // (see `order`).
+        let idle = found.names.is_empty();
+        let deletion = deletion(&pair, found, complete);
+        let now = match pool.printer.as_ref().zip(pair.block.as_ref()) {
+            Some((printer, block)) => printer.claim(block, lines.len(), deletion, idle),
+            None => Some((deletion, !run.trouble.source_io.load(Ordering::Relaxed))),
+        };
+        if let Some((delete, clean)) = now {
+            lines.extend(delete(clean, Some(buf)));
+        }
+    } else if found.is_none() && pair.whole && !scan {
         remove_stale(&pair, buf);
     }
 
@@ -864,21 +932,18 @@ fn list_dir<'r>(
     // Where the order is kept, each batch has a block of its own, after the directory's
     // first batch and its subdirectories (directories sort last in a listing, so a batch
     // that holds any is followed only by batches of directories).
-    let mut entries = entries;
+    let listing = Arc::new(listing);
+    let count = listing.entries.len();
+    let mut first = 0..count;
     let mut batch_blocks = Vec::new();
-    if plan.threads > 1 && !plan.hard_links && entries.len() > 2 * BATCH {
-        // Each entry moved once (splitting off the rest again and again would copy it anew).
-        let mut rest = std::mem::take(&mut entries).into_iter();
-        entries = rest.by_ref().take(BATCH).collect();
+    if run.budget.threads > 1 && !plan.hard_links && count > 2 * BATCH {
+        first = 0..BATCH;
         let mut batches = Vec::new();
-        loop {
-            let batch: Vec<SrcEntry> = rest.by_ref().take(BATCH).collect();
-            if batch.is_empty() {
-                break;
-            }
+        for start in (BATCH..count).step_by(BATCH) {
             let block = pair.block.is_some().then(|| Block::at(pair.rel.clone()));
             batch_blocks.extend(block.clone());
-            batches.push(Work::Entries(pair.clone(), batch, block));
+            let range = start..(start + BATCH).min(count);
+            batches.push(Work::Entries(pair.clone(), listing.clone(), range, block));
         }
         pool.push(batches);
     }
@@ -887,7 +952,7 @@ fn list_dir<'r>(
         run,
         pool,
         &pair,
-        &entries,
+        (&listing, first),
         lines,
         (block.as_deref(), batch_blocks),
     );
@@ -936,11 +1001,20 @@ fn deletion<'r>(
         let Some((weak, detached, found)) = work else {
             return lines;
         };
-        let (live, reopened);
+        let (live, reopened, held_live);
         let (pair, dir) = match weak.upgrade() {
             Some(pair) => {
                 live = pair;
-                let Some(dst) = &live.dst else { return lines };
+                held_live = match held::hold(&live) {
+                    Ok(held) => held,
+                    Err(e) => {
+                        run.fail(e);
+                        return lines;
+                    }
+                };
+                let Some(dst) = &held_live.dst else {
+                    return lines;
+                };
                 (&*live, dst.as_fd())
             }
             None => match detached.reopen(found.was) {
@@ -980,7 +1054,7 @@ fn deletion<'r>(
 /// with its (dev, inode) as the walk opened it. A directory made now holds none.
 fn extraneous(
     pair: &Pair<'_>,
-    kept: &HashSet<Vec<u8>>,
+    kept: &dyn Fn(&[u8]) -> bool,
     buf: &mut [MaybeUninit<u8>],
 ) -> Result<Extraneous, ()> {
     let Some(dst) = pair.dst.as_ref().filter(|_| !pair.made_now) else {
@@ -1039,16 +1113,18 @@ fn entries_of<'r>(
     run: &'r Run<'r>,
     pool: &Pool<'r>,
     pair: &Arc<Pair<'r>>,
-    entries: &[SrcEntry],
+    (listing, range): (&Listing, std::ops::Range<usize>),
     mut lines: Vec<u8>,
     (block, later): (Option<&Block<'r>>, Vec<Arc<Block<'r>>>),
 ) {
     let mut subdirs = Vec::new();
     let scan = pair.pass == Pass::Scan;
-    for e in entries {
+    for l in &listing.entries[range] {
         if run.stop.load(Ordering::Relaxed) {
             break;
         }
+        // Made whole (its names and path) only while it is handled.
+        let e = &listing.entry(&pair.rel, l);
         entry(run, (pair, block), e, &mut lines, &mut subdirs);
         if scan {
             continue;
@@ -1346,41 +1422,40 @@ fn entry<'r>(
 /// at the destination leads (made at its place, the later names linked to it at theirs); the
 /// names before it, or all but the last when none exists yet, wait and are linked right after
 /// the leader is made (the last name, on a first sync).
-fn hard_link_order(pair: &Pair<'_>, entries: Vec<SrcEntry>) -> Vec<SrcEntry> {
-    let key = |e: &SrcEntry| {
-        (e.stat.nlink > 1 && e.stat.kind() != Kind::Dir).then_some((e.stat.dev, e.stat.ino))
-    };
+fn hard_link_order(pair: &Pair<'_>, listing: &mut Listing) {
+    let key = |l: &Listed| (l.stat.nlink > 1 && !l.is_dir()).then_some((l.stat.dev, l.stat.ino));
+    let entries = std::mem::take(&mut listing.entries);
     // Present at the destination, or (for a destination that lacks it) in a --*-dest tree.
-    let exists = |e: &SrcEntry| {
-        matches!(dst_stat(pair, &e.dst_name), Ok(Some(_)))
-            || super::alt::find(pair.run, pair, e).is_some()
+    let exists = |l: &Listed| {
+        matches!(dst_stat(pair, listing.dst_name(l)), Ok(Some(_)))
+            || super::alt::find(pair.run, pair, &listing.entry(&pair.rel, l)).is_some()
     };
     // Each group's leader: its first name present at the destination, else its last name.
     let mut leader: HashMap<(u64, u64), (usize, bool)> = HashMap::new();
-    for (i, e) in entries.iter().enumerate() {
-        let Some(k) = key(e) else { continue };
+    for (i, l) in entries.iter().enumerate() {
+        let Some(k) = key(l) else { continue };
         match leader.get(&k) {
             Some(&(_, true)) => {}
             _ => {
-                leader.insert(k, (i, exists(e)));
+                leader.insert(k, (i, exists(l)));
             }
         }
     }
-    let mut waiting: HashMap<(u64, u64), Vec<SrcEntry>> = HashMap::new();
+    let mut waiting: HashMap<(u64, u64), Vec<Listed>> = HashMap::new();
     let mut led: HashSet<(u64, u64)> = HashSet::new();
     let mut out = Vec::with_capacity(entries.len());
-    for (i, e) in entries.into_iter().enumerate() {
-        match key(&e) {
+    for (i, l) in entries.into_iter().enumerate() {
+        match key(&l) {
             Some(k) if leader[&k].0 == i => {
-                out.push(e);
+                out.push(l);
                 out.extend(waiting.remove(&k).unwrap_or_default());
                 led.insert(k);
             }
-            Some(k) if !led.contains(&k) => waiting.entry(k).or_default().push(e),
-            _ => out.push(e),
+            Some(k) if !led.contains(&k) => waiting.entry(k).or_default().push(l),
+            _ => out.push(l),
         }
     }
-    out
+    listing.entries = out;
 }
 
 /// `--info=skip` (and `-vv`): why an entry is left, in rsync's words.

@@ -38,6 +38,7 @@ mod outside_fixes;
 mod progress;
 mod sync;
 mod sync_adversary;
+mod sync_bounds;
 mod sync_cli;
 mod sync_data;
 mod sync_dest;

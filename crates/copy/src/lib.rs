@@ -47,7 +47,6 @@ mod ctx;
 pub mod digest;
 mod engine;
 mod error;
-pub mod filter;
 pub mod finalize;
 mod links;
 pub mod manifest;

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use rustix::fs::AtFlags;
 
+use super::filter::Side;
 use super::item::{Action, Item};
 use super::pair::{join, report, Delayed, Layer, Pair, Run, SrcEntry, Times, STAGE};
 use super::wanted::wanted;
@@ -24,7 +25,6 @@ use crate::backup::{self, DestEntry};
 use crate::beneath::{self, Walk};
 use crate::engine::{punch_hole, DataPath, Ends, Side as DataSide, Stop};
 use crate::error::{CopyError, Op};
-use crate::filter::Side;
 use crate::links::{Claim, FirstName, Leading};
 use crate::manifest::hashing::FileHash;
 use crate::policy::sync::{self as rules, Changes, QuickCheck, Verdict};
@@ -1442,7 +1442,7 @@ pub(super) fn holds_files(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> bool 
 fn holds_files_in(
     run: &Run<'_>,
     dir: BorrowedFd<'_>,
-    scope: &crate::filter::Scope,
+    scope: &super::filter::Scope,
     rel: &[u8],
 ) -> bool {
     let plan = run.plan;

@@ -19,6 +19,7 @@ mod apply;
 pub mod chmod;
 mod dirfd;
 mod fake;
+pub mod filter;
 mod held;
 pub mod item;
 mod listing;

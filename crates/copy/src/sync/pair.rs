@@ -10,12 +10,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::filter::Scope;
 use super::item::{Action, Item};
 use super::output::Progress;
 use super::{Output, Stats, SyncPlan};
 use crate::beneath::{self, Walk};
 use crate::error::{CopyError, Op};
-use crate::filter::Scope;
 use crate::policy::sync::Rules;
 use crate::sys::{self, Kind, Stat};
 

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::alt::AltKind;
+use super::filter::{FilterError, FilterRules, ListKind};
 use super::{chmod, Backups, DeleteWhen, QuickCheck, SizeArg, Source, Symlinks};
 use crate::digest::Algo;
-use crate::filter::{FilterError, FilterRules, ListKind};
 use crate::manifest::Format;
 use crate::plan::Hashing;
 

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::filter::{Scope, Side};
 use super::item::{Action, Item};
 use super::operand::{self, EntryName, Named};
 use super::pair::{Layer, Pair, Pass, Run};
 use crate::error::{CopyError, Op};
-use crate::filter::{Scope, Side};
 use crate::policy::sync as rules;
 use crate::sys::{self, Kind, Stat};
 

@@ -14,6 +14,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use super::apply;
+use super::filter::Side;
 use super::held::{self, DirFd};
 use super::item::{Action, Item};
 use super::listing::{self, Listed, Listing};
@@ -22,7 +23,6 @@ use super::pair::{join, report, rsync_order, Ancestry, Layer, Pair, Pass, Run, S
 use super::roots::{self, Root};
 use super::{DeleteWhen, Outcome, Output, Progress, Stats, Symlinks, SyncPlan};
 use crate::error::{CopyError, Op};
-use crate::filter::Side;
 use crate::policy::sync::{self as rules, Facts, QuickCheck, Rules, Verdict};
 use crate::sys::{self, Kind, Stat};
 

@@ -70,9 +70,13 @@ impl Algo {
     pub fn hex_of(self, bytes: &[u8]) -> String {
         use sha2::Digest as _;
         let digest: Vec<u8> = match self {
-            Algo::Xxh3 => xxhash_rust::xxh3::xxh3_64(bytes).to_be_bytes().to_vec(),
-            Algo::Xxh64 => xxhash_rust::xxh64::xxh64(bytes, 0).to_be_bytes().to_vec(),
-            Algo::Xxh128 => xxhash_rust::xxh3::xxh3_128(bytes).to_be_bytes().to_vec(),
+            Algo::Xxh3 => twox_hash::XxHash3_64::oneshot(bytes).to_be_bytes().to_vec(),
+            Algo::Xxh64 => twox_hash::XxHash64::oneshot(0, bytes)
+                .to_be_bytes()
+                .to_vec(),
+            Algo::Xxh128 => twox_hash::XxHash3_128::oneshot(bytes)
+                .to_be_bytes()
+                .to_vec(),
             Algo::Blake3 => blake3::hash(bytes).as_bytes().to_vec(),
             Algo::Sha256 => sha2::Sha256::digest(bytes).to_vec(),
             Algo::Sha1 => sha1::Sha1::digest(bytes).to_vec(),
@@ -84,9 +88,9 @@ impl Algo {
     /// A hasher for it.
     pub fn hasher(self) -> Hasher {
         match self {
-            Algo::Xxh3 => Hasher::Xxh3(Box::default()),
-            Algo::Xxh64 => Hasher::Xxh64(xxhash_rust::xxh64::Xxh64::new(0)),
-            Algo::Xxh128 => Hasher::Xxh128(Box::default()),
+            Algo::Xxh3 => Hasher::Xxh3(Box::new(twox_hash::XxHash3_64::new())),
+            Algo::Xxh64 => Hasher::Xxh64(twox_hash::XxHash64::with_seed(0)),
+            Algo::Xxh128 => Hasher::Xxh128(Box::new(twox_hash::XxHash3_128::new())),
             Algo::Blake3 => Hasher::Blake3(Box::default()),
             Algo::Sha256 => Hasher::Sha256(Default::default()),
             Algo::Sha1 => Hasher::Sha1(Default::default()),
@@ -99,11 +103,11 @@ impl Algo {
 #[derive(Clone)]
 pub enum Hasher {
     /// XXH3-64.
-    Xxh3(Box<xxhash_rust::xxh3::Xxh3Default>),
+    Xxh3(Box<twox_hash::XxHash3_64>),
     /// XXH64.
-    Xxh64(xxhash_rust::xxh64::Xxh64),
+    Xxh64(twox_hash::XxHash64),
     /// XXH3-128.
-    Xxh128(Box<xxhash_rust::xxh3::Xxh3Default>),
+    Xxh128(Box<twox_hash::XxHash3_128>),
     /// BLAKE3.
     Blake3(Box<blake3::Hasher>),
     /// SHA-256.
@@ -125,8 +129,9 @@ impl Hasher {
     pub fn update(&mut self, bytes: &[u8]) {
         use sha2::Digest as _;
         match self {
-            Hasher::Xxh3(h) | Hasher::Xxh128(h) => h.update(bytes),
-            Hasher::Xxh64(h) => h.update(bytes),
+            Hasher::Xxh3(h) => std::hash::Hasher::write(&mut **h, bytes),
+            Hasher::Xxh128(h) => h.write(bytes),
+            Hasher::Xxh64(h) => std::hash::Hasher::write(h, bytes),
             Hasher::Blake3(h) => {
                 h.update(bytes);
             }
@@ -141,9 +146,9 @@ impl Hasher {
     pub fn finish_hex(self) -> String {
         use sha2::Digest as _;
         let bytes: Vec<u8> = match self {
-            Hasher::Xxh3(h) => h.digest().to_be_bytes().to_vec(),
-            Hasher::Xxh64(h) => h.digest().to_be_bytes().to_vec(),
-            Hasher::Xxh128(h) => h.digest128().to_be_bytes().to_vec(),
+            Hasher::Xxh3(h) => std::hash::Hasher::finish(&*h).to_be_bytes().to_vec(),
+            Hasher::Xxh64(h) => std::hash::Hasher::finish(&h).to_be_bytes().to_vec(),
+            Hasher::Xxh128(h) => h.finish_128().to_be_bytes().to_vec(),
             Hasher::Blake3(h) => h.finalize().as_bytes().to_vec(),
             Hasher::Sha256(h) => h.finalize().to_vec(),
             Hasher::Sha1(h) => h.finalize().to_vec(),

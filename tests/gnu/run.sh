@@ -180,9 +180,10 @@ if [ ! -f "$src/configure" ]; then
     # like Debian's, handles ACLs and xattrs, and their tools (getfacl, setfattr...) because
     # the tests of those use them; perl runs some of the tests.
     ensure_packages dpkg-dev gcc make perl libacl1-dev libattr1-dev libcap-dev acl attr
-    apt_update
+    apt_update || die "apt-get update failed (see above)"
     say "apt-get source coreutils=$version into $cache"
-    (cd "$cache" && apt-get source -qq "coreutils=$version") >&2
+    (cd "$cache" && apt-get source -qq "coreutils=$version" </dev/null) >&2 \
+        || die "apt-get source coreutils=$version failed (see above)"
     [ -f "$src/configure" ] || die "apt-get source did not produce $src/configure"
 else
     ensure_packages dpkg-dev gcc make perl libacl1-dev libattr1-dev libcap-dev acl attr

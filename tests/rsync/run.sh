@@ -268,7 +268,7 @@ if [ -z "$shipped" ] || [ "$shipped" = "(none)" ]; then die "apt knows no rsync 
 
 # The source: the shipped version if apt can fetch it (or it is in the cache), else the newest
 # source version apt can fetch.
-version="" src=""
+version="" src="" marked=()
 try_version() {
     local v=$1 d
     d=$cache/rsync-$(upstream_of "$v")
@@ -286,6 +286,7 @@ try_version() {
     fi
     say "apt-get source rsync=$v failed; remembered in $cache/rsync_$v.unavailable"
     touch "$cache/rsync_$v.unavailable"
+    marked+=("$cache/rsync_$v.unavailable")
     return 1
 }
 if ! try_version "$shipped"; then
@@ -302,7 +303,12 @@ if ! try_version "$shipped"; then
         done
     fi
 fi
-[ -n "$version" ] || die "could not fetch any source version of rsync (see above)"
+if [ -z "$version" ]; then
+    # Nothing could be fetched: more likely the network or apt than every version gone. Forget
+    # this run's marks, so that the next run tries again instead of failing at once.
+    [ ${#marked[@]} -eq 0 ] || rm -f "${marked[@]}"
+    die "could not fetch any source version of rsync (see above)"
+fi
 if [ "$version" = "$shipped" ]; then
     source_note="rsync $version ($shipped_how)"
 else

@@ -28,7 +28,15 @@ Options:
                    (default: all four)
   --expensive      also run the tests that the suite marks expensive (link-heap, perm),
                    as RUN_EXPENSIVE_TESTS=yes does; `make check` skips them by default
+  --strict         gate, do not only report: exit 1 when a test of any pass FAILs or
+                   HANGs, or SKIPs without being listed, for its reason, in
+                   tests/gnu/expected-skips; each such test is named with its log.
+                   The default when the environment sets CI (non-empty), as .ci/run does
+  --no-strict      report only, even with CI set: exit 0 whatever the tests did
   -h, --help       show this help
+
+Exit status: 0; 1 when the source cannot be fetched or built, the environment cannot be set
+up, or (strict) a test failed the gate; 2 for a bad argument.
 
 The tests run in a fresh copy of the build, ${TMPDIR:-/tmp}/ringio-gnu-run.XXXXXX, which the
 non-root user can reach; it is removed at the end.
@@ -50,6 +58,9 @@ timeout_s=120
 tests_glob='*'
 passes=gnu-root,ringio-root,gnu-user,ringio-user
 expensive=no
+strict=no
+[ -n "${CI:-}" ] && strict=yes
+expected_skips=$(dirname "$0")/expected-skips
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -66,6 +77,8 @@ while [ $# -gt 0 ]; do
         --passes) passes=$2; shift 2 ;;
         --passes=*) passes=${1#*=}; shift ;;
         --expensive) expensive=yes; shift ;;
+        --strict) strict=yes; shift ;;
+        --no-strict) strict=no; shift ;;
         -h | --help) usage; exit 0 ;;
         *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -81,6 +94,24 @@ for p in ${passes//,/ }; do
         *) die "--passes: unknown pass '$p' (gnu-root, ringio-root, gnu-user, ringio-user)" ;;
     esac
 done
+
+# ---- the expected skips (strict mode) ---------------------------------------------------------
+# tests/gnu/expected-skips: `root|user TEST REASON...` a line, # comments. A SKIP passes the
+# gate only if it is listed for its privilege and its log says `skipped test: REASON`.
+declare -A expected
+if [ "$strict" = yes ]; then
+    [ -f "$expected_skips" ] || die "strict: no list of expected skips at $expected_skips"
+    lineno=0
+    while IFS= read -r line || [ -n "$line" ]; do
+        lineno=$((lineno + 1))
+        line=${line%%#*}
+        read -r who name reason <<<"$line" || true
+        [ -n "${who:-}" ] || continue
+        case "$who" in root | user) ;; *) die "$expected_skips:$lineno: '$who': not root or user" ;; esac
+        [ -n "${reason:-}" ] || die "$expected_skips:$lineno: $name: no reason"
+        expected[$who/$name]=$reason
+    done <"$expected_skips"
+fi
 
 # ---- the ringio binary ----------------------------------------------------------------------
 if [ -z "$ringio" ]; then
@@ -99,7 +130,10 @@ mkdir -p "$cache"
 cache=$(realpath "$cache")
 # One run at a time per cache: the build and the logs are shared.
 exec 9>"$cache/.lock"
-flock -n 9 || die "another run is using $cache"
+if ! flock -n 9; then
+    say "another run is using $cache: waiting for it (at most 30 minutes)"
+    flock -w 1800 9 || die "another run is still using $cache after 30 minutes"
+fi
 src=$cache/coreutils-$upstream
 
 apt_updated=""
@@ -146,9 +180,10 @@ if [ ! -f "$src/configure" ]; then
     # like Debian's, handles ACLs and xattrs, and their tools (getfacl, setfattr...) because
     # the tests of those use them; perl runs some of the tests.
     ensure_packages dpkg-dev gcc make perl libacl1-dev libattr1-dev libcap-dev acl attr
-    apt_update
+    apt_update || die "apt-get update failed (see above)"
     say "apt-get source coreutils=$version into $cache"
-    (cd "$cache" && apt-get source -qq "coreutils=$version") >&2
+    (cd "$cache" && apt-get source -qq "coreutils=$version" </dev/null) >&2 \
+        || die "apt-get source coreutils=$version failed (see above)"
     [ -f "$src/configure" ] || die "apt-get source did not produce $src/configure"
 else
     ensure_packages dpkg-dev gcc make perl libacl1-dev libattr1-dev libcap-dev acl attr
@@ -175,7 +210,7 @@ if ! id "$user" >/dev/null 2>&1; then
     say "useradd $user"
     useradd --system --no-create-home --shell /usr/sbin/nologin --user-group --groups users "$user"
 fi
-id -u "$user" | grep -qv '^0$' || die "--user '$user' is root"
+[ "$(id -u "$user")" -ne 0 ] || die "--user '$user' is root"
 
 # The tests run in a copy of the build outside the cache: every directory above it must be
 # searchable by the non-root user (the root tests run parts of themselves as that user too),
@@ -310,3 +345,43 @@ table() {
 table | tee "$logs/table.txt"
 echo
 echo "logs (with the shell trace): $logs/<pass>/<test>.log (make's own output: .make); table: $logs/table.txt"
+
+# ---- strict: the gate -------------------------------------------------------------------------
+# Every pass counts (GNU cp's too: a failure there means the suite or the machine is broken).
+[ "$strict" = yes ] || exit 0
+gate() {
+    local pass name res log who why bad=0 n=0 skip_line
+    for pass in ${passes//,/ }; do
+        who=${pass#*-}
+        for t in "${tests[@]}"; do
+            name=$(basename "$t" .sh)
+            res=${result[$pass/$name]:-FAIL}
+            log=$logs/$pass/$name.log
+            n=$((n + 1))
+            why=""
+            case "$res" in
+                PASS) ;;
+                SKIP)
+                    skip_line=$(grep -m1 -o 'skipped test: .*' "$log" 2>/dev/null | sed "s/'\$//" || true)
+                    if [ -z "${expected[$who/$name]:-}" ]; then
+                        why="SKIP not in $expected_skips for $who (${skip_line:-no reason in the log})"
+                    elif ! grep -qF "skipped test: ${expected[$who/$name]}" "$log"; then
+                        why="SKIP for another reason than the listed '${expected[$who/$name]}' (${skip_line:-none in the log})"
+                    fi
+                    ;;
+                *) why=$res ;;
+            esac
+            if [ -n "$why" ]; then
+                echo "STRICT: $pass/$name: $why; log: $log"
+                bad=$((bad + 1))
+            fi
+        done
+    done
+    if [ "$bad" -gt 0 ]; then
+        echo "STRICT: FAILED: $bad of $n test runs failed the gate (passes: $passes)"
+        return 1
+    fi
+    echo "STRICT: ok: $n test runs, every one PASS or an expected SKIP (passes: $passes)"
+}
+gate | tee -a "$logs/table.txt"
+exit "${PIPESTATUS[0]}"

@@ -224,11 +224,13 @@ fn file_attrs(
     Ok(())
 }
 
-/// A directory's attributes, once its walk is done.
+/// A directory's attributes, once its walk is done; its times unless `times` is false (its
+/// waiting deletions set them once they have deleted: `pair::Handoff`).
 pub(super) fn dir_attrs(
     run: &Run<'_>,
     pair: &Pair<'_>,
     dst: BorrowedFd<'_>,
+    times: bool,
 ) -> Result<(), CopyError> {
     let plan = run.plan;
     let path = || pair.dst_path.clone();
@@ -269,7 +271,10 @@ pub(super) fn dir_attrs(
         super::xattrs::bring(run, Subject::Fd(pair.head().fd.as_fd()), Subject::Fd(dst))
             .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
     }
-    if plan.times && !plan.omit_dir_times && !rules::same_time(now.mtime, want.mtime, run.window_ns)
+    if times
+        && plan.times
+        && !plan.omit_dir_times
+        && !rules::same_time(now.mtime, want.mtime, run.window_ns)
     {
         let atime = if plan.atimes {
             pair.src_stat.atime

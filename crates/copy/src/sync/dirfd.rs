@@ -31,6 +31,12 @@ impl DirFd {
         self.fd.lock().expect("dir fd").take();
     }
 
+    /// Its descriptor, taken out (it reads as closed from now on).
+    pub(super) fn take(&self) -> Option<OwnedFd> {
+        self.raw.store(-1, Ordering::Release);
+        self.fd.lock().expect("dir fd").take()
+    }
+
     pub(super) fn put(&self, fd: OwnedFd) {
         self.raw.store(fd.as_raw_fd(), Ordering::Release);
         *self.fd.lock().expect("dir fd") = Some(fd);

@@ -79,6 +79,8 @@ pub(super) struct Run<'p> {
     pub recorder: Option<crate::manifest::Recorder>,
     /// The directory descriptors the walk may keep open (see `held`).
     pub budget: super::dirfd::Budget,
+    /// Destination descriptors lent to waiting deletions ([`Handoff`]), at most [`LENT_MAX`].
+    pub lent: std::sync::atomic::AtomicUsize,
 }
 
 /// A file written into its directory's `.~tmp~`, to be renamed into place at the end.
@@ -177,11 +179,86 @@ pub(super) fn stat_dirlink(dir: BorrowedFd<'_>, name: &std::ffi::CStr) -> std::i
     Ok(st)
 }
 
+/// How many destination descriptors waiting deletions may hold at once: few, so that the
+/// process's descriptor table does not grow for them (growing a threaded process's table waits
+/// for an RCU grace period, about 12 ms here, and stalls every worker).
+pub(super) const LENT_MAX: usize = 16;
+
+/// Between a pair whose deletions wait for their turn and those deletions. A pair dropped
+/// first sets its attributes but its times, and leaves the deletions its destination
+/// descriptor (while fewer than [`LENT_MAX`] are lent; else they open the directory again)
+/// and its times, which they set once they have deleted, so the directory is neither opened
+/// twice nor given its times twice. Deletions that come first take the pair as it is, and the
+/// pair sets all its attributes when it is dropped, as any pair.
+#[derive(Default)]
+pub(super) struct Handoff<'r>(Mutex<Handed<'r>>);
+
+/// Where a [`Handoff`] is.
+#[derive(Default)]
+pub(super) enum Handed<'r> {
+    /// Neither has come yet.
+    #[default]
+    Waiting,
+    /// The pair was dropped first: its descriptor, if it could lend one.
+    Lent(Option<LentFd<'r>>),
+    /// The deletions came first.
+    Taken,
+}
+
+/// A destination descriptor lent to waiting deletions, counted in `Run::lent` while it lives.
+pub(super) struct LentFd<'r> {
+    pub fd: OwnedFd,
+    count: &'r std::sync::atomic::AtomicUsize,
+}
+
+impl Drop for LentFd<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl<'r> Handoff<'r> {
+    /// Whether the deletions have not come yet (the pair, being dropped, leaves them its times).
+    pub fn waiting(&self) -> bool {
+        matches!(*self.0.lock().expect("handoff"), Handed::Waiting)
+    }
+
+    /// The pair is dropped: unless the deletions came meanwhile (false: the pair sets its
+    /// times itself), they get its descriptor (`take`, while fewer than [`LENT_MAX`] are lent)
+    /// and its times.
+    pub fn lend(&self, run: &'r Run<'r>, take: impl FnOnce() -> Option<OwnedFd>) -> bool {
+        let mut state = self.0.lock().expect("handoff");
+        if !matches!(*state, Handed::Waiting) {
+            return false;
+        }
+        let count = &run.lent;
+        let fd = if count.fetch_add(1, Ordering::Relaxed) < LENT_MAX {
+            take().map(|fd| LentFd { fd, count })
+        } else {
+            None
+        };
+        if fd.is_none() {
+            count.fetch_sub(1, Ordering::Relaxed);
+        }
+        *state = Handed::Lent(fd);
+        true
+    }
+
+    /// The deletions' turn: what the pair left them (`Lent`), or `Waiting` if it was not
+    /// dropped yet (from now on it sets its attributes itself).
+    pub fn take(&self) -> Handed<'r> {
+        std::mem::replace(&mut *self.0.lock().expect("handoff"), Handed::Taken)
+    }
+}
+
 /// A pair of directories being walked.
 pub(super) struct Pair<'r> {
     pub run: &'r Run<'r>,
     /// The pair above (kept alive until this one is done).
     pub _parent: Option<Arc<Pair<'r>>>,
+    /// Its deletions, when they wait for their turn: what it leaves them if it is dropped
+    /// first ([`Handoff`]).
+    pub handoff: std::sync::OnceLock<Arc<Handoff<'r>>>,
     /// The source directories (at least one).
     pub layers: Vec<Layer>,
     /// The destination directory; `None` under -n when it does not exist yet.
@@ -257,6 +334,7 @@ impl<'r> Pair<'r> {
         Pair {
             run: self.run,
             _parent: None,
+            handoff: Default::default(),
             layers: Vec::new(),
             dst: None,
             holders: Default::default(),

@@ -415,6 +415,7 @@ pub(super) fn open_root_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -
     Some(Pair {
         run,
         _parent: None,
+        handoff: Default::default(),
         layers,
         dst: dst.map(super::dirfd::DirFd::new),
         holders: Default::default(),

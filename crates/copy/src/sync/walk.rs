@@ -19,7 +19,9 @@ use super::held::{self, DirFd};
 use super::item::{Action, Item};
 use super::listing::{self, Listed, Listing};
 use super::order::{Block, Printer};
-use super::pair::{join, report, rsync_order, Ancestry, Layer, Pair, Pass, Run, SrcEntry, Trouble};
+use super::pair::{
+    join, report, rsync_order, Ancestry, Handed, Layer, Pair, Pass, Run, SrcEntry, Trouble,
+};
 use super::roots::{self, Root};
 use super::{DeleteWhen, Outcome, Output, Progress, Stats, Symlinks, SyncPlan};
 use crate::error::{CopyError, Op};
@@ -83,9 +85,23 @@ impl Drop for Pair<'_> {
             // Its descriptors may have closed under the budget: opened again for this.
             match held::hold(self) {
                 Ok(_held) => {
+                    // Deletions waiting for their turn set the times once they have deleted
+                    // (`Handoff`), with this descriptor if it can be lent.
+                    let waiting = self.handoff.get().filter(|h| h.waiting());
                     let dst = self.dst.as_ref().map(|d| d.as_fd());
-                    if let Err(e) = dst.map_or(Ok(()), |dst| apply::dir_attrs(run, self, dst)) {
+                    let times = waiting.is_none();
+                    if let Err(e) =
+                        dst.map_or(Ok(()), |dst| apply::dir_attrs(run, self, dst, times))
+                    {
                         run.fail(e);
+                    }
+                    let take = || self.dst.as_ref().and_then(|d| d.take());
+                    if waiting.is_some_and(|h| !h.lend(run, take)) {
+                        // They came meanwhile, after all.
+                        let dst = self.dst.as_ref().map(|d| d.as_fd());
+                        if let Err(e) = dst.map_or(Ok(()), |dst| apply::dir_times(self, dst)) {
+                            run.fail(e);
+                        }
                     }
                 }
                 Err(e) => run.fail(e),
@@ -229,6 +245,7 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
             .as_ref()
             .map(|h| crate::manifest::Recorder::new(h.algo, h.base.clone(), plan.times)),
         budget: held::Budget::default(),
+        lent: Default::default(),
     };
     let mut roots = roots::resolve(&run);
     if !roots.is_empty() {
@@ -651,6 +668,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> 
         anchor: parent.anchor.clone(),
         dst_rel: join(&parent.dst_rel, name.to_bytes()),
         _parent: Some(parent.clone()),
+        handoff: Default::default(),
         whole: layers.iter().any(|l| l.only.is_none()),
         // A directory on the way to a -R operand keeps its source's attributes too, and so
         // does one that is not entered.
@@ -983,27 +1001,35 @@ fn deletion<'r>(
 ) -> super::order::Deferred<'r> {
     let (run, pass, rel) = (pair.run, pair.pass, pair.rel.clone());
     let keeps_attrs = pair.keeps_attrs;
-    let work = (!found.names.is_empty()).then(|| (Arc::downgrade(pair), pair.detached(), found));
+    let transfer = matches!(pass, Pass::Transfer { .. }) && keeps_attrs && !run.plan.dry_run;
+    let work = (!found.names.is_empty()).then(|| {
+        let handoff = transfer.then(|| pair.handoff.get_or_init(Default::default).clone());
+        (Arc::downgrade(pair), pair.detached(), found, handoff)
+    });
     Box::new(move |clean, buf: Option<&mut [MaybeUninit<u8>]>| {
         let mut lines = Vec::new();
-        let before_failure = match &*run.trouble.first_failure.lock().expect("first failure") {
-            Some(failed) if pass == Pass::Delete && !run.plan.ignore_errors => {
-                precedes(&rel, failed)
-            }
-            _ => true,
-        };
-        if !complete || !before_failure || !(clean || run.plan.ignore_errors) {
-            if complete || !run.plan.ignore_errors {
+        let Some((weak, detached, found, handoff)) = work else {
+            if !deletes(run, (pass, &rel), clean, complete) && (complete || !run.plan.ignore_errors)
+            {
                 run.deletion_stopped(&mut lines);
             }
             return lines;
-        }
-        let Some((weak, detached, found)) = work else {
-            return lines;
         };
+        // What the pair left, if it was dropped first: its times to set, its descriptor.
+        let left = match handoff.map(|h| h.take()) {
+            Some(Handed::Lent(fd)) => Some(fd),
+            _ => None,
+        };
+        let may = deletes(run, (pass, &rel), clean, complete);
+        if !may && (complete || !run.plan.ignore_errors) {
+            run.deletion_stopped(&mut lines);
+        }
         let (live, reopened, held_live);
-        let (pair, dir) = match weak.upgrade() {
-            Some(pair) => {
+        let (pair, dir) = match (left.as_ref(), weak.upgrade()) {
+            // Nothing to delete, and no times left to set.
+            (None, _) if !may => return lines,
+            (Some(Some(lent)), _) => (&detached, lent.fd.as_fd()),
+            (None, Some(pair)) => {
                 live = pair;
                 held_live = match held::hold(&live) {
                     Ok(held) => held,
@@ -1017,7 +1043,7 @@ fn deletion<'r>(
                 };
                 (&*live, dst.as_fd())
             }
-            None => match detached.reopen(found.was) {
+            _ => match detached.reopen(found.was) {
                 Ok(dir) => {
                     reopened = dir;
                     (&detached, reopened.as_fd())
@@ -1028,25 +1054,40 @@ fn deletion<'r>(
                 }
             },
         };
-        let mut own = Vec::new();
-        let buf = match buf {
-            Some(buf) => buf,
-            None => {
-                own.resize_with(16 * 1024, MaybeUninit::<u8>::uninit);
-                &mut own[..]
-            }
-        };
-        let deleted = apply::delete_extraneous(run, pair, dir, &found.names, buf, &mut lines);
+        let mut deleted = false;
+        if may {
+            let mut own = Vec::new();
+            let buf = match buf {
+                Some(buf) => buf,
+                None => {
+                    own.resize_with(16 * 1024, MaybeUninit::<u8>::uninit);
+                    &mut own[..]
+                }
+            };
+            deleted = apply::delete_extraneous(run, pair, dir, &found.names, buf, &mut lines);
+        }
         // Deleting moved the directory's mtime: put back where no walk will (a deletion pass
-        // after the transfer, a walk that ended before its turn).
+        // after the transfer, a walk that ended before its turn, which left its times here).
         let unattended = pass == Pass::Delete || (keeps_attrs && pair.dst.is_none());
-        if deleted && unattended && !run.plan.dry_run {
+        if ((deleted && unattended) || left.is_some()) && !run.plan.dry_run {
             if let Err(e) = apply::dir_times(pair, dir) {
                 run.fail(e);
             }
         }
         lines
     })
+}
+
+/// Whether a directory's deletions may be made at their turn: its listing is complete, no
+/// directory before it (in the walk's order) or in it failed to be read (`clean`; under
+/// `--ignore-errors` regardless), and, for `--delete-delay`'s pass, it comes before the first
+/// that failed during the transfer.
+fn deletes(run: &Run<'_>, (pass, rel): (Pass, &[u8]), clean: bool, complete: bool) -> bool {
+    let before_failure = match &*run.trouble.first_failure.lock().expect("first failure") {
+        Some(failed) if pass == Pass::Delete && !run.plan.ignore_errors => precedes(rel, failed),
+        _ => true,
+    };
+    complete && before_failure && (clean || run.plan.ignore_errors)
 }
 
 /// Reads the pair's destination directory as it is listed: the names it holds beyond

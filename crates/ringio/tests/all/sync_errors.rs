@@ -232,6 +232,40 @@ fn parallel_walkers_delete_nothing_after_the_failed_directory() {
     }
 }
 
+/// Deletions stopped by a source error still leave every directory the source's times: under
+/// `--delete-delay` each directory's walk ends before its deletions' turn and leaves its times
+/// to them (with its descriptor, while few are lent), and under `--delete` some do.
+#[test]
+fn stopped_deletions_leave_the_directories_times() {
+    for mode in ["--delete", "--delete-delay"] {
+        let dir = scratch();
+        for i in 0..24 {
+            let d = format!("d{i:02}");
+            write_file(dir.join(format!("src/{d}/f")), "x");
+            write_file(dir.join(format!("src/{d}/sub/g")), "g");
+            write_file(dir.join(format!("dst/{d}/extra")), "old");
+            write_file(dir.join(format!("dst/{d}/sub/extra")), "old");
+        }
+        for i in 0..24 {
+            for d in [format!("src/d{i:02}"), format!("src/d{i:02}/sub")] {
+                set_times(&dir.join(d), None, Some(Ts::new(1_000_000_000 + i, 0))).unwrap();
+            }
+        }
+        hand_over(dir.path(), &["src/d11"]);
+        let args = ["-rt", mode, "--threads", "8", "src/", "dst/"];
+        let out = run("ringio", dir.path(), &args, None);
+        chmod(dir.join("src/d11"), 0o755);
+        assert_exit(&out, 23);
+        for i in (0..24).filter(|&i| i != 11) {
+            for d in [format!("d{i:02}"), format!("d{i:02}/sub")] {
+                let (src, dst) = (dir.join("src").join(&d), dir.join("dst").join(&d));
+                let mtime = |p: &Path| lstat_times(p).1;
+                assert_eq!(mtime(&dst), mtime(&src), "{mode} {d}\n{}", describe(&out));
+            }
+        }
+    }
+}
+
 /// A source file that cannot be read fails only itself, but is an error reading the source
 /// all the same: ringio deletes nothing after it in its order. rsync gets the same result
 /// for --delete-before (its deletions come before the file is read) and --delete-after

@@ -20,7 +20,7 @@ use ringio_copy::digest::{sum_line, Algo};
 use serde::{Deserialize, Serialize};
 
 use crate::copybench::{
-    find_program, round_order, rss_cell, settle, tree_size, verdict, Run, ToolRuns, COLD_NOT_ROOT,
+    find_program, round_order, settle, timing_cells, tree_size, Run, ToolRuns, COLD_NOT_ROOT,
 };
 use crate::error::LabError;
 
@@ -298,17 +298,7 @@ pub fn verify_table(algos: &[AlgoRuns], style: crate::table::Style) -> String {
                 continue;
             }
             let Some(st) = r.stats() else { continue };
-            row.extend([
-                format!("{:.3}", st.median),
-                format!("{:.3}", st.min),
-                format!("{:.3}", st.max),
-                format!("{:.3}", st.stddev),
-                a.ratio_to_peer
-                    .get(&r.tool)
-                    .map_or("-".to_string(), |x| format!("{x:.2}")),
-                rss_cell(&st),
-                verdict(r),
-            ]);
+            row.extend(timing_cells(r, &st, a.ratio_to_peer.get(&r.tool).copied()));
             out.add_row(row);
         }
     }

@@ -25,7 +25,7 @@ use std::path::Path;
 use crate::error::LabError;
 use hygiene::{empty_trash, stamp_deletes, trash_entries};
 pub use hygiene::{recent_deletes, settle, Trash, COLD_NOT_ROOT};
-pub use report::{bars, rss_cell, table, verdict};
+pub use report::{bars, rss_cell, table, timing_cells, verdict};
 pub use results::{Run, Stats, ToolRuns};
 pub use suite::{
     prepare, reference_copy, standard_workloads, tree_size, TreeSize, Workload, WorkloadSource,

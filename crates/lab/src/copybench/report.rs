@@ -124,6 +124,20 @@ fn ranking(copiers: &[&(&ToolRuns, Stats)]) -> Option<String> {
     })
 }
 
+/// A tool's timing cells in the sync and verify tables: median, min, max and standard
+/// deviation in seconds, its ratio to the reference tool (`-`: none), peak RSS, verification.
+pub fn timing_cells(r: &ToolRuns, st: &Stats, ratio: Option<f64>) -> [String; 7] {
+    [
+        format!("{:.3}", st.median),
+        format!("{:.3}", st.min),
+        format!("{:.3}", st.max),
+        format!("{:.3}", st.stddev),
+        ratio.map_or("-".to_string(), |x| format!("{x:.2}")),
+        rss_cell(st),
+        verdict(r),
+    ]
+}
+
 /// Peak RSS in MiB, or `≤N` when the tool stayed at or below the harness's own size at spawn
 /// (the kernel bills a child's pre-exec memory to it).
 pub fn rss_cell(s: &Stats) -> String {

@@ -22,7 +22,7 @@ use ringio_copy::verify::VerifyOptions;
 use serde::{Deserialize, Serialize};
 
 use crate::copybench::{
-    judge, round_order, rss_cell, run_tool, settle, tree_size, verdict, Tool, ToolRuns, Trash,
+    judge, round_order, run_tool, settle, timing_cells, tree_size, Tool, ToolRuns, Trash,
     COLD_NOT_ROOT,
 };
 use crate::error::LabError;
@@ -191,17 +191,7 @@ pub fn sync_table(scenarios: &[ScenarioRuns], style: crate::table::Style) -> Str
                 continue;
             }
             let Some(st) = r.stats() else { continue };
-            row.extend([
-                format!("{:.3}", st.median),
-                format!("{:.3}", st.min),
-                format!("{:.3}", st.max),
-                format!("{:.3}", st.stddev),
-                s.ratio_to_rsync
-                    .get(&r.tool)
-                    .map_or("-".to_string(), |x| format!("{x:.2}")),
-                rss_cell(&st),
-                verdict(r),
-            ]);
+            row.extend(timing_cells(r, &st, s.ratio_to_rsync.get(&r.tool).copied()));
             out.add_row(row);
         }
     }

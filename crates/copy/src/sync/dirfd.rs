@@ -83,11 +83,12 @@ impl Budget {
     /// The budget under RLIMIT_NOFILE (raised to its hard limit), shared out by `fit` as cp
     /// shares it (the walk passes cp's `FdBudget`: from the limit, what is open now and the
     /// tuning asked, the workers and the directory pairs that may stay open), for `threads`
-    /// workers asked and `roots` source operands. Below the least a sync needs
+    /// workers asked and `held` descriptors held for the whole run besides the pairs' (the sources'
+    /// roots, the alternate trees' roots, the temporary directory). Below the least a sync needs
     /// ([`Budget::LEAST`]), the message that refuses it.
     pub fn of_limit(
         threads: usize,
-        roots: usize,
+        held: usize,
         fit: impl FnOnce(usize, usize, &Tuning) -> (usize, usize),
     ) -> Result<Self, String> {
         let nofile =
@@ -102,7 +103,7 @@ impl Budget {
             threads,
             ..Default::default()
         };
-        let least = in_use + roots + Self::LEAST;
+        let least = in_use + held + Self::LEAST;
         if nofile < least {
             return Err(format!(
                 "{nofile} open files (RLIMIT_NOFILE) are too few for sync: it needs at least \
@@ -117,7 +118,7 @@ impl Budget {
         })
     }
 
-    /// Descriptors a sync needs besides those open at its start and its sources' roots: the
+    /// Descriptors a sync needs besides those open at its start and those it holds for the whole run: the
     /// destination root and its anchor, and the pair a worker reads with the subdirectory it
     /// opens (two each; a file and its temporary, when the pair makes one, fit in the
     /// subdirectory's place). Found the least that works for every deletion mode and -H, on

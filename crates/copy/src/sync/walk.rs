@@ -247,7 +247,27 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         budget: held::Budget::default(),
         lent: Default::default(),
     };
-    let mut roots = roots::resolve(&run);
+    // cp's sharing of RLIMIT_NOFILE, with DEST's anchor held for the whole run; a sync worker
+    // holds a file and its temporary besides cp's synchronous worker's descriptors: counted
+    // as the splice engine's pipe. Checked before anything is made: a limit too tight is
+    // refused with DEST untouched. Held besides a pair's: each source's root, each
+    // --link-dest/--copy-dest/--compare-dest tree's root and --temp-dir.
+    let held = plan.sources.len() + plan.alt_dests.len() + usize::from(plan.temp_dir.is_some());
+    let fit = |nofile, in_use, tuning: &_| {
+        let fit = crate::run::FdBudget::new(nofile, in_use, held, 1, tuning, true);
+        (fit.threads, fit.dir_pairs)
+    };
+    let mut roots = match held::Budget::of_limit(plan.threads, held, fit) {
+        Ok(budget) => {
+            run.budget = budget;
+            roots::resolve(&run)
+        }
+        Err(why) => {
+            out.error(&why);
+            run.trouble.usage.store(true, Ordering::Relaxed);
+            Vec::new()
+        }
+    };
     if !roots.is_empty() {
         match apply::open_temp_dir(&run) {
             Ok(temp_dir) => run.temp_dir = temp_dir,
@@ -258,22 +278,6 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         }
     }
     run.alt_roots = super::alt::open_roots(&run);
-    // cp's sharing of RLIMIT_NOFILE, with DEST's anchor held for the whole run; a sync worker
-    // holds a file and its temporary besides cp's synchronous worker's descriptors: counted
-    // as the splice engine's pipe.
-    let fit = |nofile, in_use, tuning: &_| {
-        let fit = crate::run::FdBudget::new(nofile, in_use, roots.len(), 1, tuning, true);
-        (fit.threads, fit.dir_pairs)
-    };
-    match held::Budget::of_limit(plan.threads, roots.len(), fit) {
-        Ok(budget) => run.budget = budget,
-        Err(why) if !roots.is_empty() => {
-            out.error(&why);
-            run.trouble.usage.store(true, Ordering::Relaxed);
-            roots.clear();
-        }
-        Err(_) => {}
-    }
     let dest = std::ffi::CString::new(plan.dest.as_os_str().as_encoded_bytes()).unwrap_or_default();
     if let Ok(d) = sys::statx_at(rustix::fs::CWD, &dest, true) {
         let _ = run.dest_id.set((d.dev, d.ino));

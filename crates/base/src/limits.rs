@@ -24,3 +24,27 @@ pub fn raise_nofile_limit() -> u64 {
     }
     current
 }
+
+/// The size the descriptor table is grown to before a run's threads start (see
+/// [`grow_descriptor_table`]): more than the trees measured reach (a 26k-file tree copied
+/// with `cp -a` reaches descriptor 711), for 32 KiB of kernel memory.
+pub const DESCRIPTOR_TABLE: u64 = 4096;
+
+/// Grows the process's descriptor table to [`DESCRIPTOR_TABLE`] slots (at most the soft
+/// limit, raised first), to be called while the process has one thread. The kernel grows the
+/// table as descriptors are opened past its size (64, then doubling), and in a process of
+/// several threads each growth waits for an RCU grace period, during which every thread that
+/// opens or closes a descriptor waits too: measured, `cp -a` of a 26k-file tree on tmpfs
+/// took 337 ms with the table grown as it went and 310 ms with it grown first. A table never
+/// shrinks, so this costs only its memory (8 bytes a slot).
+pub fn grow_descriptor_table() {
+    let slots = DESCRIPTOR_TABLE.min(raise_nofile_limit());
+    let Ok(highest) = i32::try_from(slots.saturating_sub(1)) else {
+        return;
+    };
+    // The lowest free descriptor at or above `highest`: the table grows to hold it.
+    let stderr = std::io::stderr();
+    if let Ok(fd) = rustix::io::fcntl_dupfd_cloexec(std::os::fd::AsFd::as_fd(&stderr), highest) {
+        drop(fd);
+    }
+}

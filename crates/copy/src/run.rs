@@ -327,6 +327,8 @@ impl<'a> Setup<'a> {
 
 /// Runs the plan. Per-entry errors go to `reporter` and are counted in the summary.
 pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Summary {
+    // Before the workers start: the table never grows under them.
+    ringio_base::limits::grow_descriptor_table();
     let setup = Setup::new(plan, reporter);
     let mut ctx = setup.ctx(progress, reporter, None);
     for wave in waves(&plan.roots) {

@@ -24,11 +24,10 @@ use std::sync::{Arc, Mutex};
 use super::output::Output;
 
 /// A directory's deletions, made at its turn: called with whether they may be made (no
-/// source error before it or in it) and, when made at once as the directory is listed, the
-/// worker's buffer (`None`: they waited for their turn, and its entries may be being made
-/// meanwhile), it returns their lines.
+/// source error before it or in it) and the buffer of the worker that makes them (to list a
+/// directory it removes), it returns their lines.
 pub(super) type Deferred<'r> =
-    Box<dyn for<'b> FnOnce(bool, Option<&'b mut [MaybeUninit<u8>]>) -> Vec<u8> + Send + 'r>;
+    Box<dyn for<'b> FnOnce(bool, &'b mut [MaybeUninit<u8>]) -> Vec<u8> + Send + 'r>;
 
 /// One directory's lines and, once it is listed, its subdirectories' blocks in order.
 #[derive(Default)]
@@ -167,10 +166,10 @@ impl<'r> Printer<'r> {
     /// At the end of the walk: what is still waiting is printed in order, and a block that
     /// never finished (the run was stopped) is passed over with everything below it (and
     /// deletions waiting there are not made).
-    pub fn rest(&self, out: &Output) {
+    pub fn rest(&self, out: &Output, buf: &mut [MaybeUninit<u8>]) {
         let mut due = self.advance(out, true);
         while let Some((block, clean, delete)) = due.pop() {
-            let lines = delete(clean, None);
+            let lines = delete(clean, buf);
             due.extend(self.made(out, &block, lines));
         }
         self.advance(out, true);
@@ -286,7 +285,7 @@ mod tests {
     /// Makes the deletions handed out, and those their making hands out.
     fn settle<'r>(printer: &Printer<'r>, out: &Output, mut due: Due<'r>) {
         while let Some((block, clean, delete)) = due.pop() {
-            let lines = delete(clean, None);
+            let lines = delete(clean, &mut []);
             due.extend(printer.made(out, &block, lines));
         }
     }
@@ -349,7 +348,7 @@ mod tests {
             printer.finish(&out, &y, b"y\n".to_vec(), vec![]),
         );
         assert_eq!(y.done.lock().unwrap().as_ref().unwrap().lines, b"y\n");
-        printer.rest(&out);
+        printer.rest(&out, &mut []);
         assert!(y.done.lock().unwrap().as_ref().unwrap().lines.is_empty());
         assert!(printer.cursor.lock().unwrap().print.is_empty());
     }
@@ -383,7 +382,7 @@ mod tests {
             .claim(&root, 0, deletion("root"), false)
             .expect("its turn");
         assert!(clean);
-        now(clean, None);
+        now(clean, &mut []);
         settle(
             &printer,
             &out,

@@ -179,10 +179,14 @@ pub(super) fn stat_dirlink(dir: BorrowedFd<'_>, name: &std::ffi::CStr) -> std::i
     Ok(st)
 }
 
-/// How many destination descriptors waiting deletions may hold at once: few, so that the
-/// process's descriptor table does not grow for them (growing a threaded process's table waits
-/// for an RCU grace period, about 12 ms here, and stalls every worker).
-pub(super) const LENT_MAX: usize = 16;
+/// How many destination descriptors waiting deletions may hold at once (and only while the
+/// run's descriptor budget has room): a quarter of the descriptor table grown before the
+/// workers start ([`ringio_base::limits::DESCRIPTOR_TABLE`]), so that the table does not grow
+/// for them (growing a threaded process's table waits for an RCU grace period, about 12 ms
+/// here, and stalls every worker). A deletion without one opens its directory again: on
+/// src-tree's 10%-added-and-deleted re-sync, lending 16 left 1,390 directories to open again
+/// and check (openat2, statx, close each).
+pub(super) const LENT_MAX: usize = 1024;
 
 /// Between a pair whose deletions wait for their turn and those deletions. A pair dropped
 /// first sets its attributes but its times, and leaves the deletions its destination
@@ -205,15 +209,18 @@ pub(super) enum Handed<'r> {
     Taken,
 }
 
-/// A destination descriptor lent to waiting deletions, counted in `Run::lent` while it lives.
+/// A destination descriptor lent to waiting deletions, counted in `Run::lent` and in the
+/// descriptor budget's open ones while it lives.
 pub(super) struct LentFd<'r> {
     pub fd: OwnedFd,
     count: &'r std::sync::atomic::AtomicUsize,
+    open: &'r std::sync::atomic::AtomicUsize,
 }
 
 impl Drop for LentFd<'_> {
     fn drop(&mut self) {
         self.count.fetch_sub(1, Ordering::Relaxed);
+        self.open.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -232,11 +239,15 @@ impl<'r> Handoff<'r> {
             return false;
         }
         let count = &run.lent;
-        let fd = if count.fetch_add(1, Ordering::Relaxed) < LENT_MAX {
-            take().map(|fd| LentFd { fd, count })
-        } else {
-            None
-        };
+        let room = count.fetch_add(1, Ordering::Relaxed) < LENT_MAX && !run.budget.over();
+        let fd = room.then(take).flatten().map(|fd| {
+            run.budget.open.fetch_add(1, Ordering::Relaxed);
+            LentFd {
+                fd,
+                count,
+                open: &run.budget.open,
+            }
+        });
         if fd.is_none() {
             count.fetch_sub(1, Ordering::Relaxed);
         }

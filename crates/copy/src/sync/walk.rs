@@ -197,6 +197,8 @@ impl<'r> Pool<'r> {
 /// Runs a plan: resolves the roots, then walks each (a deletion pass first or after, as asked).
 pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
     let started = Instant::now();
+    // Before the workers start: the table never grows under them.
+    ringio_base::limits::grow_descriptor_table();
     let is_root = rustix::process::geteuid().is_root();
     let rules = Rules {
         quick: plan.quick,
@@ -442,7 +444,7 @@ fn walk_root<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) {
         worker(run, &pool);
     });
     if let Some(printer) = &pool.printer {
-        printer.rest(run.out);
+        printer.rest(run.out, &mut buf);
         if matches!(pass, Pass::Transfer { .. }) {
             let mut first = run.trouble.first_failure.lock().expect("first failure");
             if first.is_none() {
@@ -480,7 +482,7 @@ fn worker<'r>(run: &'r Run<'r>, pool: &Pool<'r>) {
                     }
                 }
                 Work::Delete(block, clean, delete) => {
-                    let lines = delete(clean, None);
+                    let lines = delete(clean, &mut buf);
                     if let Some(printer) = &pool.printer {
                         pool.delete(printer.made(run.out, &block, lines));
                     }
@@ -943,7 +945,7 @@ fn list_dir<'r>(
             None => Some((deletion, !run.trouble.source_io.load(Ordering::Relaxed))),
         };
         if let Some((delete, clean)) = now {
-            lines.extend(delete(clean, Some(buf)));
+            lines.extend(delete(clean, buf));
         }
     } else if found.is_none() && pair.whole && !scan {
         remove_stale(&pair, buf);
@@ -1010,7 +1012,7 @@ fn deletion<'r>(
         let handoff = transfer.then(|| pair.handoff.get_or_init(Default::default).clone());
         (Arc::downgrade(pair), pair.detached(), found, handoff)
     });
-    Box::new(move |clean, buf: Option<&mut [MaybeUninit<u8>]>| {
+    Box::new(move |clean, buf: &mut [MaybeUninit<u8>]| {
         let mut lines = Vec::new();
         let Some((weak, detached, found, handoff)) = work else {
             if !deletes(run, (pass, &rel), clean, complete) && (complete || !run.plan.ignore_errors)
@@ -1060,14 +1062,6 @@ fn deletion<'r>(
         };
         let mut deleted = false;
         if may {
-            let mut own = Vec::new();
-            let buf = match buf {
-                Some(buf) => buf,
-                None => {
-                    own.resize_with(16 * 1024, MaybeUninit::<u8>::uninit);
-                    &mut own[..]
-                }
-            };
             deleted = apply::delete_extraneous(run, pair, dir, &found.names, buf, &mut lines);
         }
         // Deleting moved the directory's mtime: put back where no walk will (a deletion pass

@@ -199,6 +199,42 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
     let started = Instant::now();
     // Before the workers start: the table never grows under them.
     ringio_base::limits::grow_descriptor_table();
+    let mut run = new_run(plan, out, stop);
+    let roots = open_roots(&mut run);
+    // rsync deletes nothing when a source could not be read (its "IO error encountered").
+    let source_trouble = (run.trouble.failed.load(Ordering::Relaxed)
+        || run.trouble.root.load(Ordering::Relaxed))
+        && !plan.ignore_errors;
+    let delete = plan.delete.filter(|_| !source_trouble);
+    if source_trouble && plan.delete.is_some() && !roots.is_empty() {
+        let mut line = Vec::new();
+        run.deletion_stopped(&mut line);
+        out.print(&line);
+    }
+    walk_passes(&run, &roots, delete, started);
+    out.flush();
+    let skipped = run.deletions_skipped.load(Ordering::Relaxed);
+    if skipped > 0 {
+        out.error(&format!(
+            "Deletions stopped due to --max-delete limit ({skipped} skipped)"
+        ));
+        run.trouble.delete_limit.store(true, Ordering::Relaxed);
+    }
+    let code = exit_code(&run.trouble, stop, roots.is_empty());
+    let (hashes, code) = match run.recorder.take().filter(|_| code != 20) {
+        Some(recorder) => super::apply::manifest_of_dest(recorder, plan, out, code),
+        None => (None, code),
+    };
+    Outcome {
+        code,
+        stats: run.stats,
+        hashes,
+    }
+}
+
+/// A run's shared state before its roots are opened: the plan's rules for one entry, the
+/// counters, and who runs it.
+fn new_run<'r>(plan: &'r SyncPlan, out: &'r Output, stop: &'r AtomicBool) -> Run<'r> {
     let is_root = rustix::process::geteuid().is_root();
     let rules = Rules {
         quick: plan.quick,
@@ -220,7 +256,7 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         QuickCheck::SizeAndTime { window_ns } => window_ns,
         _ => 0,
     };
-    let mut run = Run {
+    Run {
         plan,
         out,
         rules,
@@ -248,7 +284,14 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
             .map(|h| crate::manifest::Recorder::new(h.algo, h.base.clone(), plan.times)),
         budget: held::Budget::default(),
         lent: Default::default(),
-    };
+    }
+}
+
+/// The run's descriptor budget, then its roots (none when the budget or `--temp-dir` is
+/// refused), the `--*-dest` trees and DEST's identity (a source directory that is DEST is
+/// not sent).
+fn open_roots(run: &mut Run<'_>) -> Vec<Root> {
+    let (plan, out) = (run.plan, run.out);
     // cp's sharing of RLIMIT_NOFILE, with DEST's anchor held for the whole run; a sync worker
     // holds a file and its temporary besides cp's synchronous worker's descriptors: counted
     // as the splice engine's pipe. Checked before anything is made: a limit too tight is
@@ -262,7 +305,7 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
     let mut roots = match held::Budget::of_limit(plan.threads, held, fit) {
         Ok(budget) => {
             run.budget = budget;
-            roots::resolve(&run)
+            roots::resolve(run)
         }
         Err(why) => {
             out.error(&why);
@@ -271,7 +314,7 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         }
     };
     if !roots.is_empty() {
-        match apply::open_temp_dir(&run) {
+        match apply::open_temp_dir(run) {
             Ok(temp_dir) => run.temp_dir = temp_dir,
             Err(()) => {
                 run.trouble.usage.store(true, Ordering::Relaxed);
@@ -279,41 +322,43 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
             }
         }
     }
-    run.alt_roots = super::alt::open_roots(&run);
+    run.alt_roots = super::alt::open_roots(run);
     let dest = std::ffi::CString::new(plan.dest.as_os_str().as_encoded_bytes()).unwrap_or_default();
     if let Ok(d) = sys::statx_at(rustix::fs::CWD, &dest, true) {
         let _ = run.dest_id.set((d.dev, d.ino));
     }
-    // rsync deletes nothing when a source could not be read (its "IO error encountered").
-    let source_trouble = (run.trouble.failed.load(Ordering::Relaxed)
-        || run.trouble.root.load(Ordering::Relaxed))
-        && !plan.ignore_errors;
-    let delete = plan.delete.filter(|_| !source_trouble);
-    if source_trouble && plan.delete.is_some() && !roots.is_empty() {
-        let mut line = Vec::new();
-        run.deletion_stopped(&mut line);
-        out.print(&line);
-    }
-    // --delete-before deletes only once the whole source was read without error (a scan
-    // first); --delete-after not at all after an error; --delete-delay in the directories
-    // before the first error; --delete-during as the walk's order reaches each directory
-    // (see `order`).
-    let passes: &[Pass] = match delete {
+    roots
+}
+
+/// The walk's passes for the deletion asked (`None`: none, or none after a source error).
+///
+/// --delete-before deletes only once the whole source was read without error (a scan
+/// first); --delete-after not at all after an error; --delete-delay in the directories
+/// before the first error; --delete-during as the walk's order reaches each directory
+/// (see `order`).
+fn passes(delete: Option<DeleteWhen>) -> &'static [Pass] {
+    match delete {
         None => &[Pass::Transfer { delete: false }],
         Some(DeleteWhen::During) => &[Pass::Transfer { delete: true }],
         Some(DeleteWhen::Before) => &[Pass::Scan, Pass::Delete, Pass::Transfer { delete: false }],
         Some(DeleteWhen::After | DeleteWhen::Delay) => {
             &[Pass::Transfer { delete: false }, Pass::Delete]
         }
-    };
+    }
+}
+
+/// Walks the roots in each pass, with `--info=progress2`'s line beside them; a deletion pass
+/// after a source error only says so (`--delete-delay` still deletes before the failure).
+fn walk_passes<'r>(run: &'r Run<'r>, roots: &[Root], delete: Option<DeleteWhen>, started: Instant) {
+    let (plan, out) = (run.plan, run.out);
     let finished = AtomicBool::new(false);
     std::thread::scope(|s| {
         if out.progress == Progress::Total {
             // Without a thread for it (a thread limit), the run goes on without the line.
             let _ = std::thread::Builder::new()
-                .spawn_scoped(s, || total_progress(&run, started, &finished));
+                .spawn_scoped(s, || total_progress(run, started, &finished));
         }
-        for &pass in passes {
+        for &pass in passes(delete) {
             let failed = run.trouble.source_io.load(Ordering::Relaxed) && !plan.ignore_errors;
             if pass == Pass::Delete && failed {
                 let mut line = Vec::new();
@@ -323,29 +368,25 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
                     continue;
                 }
             }
-            if !roots.is_empty() && !stop.load(Ordering::Relaxed) {
-                walk_root(&run, &roots, pass);
+            if !roots.is_empty() && !run.stop.load(Ordering::Relaxed) {
+                walk_root(run, roots, pass);
             }
             if matches!(pass, Pass::Transfer { .. }) {
-                apply::finish_delayed(&run);
+                apply::finish_delayed(run);
             }
         }
         finished.store(true, Ordering::Relaxed);
     });
-    out.flush();
-    let skipped = run.deletions_skipped.load(Ordering::Relaxed);
-    if skipped > 0 {
-        out.error(&format!(
-            "Deletions stopped due to --max-delete limit ({skipped} skipped)"
-        ));
-        run.trouble.delete_limit.store(true, Ordering::Relaxed);
-    }
-    let t = &run.trouble;
-    let code = if t.usage.load(Ordering::Relaxed) {
+}
+
+/// rsync's exit code for what went wrong, the gravest first (`no_roots`: no root could be
+/// opened).
+fn exit_code(t: &Trouble, stop: &AtomicBool, no_roots: bool) -> i32 {
+    if t.usage.load(Ordering::Relaxed) {
         1
     } else if stop.load(Ordering::Relaxed) {
         20
-    } else if t.root.load(Ordering::Relaxed) && roots.is_empty() {
+    } else if t.root.load(Ordering::Relaxed) && no_roots {
         3
     } else if t.file_io.load(Ordering::Relaxed) {
         11
@@ -360,15 +401,6 @@ pub(super) fn run(plan: &SyncPlan, out: &Output, stop: &AtomicBool) -> Outcome {
         24
     } else {
         0
-    };
-    let (hashes, code) = match run.recorder.take().filter(|_| code != 20) {
-        Some(recorder) => super::apply::manifest_of_dest(recorder, plan, out, code),
-        None => (None, code),
-    };
-    Outcome {
-        code,
-        stats: run.stats,
-        hashes,
     }
 }
 
@@ -522,131 +554,45 @@ fn pass_task<'r>(
     }
 }
 
+/// Why one source of a subdirectory is not walked: it vanished (not an error), or it failed
+/// (reported; where no source is left, its deletions are not made).
+enum NotOpened {
+    Vanished,
+    Failed,
+}
+
 /// Opens a subdirectory task's two sides: each source that holds the directory, and the
 /// destination's. When it cannot be walked, the lines of its block: its own line (it was
 /// made), and where a source error keeps its deletions from being made, rsync's note.
 fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> {
-    let parent = task.parent;
-    let name = task.name;
     // The parent's descriptors, open while the child opens from them.
-    let _held = match held::hold(&parent) {
+    let _held = match held::hold(&task.parent) {
         Ok(held) => held,
         Err(e) => {
             run.fail(e);
             return Err(Vec::new());
         }
     };
-    let follow = run.plan.symlinks == Symlinks::Follow;
+    let parent = &task.parent;
+    let name = &task.name;
     let rel = join(&parent.rel, name.to_bytes());
-    let dst_path = parent.dst_path.join(apply::os(&name));
+    let dst_path = parent.dst_path.join(apply::os(name));
     let mut layers = Vec::with_capacity(task.layers.len());
     let mut failed = false;
     for &i in &task.layers {
-        let above = &parent.layers[i];
-        let path = above.path.join(apply::os(&name));
-        // --copy-unsafe-links: a symlink here is one the listing followed (a safe one is
-        // synced as a symlink, never entered); a cycle through it is found below, as -L's.
-        let opened = match sys::open_dir(above.fd.as_fd(), &name, follow || above.enters_only()) {
-            Err(e)
-                if run.plan.copy_unsafe_links
-                    && matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) =>
-            {
-                sys::open_dir(above.fd.as_fd(), &name, true)
-            }
-            other => other,
-        };
-        let fd = match opened {
-            Ok(fd) => fd,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
-                if parent.pass != Pass::Scan {
-                    run.vanished(&path);
-                }
-                continue;
-            }
-            Err(e) => {
-                let e = CopyError::io(Op::OpenDir, path, e);
-                failed = true;
-                run.source_fail(parent.pass, task.block.as_deref(), e);
-                continue;
-            }
-        };
-        // -L and its kin: a directory that is one of its own ancestors (a symlink to `.`,
-        // `..` or higher) would be walked for ever; rsync stops there at ELOOP. Not a -R
-        // operand's path: it is walked one named component at a time, to its end, and what
-        // is walked below it is checked against it.
-        let id = sys::fstatx(fd.as_fd()).map_or((0, 0), |st| (st.dev, st.ino));
-        if !above.enters_only() && above.ancestry.holds(id) {
-            let e = std::io::Error::from_raw_os_error(libc::ELOOP);
-            failed = true;
-            run.source_fail(
-                parent.pass,
-                task.block.as_deref(),
-                CopyError::io(Op::OpenDir, path, e),
-            );
-            continue;
+        match open_layer(run, &task, &parent.layers[i], &rel) {
+            Ok(layer) => layers.push(layer),
+            Err(NotOpened::Failed) => failed = true,
+            Err(NotOpened::Vanished) => {}
         }
-        let ancestry = Arc::new(Ancestry {
-            id,
-            up: Some(above.ancestry.clone()),
-        });
-        let scope = match above.scope.enter(fd.as_fd(), &rel) {
-            Ok(scope) => scope,
-            Err(e) => {
-                let e = CopyError::Refused(e.to_string());
-                failed = true;
-                run.source_fail(parent.pass, task.block.as_deref(), e);
-                continue;
-            }
-        };
-        // Under -R a directory on the way to an operand holds only the next component; one
-        // that is not entered, nothing.
-        let toward = above.implied.as_ref().filter(|rest| !rest.is_empty());
-        let dev = id.0;
-        let fd = DirFd::new(fd);
-        if !task.contents {
-            layers.push(Layer {
-                fd,
-                dev,
-                path,
-                only: Some(Vec::new()),
-                implied: None,
-                operand_follows: false,
-                scope,
-                ancestry,
-            });
-            continue;
-        }
-        layers.push(Layer {
-            fd,
-            dev,
-            path,
-            only: toward.map(|rest| vec![(rest[0].clone(), rest[0].clone())]),
-            implied: toward.map(|rest| Arc::from(&rest[1..])),
-            operand_follows: above.operand_follows,
-            scope,
-            ancestry,
-        });
     }
     if layers.is_empty() {
-        let mut lines = Vec::new();
-        if parent.pass != Pass::Scan {
-            if let Some(item) = &task.item {
-                report(run, item, &task.src_stat, &mut lines);
-            }
-            let deletes = matches!(parent.pass, Pass::Transfer { delete: true } | Pass::Delete);
-            // As rsync: said where a deletion would have been tried (not, under -n, in a
-            // directory that does not exist yet).
-            let exists = task.dst_before.is_some() || !run.plan.dry_run;
-            if deletes && failed && exists && !run.plan.ignore_errors {
-                run.deletion_stopped(&mut lines);
-            }
-        }
-        return Err(lines);
+        return Err(unwalked_lines(run, &task, failed));
     }
     let dst = match &parent.dst {
         Some(_) if parent.pass == Pass::Scan => None,
         Some(dst) if !(run.plan.dry_run && task.dst_before.is_none()) => {
-            match sys::open_dir(dst.as_fd(), &name, task.dst_follow) {
+            match sys::open_dir(dst.as_fd(), name, task.dst_follow) {
                 Ok(fd) => Some(fd),
                 Err(e) => {
                     run.fail(CopyError::io(Op::OpenDir, dst_path, e));
@@ -696,6 +642,110 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> 
     };
     held::opened(&pair);
     Ok(pair)
+}
+
+/// Opens the subdirectory `task` in `above`, one of its parent's sources, as a source of the
+/// subdirectory's pair (`rel`: its path from the transfer root): a directory that is one of
+/// its own ancestors is refused, the sender's rules there are read, and under -R it holds
+/// only the next component of the way to an operand.
+fn open_layer(
+    run: &Run<'_>,
+    task: &Task<'_>,
+    above: &Layer,
+    rel: &[u8],
+) -> Result<Layer, NotOpened> {
+    let (pass, name) = (task.parent.pass, &task.name);
+    let follow = run.plan.symlinks == Symlinks::Follow;
+    let path = above.path.join(apply::os(name));
+    let failed = |e: CopyError| {
+        run.source_fail(pass, task.block.as_deref(), e);
+        NotOpened::Failed
+    };
+    // --copy-unsafe-links: a symlink here is one the listing followed (a safe one is
+    // synced as a symlink, never entered); a cycle through it is found below, as -L's.
+    let opened = match sys::open_dir(above.fd.as_fd(), name, follow || above.enters_only()) {
+        Err(e)
+            if run.plan.copy_unsafe_links
+                && matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) =>
+        {
+            sys::open_dir(above.fd.as_fd(), name, true)
+        }
+        other => other,
+    };
+    let fd = match opened {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            if pass != Pass::Scan {
+                run.vanished(&path);
+            }
+            return Err(NotOpened::Vanished);
+        }
+        Err(e) => return Err(failed(CopyError::io(Op::OpenDir, path, e))),
+    };
+    // -L and its kin: a directory that is one of its own ancestors (a symlink to `.`,
+    // `..` or higher) would be walked for ever; rsync stops there at ELOOP. Not a -R
+    // operand's path: it is walked one named component at a time, to its end, and what
+    // is walked below it is checked against it.
+    let id = sys::fstatx(fd.as_fd()).map_or((0, 0), |st| (st.dev, st.ino));
+    if !above.enters_only() && above.ancestry.holds(id) {
+        let e = std::io::Error::from_raw_os_error(libc::ELOOP);
+        return Err(failed(CopyError::io(Op::OpenDir, path, e)));
+    }
+    let ancestry = Arc::new(Ancestry {
+        id,
+        up: Some(above.ancestry.clone()),
+    });
+    let scope = match above.scope.enter(fd.as_fd(), rel) {
+        Ok(scope) => scope,
+        Err(e) => return Err(failed(CopyError::Refused(e.to_string()))),
+    };
+    let (dev, fd) = (id.0, DirFd::new(fd));
+    if !task.contents {
+        // Not entered: it holds nothing.
+        return Ok(Layer {
+            fd,
+            dev,
+            path,
+            only: Some(Vec::new()),
+            implied: None,
+            operand_follows: false,
+            scope,
+            ancestry,
+        });
+    }
+    // Under -R a directory on the way to an operand holds only the next component; one
+    // that is not entered, nothing.
+    let toward = above.implied.as_ref().filter(|rest| !rest.is_empty());
+    Ok(Layer {
+        fd,
+        dev,
+        path,
+        only: toward.map(|rest| vec![(rest[0].clone(), rest[0].clone())]),
+        implied: toward.map(|rest| Arc::from(&rest[1..])),
+        operand_follows: above.operand_follows,
+        scope,
+        ancestry,
+    })
+}
+
+/// The lines of a subdirectory none of whose sources could be opened: its own line (it was
+/// made), and, where a source error keeps its deletions from being made, rsync's note.
+fn unwalked_lines(run: &Run<'_>, task: &Task<'_>, failed: bool) -> Vec<u8> {
+    let mut lines = Vec::new();
+    let pass = task.parent.pass;
+    if pass != Pass::Scan {
+        if let Some(item) = &task.item {
+            report(run, item, &task.src_stat, &mut lines);
+        }
+        let deletes = matches!(pass, Pass::Transfer { delete: true } | Pass::Delete);
+        // As rsync: said where a deletion would have been tried (not, under -n, in a
+        // directory that does not exist yet).
+        let exists = task.dst_before.is_some() || !run.plan.dry_run;
+        if deletes && failed && exists && !run.plan.ignore_errors {
+            run.deletion_stopped(&mut lines);
+        }
+    }
+    lines
 }
 
 /// Reads, stat's and filters the pair's source listings into one, sorted in rsync's order:
@@ -1202,22 +1252,34 @@ fn dst_stat(pair: &Pair<'_>, name: &CStr) -> Result<Option<Stat>, std::io::Error
     }
 }
 
-/// Reports a failure of an entry: one reading its source (the source's path is the one it
-/// names) is a source error (see [`Run::source_fail`]).
-fn entry_failed(
-    run: &Run<'_>,
-    (pair, block): (&Pair<'_>, Option<&Block<'_>>),
-    e: &SrcEntry,
-    err: CopyError,
-) {
-    let from_source = match &err {
-        CopyError::Io { path, .. } => *path == pair.src_of(e),
-        _ => false,
-    };
-    if from_source {
-        run.source_fail(pair.pass, block, err);
-    } else {
-        run.fail(err);
+/// One source entry on its way through the walk's rules (sync's counterpart of cp's
+/// `EntryJob`): the pair it is in, where its lines go, the entry, and what it adds to its
+/// directory: lines, and subdirectories to walk. Every step of [`entry`] takes it.
+struct SyncEntry<'j, 'r> {
+    run: &'r Run<'r>,
+    /// The directory pair it is in (held by the caller).
+    pair: &'j Arc<Pair<'r>>,
+    /// Where its lines go (when lines are kept in order).
+    block: Option<&'j Block<'r>>,
+    e: &'j SrcEntry,
+    lines: &'j mut Vec<u8>,
+    subdirs: &'j mut Vec<Task<'r>>,
+}
+
+/// What the destination holds at an entry's name, as the rules see it.
+#[derive(Clone, Copy)]
+struct AtDest {
+    /// Its statx, not followed (`None`: nothing there, or no destination directory under -n).
+    dst: Option<Stat>,
+    /// -K: the directory a destination symlink leads to, where the source is a directory.
+    dir_target: Option<Stat>,
+}
+
+impl AtDest {
+    /// The entry whose attributes are compared and set: a -K symlink's directory, else the
+    /// destination itself.
+    fn attr_target(self) -> Option<Stat> {
+        self.dir_target.or(self.dst)
     }
 }
 
@@ -1229,20 +1291,62 @@ fn entry<'r>(
     lines: &mut Vec<u8>,
     subdirs: &mut Vec<Task<'r>>,
 ) {
-    let plan = run.plan;
-    let kind = e.stat.kind();
-    let dst_path = || pair.dst_path.join(apply::os(&e.dst_name));
-    let failed = |err| entry_failed(run, (pair, block), e, err);
-    if pair.pass == Pass::Scan {
-        // Every directory of the source is read.
-        if kind == Kind::Dir && (plan.recursive || leads_on(pair, e)) && descends(run, pair, e) {
-            subdirs.push(pass_task(pair, e, None, dir_layers(e)));
-        }
-        return;
+    let mut job = SyncEntry {
+        run,
+        pair,
+        block,
+        e,
+        lines,
+        subdirs,
+    };
+    match pair.pass {
+        Pass::Scan => job.scan(),
+        Pass::Delete => job.enter_for_deletion(),
+        Pass::Transfer { .. } => job.transfer(),
     }
-    if pair.pass == Pass::Delete {
-        // Only directories present on both sides are entered, and under --delete-delay
-        // only those before the first that failed (nothing at it or after it is deleted).
+}
+
+impl<'r> SyncEntry<'_, 'r> {
+    /// The destination as the user would name it (built only for messages).
+    fn dst_path(&self) -> std::path::PathBuf {
+        self.pair.dst_path.join(apply::os(&self.e.dst_name))
+    }
+
+    /// Reports a failure of the entry: one reading its source (the source's path is the one
+    /// it names) is a source error (see [`Run::source_fail`]).
+    fn failed(&self, err: CopyError) {
+        let from_source = match &err {
+            CopyError::Io { path, .. } => *path == self.pair.src_of(self.e),
+            _ => false,
+        };
+        if from_source {
+            self.run.source_fail(self.pair.pass, self.block, err);
+        } else {
+            self.run.fail(err);
+        }
+    }
+
+    /// Whether the walk goes into the directory entry: `-r`, or on the way to a `-R` operand,
+    /// and not across a mount under `-x`.
+    fn walked_into(&self) -> bool {
+        let (run, pair, e) = (self.run, self.pair, self.e);
+        (run.plan.recursive || leads_on(pair, e)) && descends(run, pair, e)
+    }
+
+    /// The scan of `--delete-before`: every directory of the source is read.
+    fn scan(&mut self) {
+        if self.e.stat.kind() == Kind::Dir && self.walked_into() {
+            let task = pass_task(self.pair, self.e, None, dir_layers(self.e));
+            self.subdirs.push(task);
+        }
+    }
+
+    /// A deletion pass: only directories present on both sides are entered, and under
+    /// --delete-delay only those before the first that failed (nothing at it or after it is
+    /// deleted).
+    fn enter_for_deletion(&mut self) {
+        let (run, pair, e) = (self.run, self.pair, self.e);
+        let plan = run.plan;
         let first_failure = run
             .trouble
             .first_failure
@@ -1250,209 +1354,275 @@ fn entry<'r>(
             .expect("first failure")
             .clone();
         let before = |f: &Vec<u8>| plan.ignore_errors || precedes(&e.rel, f);
-        if kind == Kind::Dir
-            && (plan.recursive || leads_on(pair, e))
-            && descends(run, pair, e)
+        if e.stat.kind() == Kind::Dir
+            && self.walked_into()
             && first_failure.as_ref().is_none_or(before)
         {
             if let Ok(Some(d)) = dst_stat(pair, &e.dst_name) {
                 if d.kind() == Kind::Dir {
-                    subdirs.push(pass_task(pair, e, Some(d), dir_layers(e)));
+                    self.subdirs
+                        .push(pass_task(pair, e, Some(d), dir_layers(e)));
                 }
             }
         }
-        return;
     }
-    run.stats.files.add(kind);
-    let dst = match if pair.made_now {
-        Ok(None)
-    } else {
-        dst_stat(pair, &e.dst_name)
-    } {
-        Ok(Some(mut d)) if plan.fake_super => {
-            if let Some(dir) = &pair.dst {
-                super::fake::read(
-                    crate::xattr::Subject::at(dir.as_fd(), &e.dst_name, false),
-                    &mut d,
-                );
-            }
-            Some(d)
-        }
-        Ok(d) => d,
-        Err(err) => {
-            run.fail(CopyError::io(Op::Stat, dst_path(), err));
+
+    /// The transfer: the entry decided by `policy::sync` and the decision carried out.
+    fn transfer(&mut self) {
+        let (run, plan) = (self.run, self.run.plan);
+        let kind = self.e.stat.kind();
+        run.stats.files.add(kind);
+        let Ok(dst) = self.existing() else {
             return;
-        }
-    };
-    // -K: where the destination symlink leads.
-    let dir_target = match dst {
-        Some(d) if plan.keep_dirlinks && d.kind() == Kind::Symlink && kind == Kind::Dir => pair
-            .dst
-            .as_ref()
-            .and_then(|fd| sys::statx_at(fd.as_fd(), &e.dst_name, true).ok())
-            .filter(|t| t.kind() == Kind::Dir),
-        _ => None,
-    };
-    let same_value = match dst {
-        Some(d) if d.kind() == kind && kind != Kind::File && kind != Kind::Dir => {
-            apply::same_value(run, pair, e, &d)
-        }
-        _ => false,
-    };
-    let mut facts = Facts {
-        src: &e.stat,
-        dst: dst.as_ref(),
-        dst_dir_target: dir_target.as_ref(),
-        same_value,
-        same_content: None,
-    };
-    // -m: a directory with nothing to transfer anywhere below it is left out.
-    if kind == Kind::Dir
-        && plan.prune_empty_dirs
-        && plan.recursive
-        && !apply::holds_files(run, pair, e)
-    {
-        return;
-    }
-    let mut decision = rules::decide(&run.rules, &facts);
-    if decision == Verdict::CompareContent {
-        facts.same_content = Some(apply::same_content(run, pair, e));
-        decision = rules::decide(&run.rules, &facts);
-    }
-    // Hard links: a later name of a group is linked to the first.
-    // Held while this entry is made when it is the first name of its inode.
-    let mut _leading = None;
-    if plan.hard_links && kind != Kind::Dir && e.stat.nlink > 1 {
-        let how = (&mut *lines, &mut _leading);
-        if let Some(done) = apply::hard_link(run, pair, e, dst.as_ref(), decision, how) {
-            apply::record_existing(run, pair, e);
-            if done && plan.remove_source_files {
-                apply::remove_source(run, pair, e);
-            }
+        };
+        let at = AtDest {
+            dst,
+            dir_target: self.kept_dirlink(dst),
+        };
+        let Some(decision) = self.decide(at) else {
             return;
-        }
-    }
-    let attr_target = dir_target.or(dst);
-    match decision {
-        Verdict::Skip(why) => {
-            skipped(run, e, why, lines);
-            apply::record_existing(run, pair, e);
-        }
-        Verdict::CompareContent => unreachable!("decided once the content was compared"),
-        Verdict::Keep => {
-            let want = super::wanted::wanted(run, &e.stat, attr_target.as_ref());
-            let mut changes = attr_target
-                .map(|d| rules::attr_changes(&run.rules, &want, &d, run.window_ns))
-                .unwrap_or_default();
-            if plan.xattrs || plan.acls {
-                if let Some(dst_dir) = &pair.dst {
-                    let follow = plan.symlinks == Symlinks::Follow || dir_target.is_some();
-                    let src =
-                        crate::xattr::Subject::at(pair.src(e), &e.name, kind != Kind::Symlink);
-                    let dst = crate::xattr::Subject::at(dst_dir.as_fd(), &e.dst_name, follow);
-                    match super::xattrs::differ(run, src, dst) {
-                        Ok((acl, xattr)) => {
-                            changes.acl = acl;
-                            changes.xattr = xattr;
-                        }
-                        Err(err) => failed(CopyError::io(Op::SetXattr, dst_path(), err)),
-                    }
+        };
+        // Hard links: a later name of a group is linked to the first.
+        // Held while this entry is made when it is the first name of its inode.
+        let mut _leading = None;
+        if plan.hard_links && kind != Kind::Dir && self.e.stat.nlink > 1 {
+            let how = (&mut *self.lines, &mut _leading);
+            let (pair, e) = (self.pair, self.e);
+            if let Some(done) = apply::hard_link(run, pair, e, dst.as_ref(), decision, how) {
+                apply::record_existing(run, pair, e);
+                if done && plan.remove_source_files {
+                    apply::remove_source(run, pair, e);
                 }
-            }
-            let mut item = Item::new(Action::Attributes, &e.stat, &e.rel);
-            item.attrs = changes;
-            item.times_kept = plan.times;
-            if kind == Kind::Symlink {
-                item.link = apply::link_text(pair, e);
-            }
-            if kind == Kind::Dir {
-                // A directory's attributes are set when its walk ends (entered or not).
-                subdirs.push(Task {
-                    parent: pair.clone(),
-                    name: e.dst_name.clone(),
-                    src_stat: e.stat,
-                    dst_before: attr_target,
-                    dst_follow: dir_target.is_some(),
-                    item: Some(item),
-                    block: None,
-                    contents: (plan.recursive || leads_on(pair, e)) && descends(run, pair, e),
-                    layers: dir_layers(e),
-                });
                 return;
             }
-            if !changes.none() && !plan.dry_run {
-                if let Err(err) = apply::fix_attrs(run, pair, e, &changes) {
-                    failed(err);
+        }
+        match decision {
+            Verdict::Skip(why) => {
+                skipped(run, self.e, why, self.lines);
+                apply::record_existing(run, self.pair, self.e);
+            }
+            Verdict::CompareContent => unreachable!("decided once the content was compared"),
+            Verdict::Keep => self.keep(at),
+            Verdict::Create | Verdict::Rewrite | Verdict::Replace => self.make(dst, decision),
+        }
+    }
+
+    /// The destination's statx at the entry's name (with `--fake-super`'s stored attributes);
+    /// `Err` once its failure is reported.
+    fn existing(&self) -> Result<Option<Stat>, ()> {
+        let (run, pair, e) = (self.run, self.pair, self.e);
+        let found = if pair.made_now {
+            Ok(None)
+        } else {
+            dst_stat(pair, &e.dst_name)
+        };
+        match found {
+            Ok(Some(mut d)) if run.plan.fake_super => {
+                if let Some(dir) = &pair.dst {
+                    super::fake::read(
+                        crate::xattr::Subject::at(dir.as_fd(), &e.dst_name, false),
+                        &mut d,
+                    );
+                }
+                Ok(Some(d))
+            }
+            Ok(d) => Ok(d),
+            Err(err) => {
+                run.fail(CopyError::io(Op::Stat, self.dst_path(), err));
+                Err(())
+            }
+        }
+    }
+
+    /// -K: where a destination symlink leads, when it is a directory and the source is one.
+    fn kept_dirlink(&self, dst: Option<Stat>) -> Option<Stat> {
+        let (plan, pair, e) = (self.run.plan, self.pair, self.e);
+        match dst {
+            Some(d)
+                if plan.keep_dirlinks
+                    && d.kind() == Kind::Symlink
+                    && e.stat.kind() == Kind::Dir =>
+            {
+                pair.dst
+                    .as_ref()
+                    .and_then(|fd| sys::statx_at(fd.as_fd(), &e.dst_name, true).ok())
+                    .filter(|t| t.kind() == Kind::Dir)
+            }
+            _ => None,
+        }
+    }
+
+    /// `policy::sync::decide` on the entry's facts (the content compared only when the rules
+    /// ask for it); `None`: -m leaves out a directory with nothing to transfer below it.
+    fn decide(&self, at: AtDest) -> Option<Verdict> {
+        let (run, pair, e) = (self.run, self.pair, self.e);
+        let plan = run.plan;
+        let kind = e.stat.kind();
+        let same_value = match at.dst {
+            Some(d) if d.kind() == kind && kind != Kind::File && kind != Kind::Dir => {
+                apply::same_value(run, pair, e, &d)
+            }
+            _ => false,
+        };
+        let mut facts = Facts {
+            src: &e.stat,
+            dst: at.dst.as_ref(),
+            dst_dir_target: at.dir_target.as_ref(),
+            same_value,
+            same_content: None,
+        };
+        // -m: a directory with nothing to transfer anywhere below it is left out.
+        if kind == Kind::Dir
+            && plan.prune_empty_dirs
+            && plan.recursive
+            && !apply::holds_files(run, pair, e)
+        {
+            return None;
+        }
+        let mut decision = rules::decide(&run.rules, &facts);
+        if decision == Verdict::CompareContent {
+            facts.same_content = Some(apply::same_content(run, pair, e));
+            decision = rules::decide(&run.rules, &facts);
+        }
+        Some(decision)
+    }
+
+    /// An entry kept as it is: only its attributes that differ are set (a directory's when
+    /// its walk ends), and its line printed.
+    fn keep(&mut self, at: AtDest) {
+        let (run, pair, e) = (self.run, self.pair, self.e);
+        let plan = run.plan;
+        let kind = e.stat.kind();
+        let mut item = Item::new(Action::Attributes, &e.stat, &e.rel);
+        item.attrs = self.attr_changes(at);
+        item.times_kept = plan.times;
+        if kind == Kind::Symlink {
+            item.link = apply::link_text(pair, e);
+        }
+        if kind == Kind::Dir {
+            // A directory's attributes are set when its walk ends (entered or not).
+            self.walk_later(item, at.attr_target(), at.dir_target.is_some());
+            return;
+        }
+        if !item.attrs.none() && !plan.dry_run {
+            if let Err(err) = apply::fix_attrs(run, pair, e, &item.attrs) {
+                self.failed(err);
+                return;
+            }
+        }
+        self.finish_existing(&item);
+    }
+
+    /// Which of the kept entry's attributes differ from what the run gives it (its xattrs and
+    /// ACL too, under -X and -A).
+    fn attr_changes(&self, at: AtDest) -> rules::Changes {
+        let (run, pair, e) = (self.run, self.pair, self.e);
+        let plan = run.plan;
+        let want = super::wanted::wanted(run, &e.stat, at.attr_target().as_ref());
+        let mut changes = at
+            .attr_target()
+            .map(|d| rules::attr_changes(&run.rules, &want, &d, run.window_ns))
+            .unwrap_or_default();
+        if plan.xattrs || plan.acls {
+            if let Some(dst_dir) = &pair.dst {
+                let follow = plan.symlinks == Symlinks::Follow || at.dir_target.is_some();
+                let src =
+                    crate::xattr::Subject::at(pair.src(e), &e.name, e.stat.kind() != Kind::Symlink);
+                let dst = crate::xattr::Subject::at(dst_dir.as_fd(), &e.dst_name, follow);
+                match super::xattrs::differ(run, src, dst) {
+                    Ok((acl, xattr)) => {
+                        changes.acl = acl;
+                        changes.xattr = xattr;
+                    }
+                    Err(err) => self.failed(CopyError::io(Op::SetXattr, self.dst_path(), err)),
+                }
+            }
+        }
+        changes
+    }
+
+    /// A directory entry whose attributes are set when its walk ends: queued as a subdirectory
+    /// (entered or not), with its line.
+    fn walk_later(&mut self, item: Item, dst_before: Option<Stat>, dst_follow: bool) {
+        let contents = self.walked_into();
+        let (pair, e) = (self.pair, self.e);
+        self.subdirs.push(Task {
+            parent: pair.clone(),
+            name: e.dst_name.clone(),
+            src_stat: e.stat,
+            dst_before,
+            dst_follow,
+            item: Some(item),
+            block: None,
+            contents,
+            layers: dir_layers(e),
+        });
+    }
+
+    /// An entry left as it is at the destination, or made from a `--*-dest` tree: its line,
+    /// its hash recorded, and its source removed under `--remove-source-files`.
+    fn finish_existing(&mut self, item: &Item) {
+        let (run, pair, e) = (self.run, self.pair, self.e);
+        report(run, item, &e.stat, self.lines);
+        apply::record_existing(run, pair, e);
+        if run.plan.remove_source_files {
+            apply::remove_source(run, pair, e);
+        }
+    }
+
+    /// An entry made, rewritten or replaced: from an exact match in a `--*-dest` tree when
+    /// DEST lacks it, else by `apply::make`.
+    fn make(&mut self, dst: Option<Stat>, decision: Verdict) {
+        let (run, pair, e) = (self.run, self.pair, self.e);
+        let kind = e.stat.kind();
+        // --*-dest: what DEST lacks may be in another tree already.
+        let alt = (decision == Verdict::Create)
+            .then(|| super::alt::find(run, pair, e))
+            .flatten();
+        if let Some(m) = alt.as_ref().filter(|m| m.exact && kind != Kind::Dir) {
+            match apply::from_alt(run, pair, e, m, self.lines) {
+                Ok(item) => self.finish_existing(&item),
+                Err(err) => self.failed(err),
+            }
+            return;
+        }
+        let started = Instant::now();
+        let result = apply::make(run, pair, e, dst.as_ref(), decision, self.lines);
+        match result {
+            Ok(Some(mut item)) => {
+                item.took = Some(started.elapsed());
+                if let Some(m) = &alt {
+                    self.listed_as_from(m, &mut item);
+                }
+                if kind == Kind::Dir {
+                    self.walk_later(item, None, false);
                     return;
                 }
+                report(run, &item, &e.stat, self.lines);
+                if run.plan.remove_source_files {
+                    apply::remove_source(run, pair, e);
+                }
             }
-            report(run, &item, &e.stat, lines);
-            apply::record_existing(run, pair, e);
-            if plan.remove_source_files {
-                apply::remove_source(run, pair, e);
-            }
+            Ok(None) => {}
+            Err(err) => self.failed(err),
         }
-        Verdict::Create | Verdict::Rewrite | Verdict::Replace => {
-            // --*-dest: what DEST lacks may be in another tree already.
-            let alt = (decision == Verdict::Create)
-                .then(|| super::alt::find(run, pair, e))
-                .flatten();
-            if let Some(m) = alt.as_ref().filter(|m| m.exact && kind != Kind::Dir) {
-                match apply::from_alt(run, pair, e, m, lines) {
-                    Ok(item) => {
-                        report(run, &item, &e.stat, lines);
-                        apply::record_existing(run, pair, e);
-                        if plan.remove_source_files {
-                            apply::remove_source(run, pair, e);
-                        }
-                    }
-                    Err(err) => failed(err),
-                }
-                return;
+    }
+
+    /// The line of an entry made where a `--*-dest` tree holds it, not exactly: a directory is
+    /// made all the same, listed as matching; a file that differs from the tree's is listed as
+    /// changed from it.
+    fn listed_as_from(&self, m: &super::alt::Match, item: &mut Item) {
+        let (run, e) = (self.run, self.e);
+        let want = super::wanted::wanted(run, &e.stat, None);
+        item.new = false;
+        item.matched = m.exact;
+        item.attrs = rules::attr_changes(&run.rules, &want, &m.stat, run.window_ns);
+        if e.stat.kind() == Kind::File {
+            if m.same_data {
+                item.action = Action::LocalChange;
             }
-            let started = Instant::now();
-            let result = apply::make(run, pair, e, dst.as_ref(), decision, lines);
-            match result {
-                Ok(Some(mut item)) => {
-                    item.took = Some(started.elapsed());
-                    if let Some(m) = &alt {
-                        // A directory is made all the same, listed as matching; a file that
-                        // differs from the tree's is listed as changed from it.
-                        let want = super::wanted::wanted(run, &e.stat, None);
-                        item.new = false;
-                        item.matched = m.exact;
-                        item.attrs = rules::attr_changes(&run.rules, &want, &m.stat, run.window_ns);
-                        if kind == Kind::File {
-                            if m.same_data {
-                                item.action = Action::LocalChange;
-                            }
-                            item.size = m.stat.size != e.stat.size;
-                            item.attrs.time |= !plan.times;
-                        }
-                    }
-                    if kind == Kind::Dir {
-                        subdirs.push(Task {
-                            parent: pair.clone(),
-                            name: e.dst_name.clone(),
-                            src_stat: e.stat,
-                            dst_before: None,
-                            dst_follow: false,
-                            item: Some(item),
-                            block: None,
-                            contents: (plan.recursive || leads_on(pair, e))
-                                && descends(run, pair, e),
-                            layers: dir_layers(e),
-                        });
-                        return;
-                    }
-                    report(run, &item, &e.stat, lines);
-                    if plan.remove_source_files {
-                        apply::remove_source(run, pair, e);
-                    }
-                }
-                Ok(None) => {}
-                Err(err) => failed(err),
-            }
+            item.size = m.stat.size != e.stat.size;
+            item.attrs.time |= !run.plan.times;
         }
     }
 }

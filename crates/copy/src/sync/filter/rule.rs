@@ -175,131 +175,17 @@ pub(crate) fn parse_token<'a>(
         return Ok(None);
     }
     let whole = s; // for messages
-    let at = |i: usize| s.get(i).copied().unwrap_or(0);
-    let mut flags = template & fl::FROM_CONTAINER;
-    let mut i = 0usize;
-    if template & fl::NO_PREFIXES != 0 {
+    let (mut flags, i) = if template & fl::NO_PREFIXES != 0 {
+        let mut flags = template & fl::FROM_CONTAINER;
         if s[0] == b'!' && template & fl::CVS_IGNORE != 0 {
             flags |= fl::CLEAR_LIST; // tentative: only a lone "!"
         }
+        (flags, 0)
     } else if xflags & xf::OLD_PREFIXES != 0 {
-        if s.starts_with(b"- ") {
-            flags &= !fl::INCLUDE;
-            i = 2;
-        } else if s.starts_with(b"+ ") {
-            flags |= fl::INCLUDE;
-            i = 2;
-        } else if s[0] == b'!' {
-            flags |= fl::CLEAR_LIST;
-        }
+        old_prefix(s, template & fl::FROM_CONTAINER)
     } else {
-        let unknown = || FilterError::UnknownRule {
-            rule: origin.show(whole),
-        };
-        let names: &[(&[u8], u8)] = &[
-            (b"clear", b'!'),
-            (b"dir-merge", b':'),
-            (b"exclude", b'-'),
-            (b"hide", b'H'),
-            (b"include", b'+'),
-            (b"merge", b'.'),
-            (b"protect", b'P'),
-            (b"risk", b'R'),
-            (b"show", b'S'),
-        ];
-        let ch;
-        match names.iter().find(|(w, _)| w[0] == s[0]) {
-            Some(&(word, c)) => {
-                i = long_name(s, word).ok_or_else(unknown)?;
-                ch = c;
-            }
-            None => {
-                ch = s[0];
-                if at(1) == b',' {
-                    i = 1;
-                }
-            }
-        }
-        let mut sided_prefix = false;
-        match ch {
-            b':' => flags |= fl::PERDIR_MERGE | fl::MERGE_FILE,
-            b'.' => flags |= fl::MERGE_FILE,
-            b'+' => flags |= fl::INCLUDE,
-            b'-' => {}
-            b'S' | b'H' => {
-                if ch == b'S' {
-                    flags |= fl::INCLUDE;
-                }
-                flags |= fl::SENDER;
-                sided_prefix = true;
-            }
-            b'R' | b'P' => {
-                if ch == b'R' {
-                    flags |= fl::INCLUDE;
-                }
-                flags |= fl::RECEIVER;
-                sided_prefix = true;
-            }
-            b'!' => flags |= fl::CLEAR_LIST,
-            _ => return Err(unknown()),
-        }
-        if ch != b'!' {
-            loop {
-                i += 1;
-                let c = at(i);
-                if c == 0 || c == b' ' || c == b'_' {
-                    break;
-                }
-                if template & fl::WORD_SPLIT != 0 && is_space(c) {
-                    i -= 1;
-                    break;
-                }
-                let invalid = || FilterError::InvalidModifier {
-                    rule: origin.show(whole),
-                    detail: match origin {
-                        Origin::Arg => format!(" '{}' at position {}", c as char, i),
-                        Origin::File { .. } => String::new(),
-                    },
-                };
-                let merge = flags & fl::MERGE_FILE != 0;
-                match c {
-                    b'-' | b'+' => {
-                        if !merge || flags & fl::NO_PREFIXES != 0 {
-                            return Err(invalid());
-                        }
-                        flags |= fl::NO_PREFIXES;
-                        if c == b'+' {
-                            flags |= fl::INCLUDE;
-                        }
-                    }
-                    b'/' => flags |= fl::ABS_PATH,
-                    b'!' => {
-                        if merge {
-                            return Err(invalid());
-                        }
-                        flags |= fl::NEGATE;
-                    }
-                    b'C' => {
-                        if flags & fl::NO_PREFIXES != 0 || sided_prefix {
-                            return Err(invalid());
-                        }
-                        flags |= fl::NO_PREFIXES | fl::WORD_SPLIT | fl::NO_INHERIT | fl::CVS_IGNORE;
-                    }
-                    b'e' if merge => flags |= fl::EXCLUDE_SELF,
-                    b'n' if merge => flags |= fl::NO_INHERIT,
-                    b'w' if merge => flags |= fl::WORD_SPLIT,
-                    b'p' => flags |= fl::PERISHABLE,
-                    b'r' if !sided_prefix => flags |= fl::RECEIVER,
-                    b's' if !sided_prefix => flags |= fl::SENDER,
-                    b'x' => flags |= fl::XATTR,
-                    _ => return Err(invalid()),
-                }
-            }
-        }
-        if i < s.len() {
-            i += 1;
-        }
-    }
+        prefix(s, template, origin)?
+    };
     if template & fl::SIDES != 0 {
         if flags & fl::SIDES != 0 {
             return Err(FilterError::SidedRuleInSidedMerge {
@@ -333,6 +219,143 @@ pub(crate) fn parse_token<'a>(
         flags,
         pat: &rest[..len],
     }))
+}
+
+/// The old prefixes (`--old-args`' lists, `exclude`/`include` files): `- ` and `+ `, and a
+/// `!` that clears the list; with the rule's flags and where its pattern starts.
+fn old_prefix(s: &[u8], mut flags: u32) -> (u32, usize) {
+    let mut i = 0;
+    if s.starts_with(b"- ") {
+        flags &= !fl::INCLUDE;
+        i = 2;
+    } else if s.starts_with(b"+ ") {
+        flags |= fl::INCLUDE;
+        i = 2;
+    } else if s[0] == b'!' {
+        flags |= fl::CLEAR_LIST;
+    }
+    (flags, i)
+}
+
+/// A rule's prefix: its name, long (`exclude`) or short (`-`), then its modifiers; with the
+/// rule's flags and where its pattern starts.
+fn prefix(s: &[u8], template: u32, origin: &Origin) -> Result<(u32, usize), FilterError> {
+    let unknown = || FilterError::UnknownRule {
+        rule: origin.show(s),
+    };
+    let names: &[(&[u8], u8)] = &[
+        (b"clear", b'!'),
+        (b"dir-merge", b':'),
+        (b"exclude", b'-'),
+        (b"hide", b'H'),
+        (b"include", b'+'),
+        (b"merge", b'.'),
+        (b"protect", b'P'),
+        (b"risk", b'R'),
+        (b"show", b'S'),
+    ];
+    let mut i = 0usize;
+    let ch;
+    match names.iter().find(|(w, _)| w[0] == s[0]) {
+        Some(&(word, c)) => {
+            i = long_name(s, word).ok_or_else(unknown)?;
+            ch = c;
+        }
+        None => {
+            ch = s[0];
+            if s.get(1) == Some(&b',') {
+                i = 1;
+            }
+        }
+    }
+    let (kind, sided_prefix) = rule_kind(ch).ok_or_else(unknown)?;
+    let mut flags = (template & fl::FROM_CONTAINER) | kind;
+    if ch != b'!' {
+        i = modifiers(s, i, (&mut flags, sided_prefix), template, origin)?;
+    }
+    if i < s.len() {
+        i += 1;
+    }
+    Ok((flags, i))
+}
+
+/// The flags a rule's one-letter name gives, and whether the name itself says which side the
+/// rule is for (`S`, `H`, `R`, `P`); `None`: no such rule.
+fn rule_kind(ch: u8) -> Option<(u32, bool)> {
+    Some(match ch {
+        b':' => (fl::PERDIR_MERGE | fl::MERGE_FILE, false),
+        b'.' => (fl::MERGE_FILE, false),
+        b'+' => (fl::INCLUDE, false),
+        b'-' => (0, false),
+        b'S' => (fl::INCLUDE | fl::SENDER, true),
+        b'H' => (fl::SENDER, true),
+        b'R' => (fl::INCLUDE | fl::RECEIVER, true),
+        b'P' => (fl::RECEIVER, true),
+        b'!' => (fl::CLEAR_LIST, false),
+        _ => return None,
+    })
+}
+
+/// Reads the modifiers after a rule's name at `i` into `flags` (each checked against the
+/// rule's kind: a merge rule's own, the sides a sided name already says); returns where they
+/// end.
+fn modifiers(
+    s: &[u8],
+    mut i: usize,
+    (flags, sided_prefix): (&mut u32, bool),
+    template: u32,
+    origin: &Origin,
+) -> Result<usize, FilterError> {
+    loop {
+        i += 1;
+        let c = s.get(i).copied().unwrap_or(0);
+        if c == 0 || c == b' ' || c == b'_' {
+            return Ok(i);
+        }
+        if template & fl::WORD_SPLIT != 0 && is_space(c) {
+            return Ok(i - 1);
+        }
+        let invalid = || FilterError::InvalidModifier {
+            rule: origin.show(s),
+            detail: match origin {
+                Origin::Arg => format!(" '{}' at position {}", c as char, i),
+                Origin::File { .. } => String::new(),
+            },
+        };
+        let merge = *flags & fl::MERGE_FILE != 0;
+        match c {
+            b'-' | b'+' => {
+                if !merge || *flags & fl::NO_PREFIXES != 0 {
+                    return Err(invalid());
+                }
+                *flags |= fl::NO_PREFIXES;
+                if c == b'+' {
+                    *flags |= fl::INCLUDE;
+                }
+            }
+            b'/' => *flags |= fl::ABS_PATH,
+            b'!' => {
+                if merge {
+                    return Err(invalid());
+                }
+                *flags |= fl::NEGATE;
+            }
+            b'C' => {
+                if *flags & fl::NO_PREFIXES != 0 || sided_prefix {
+                    return Err(invalid());
+                }
+                *flags |= fl::NO_PREFIXES | fl::WORD_SPLIT | fl::NO_INHERIT | fl::CVS_IGNORE;
+            }
+            b'e' if merge => *flags |= fl::EXCLUDE_SELF,
+            b'n' if merge => *flags |= fl::NO_INHERIT,
+            b'w' if merge => *flags |= fl::WORD_SPLIT,
+            b'p' => *flags |= fl::PERISHABLE,
+            b'r' if !sided_prefix => *flags |= fl::RECEIVER,
+            b's' if !sided_prefix => *flags |= fl::SENDER,
+            b'x' => *flags |= fl::XATTR,
+            _ => return Err(invalid()),
+        }
+    }
 }
 
 impl Rule {

@@ -390,13 +390,13 @@ fn verify_hashes(
     let start = Instant::now();
     let who = format!("{who} {}", quote(&hashing.base));
     let read = std::sync::atomic::AtomicU64::new(0);
-    let total = listing.entries.iter().map(|e| e.size).sum();
+    let total: u64 = listing.entries.iter().map(|e| e.size).sum();
     let name = if uncached {
         "verify (device)"
     } else {
         "verify"
     };
-    let mut report = crate::progress::phase(bar, name, (total, &read), || {
+    let mut report = crate::progress::phase(bar, name, (|| total, &read), || {
         ringio_copy::verify::check_listing(
             &hashing.base,
             listing,

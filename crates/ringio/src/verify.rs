@@ -61,6 +61,10 @@ pub struct Args {
     /// Threads reading file contents [default: cores, at least 2].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
     pub threads: Option<u32>,
+    /// With --manifest: a bar on stderr while the files are read (when it is a terminal):
+    /// bytes read of the total, rate and ETA.
+    #[arg(long, requires = "manifest")]
+    pub progress: bool,
     /// Print only the summary line.
     #[arg(short, long)]
     pub quiet: bool,
@@ -151,19 +155,29 @@ fn check_manifest(
     start: Instant,
 ) -> i32 {
     let threads = args.threads.map_or_else(readers, |t| t as usize);
-    let report = match ringio_copy::verify::check_manifest(
-        &args.src,
-        manifest,
-        algo,
-        args.uncached,
-        threads,
-    ) {
-        Ok(report) => report,
+    let listing = match ringio_copy::manifest::read(manifest, algo) {
+        Ok(listing) => listing,
         Err(e) => {
             eprintln!("ringio verify: {e}");
             return 2;
         }
     };
+    let read = std::sync::atomic::AtomicU64::new(0);
+    let name = if args.uncached {
+        "verify (device)"
+    } else {
+        "verify"
+    };
+    let total = || listed_bytes(&args.src, &listing);
+    let report = crate::progress::phase(args.progress, name, (total, &read), || {
+        ringio_copy::verify::check_listing(
+            &args.src,
+            &listing,
+            Some(manifest),
+            args.uncached,
+            (threads, &read, true),
+        )
+    });
     let lines = if args.quiet {
         Lines::Quiet
     } else {
@@ -175,6 +189,22 @@ fn check_manifest(
         lines
     };
     manifest_verdict(&report, start, lines, "ringio verify")
+}
+
+/// The bytes a manifest check will read, for `--progress`: each listed file's size as the
+/// manifest gives it, else as lstat gives it below `dir` (an estimate: the check itself reaches
+/// every file without following a symlink, and names what it cannot read).
+fn listed_bytes(dir: &std::path::Path, listing: &ringio_copy::manifest::Listing) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    listing
+        .entries
+        .iter()
+        .map(|e| match e.size {
+            0 => std::fs::symlink_metadata(dir.join(std::ffi::OsStr::from_bytes(&e.path)))
+                .map_or(0, |m| if m.is_file() { m.len() } else { 0 }),
+            size => size,
+        })
+        .sum()
 }
 
 /// `--hash`: writes the manifest of a copy (or sync) that ran to its end without an error

@@ -23,7 +23,8 @@ md5sum, plain or --tag, names relative to DIR) is hashed again and compared; a l
 is missing or differs, and a regular file below DIR that FILE does not list, is named. Every \
 listed name is reached from DIR without following a symlink: a listed name that is a symlink, \
 or lies through one, is a difference (never a way out of DIR). Symlinks and special files \
-below DIR are counted (-v names them). FILE must be a regular file (a symlink to one is \
+below DIR are counted (-v names them). Each difference is one line on stdout; the summary is \
+one line on stderr. FILE must be a regular file (a symlink to one is \
 followed); the ascmhl folder's files must be regular files in it, not symlinks. The \
 algorithm is --hash's, else the one the lines or FILE's name (SHA256SUMS, x.b3, x.xxh128, ...) \
 or the hashes' length name. --uncached reads each file from the device (O_DIRECT, or its pages \

@@ -8,7 +8,7 @@ use std::time::Instant;
 use ringio_copy::digest::Algo;
 use ringio_copy::manifest::Format;
 use ringio_copy::quote::quote;
-use ringio_copy::verify::{verify, Difference, VerifyOptions, VerifyReport};
+use ringio_copy::verify::{Difference, VerifyOptions, VerifyReport};
 
 /// `ringio verify`.
 #[derive(Debug, clap::Args)]
@@ -136,7 +136,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         return Ok(2);
     };
     let lines = if quiet { Lines::Quiet } else { Lines::Stdout };
-    let report = match compare(&args.src, dst, &args.options(), lines) {
+    let read = std::sync::atomic::AtomicU64::new(0);
+    let report = match compare(&args.src, dst, &args.options(), (lines, &read)) {
         Ok(report) => report,
         Err(e) => {
             eprintln!("ringio: {e}");
@@ -359,12 +360,13 @@ pub(crate) fn manifest_verdict(
     i32::from(!report.findings.is_empty())
 }
 
-/// Runs the comparer, printing each difference to `lines`.
+/// Runs the comparer, printing each difference to `lines` and adding the bytes compared to
+/// `read` as they are.
 pub(crate) fn compare(
     src: &std::path::Path,
     dst: &std::path::Path,
     opts: &VerifyOptions,
-    lines: Lines,
+    (lines, read): (Lines, &std::sync::atomic::AtomicU64),
 ) -> Result<VerifyReport, ringio_copy::verify::VerifyError> {
     let mut out = lines.sink();
     let mut print = |d: &Difference| {
@@ -372,7 +374,7 @@ pub(crate) fn compare(
             let _ = writeln!(out, "differs: {d}");
         }
     };
-    verify(src, dst, opts, &mut print)
+    ringio_copy::verify::verify_counted(src, dst, opts, &mut print, read)
 }
 
 /// The closing line on stderr: what was compared and what was found.

@@ -531,14 +531,15 @@ pub fn run(args: &CpArgs) -> Result<i32> {
         let failed = copies.filter_map(|(p, l, errors)| Some((p, l?)).filter(|_| errors > 0));
         name_not_copied(hashing, failed);
     } else if let (Some(listing), Some(hashing)) = (&hashes, plan.hashing()) {
-        if let Some(failed) = crate::verify::write_manifest(hashing, listing, program) {
+        let report = |message: &str, _: &CopyError| eprintln!("{program}: {message}");
+        if let Some(failed) = crate::verify::write_manifest(hashing, listing, &report) {
             code = failed;
         }
         for ((dir, p), tee) in tees.iter().zip(&tee_summaries) {
             let Some(theirs) = &tee.hashes else { continue };
             // Each destination's own `ascmhl` history.
             if let Some(h) = p.hashing().filter(|h| h.format == Format::Mhl) {
-                if let Some(c) = crate::verify::write_manifest(h, theirs, program) {
+                if let Some(c) = crate::verify::write_manifest(h, theirs, &report) {
                     code = c;
                 }
             }

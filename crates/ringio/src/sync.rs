@@ -898,14 +898,16 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
         };
         out.error(&format!("the sync failed: no manifest written {written}"));
     } else if let (Some(listing), Some(hashing)) = (outcome.hashes.take(), plan.hashing()) {
-        if crate::verify::write_manifest(hashing, &listing, program).is_some() && outcome.code == 0
+        if crate::verify::write_manifest(hashing, &listing, &|m, e| out.fail_worded(m, e)).is_some()
+            && outcome.code == 0
         {
             outcome.code = 11;
         }
         for ((dir, p), tee) in tees.iter().zip(&tee_outcomes) {
             let Some(theirs) = &tee.hashes else { continue };
             if let Some(h) = p.hashing().filter(|h| h.format == Format::Mhl) {
-                if crate::verify::write_manifest(h, theirs, program).is_some() {
+                if crate::verify::write_manifest(h, theirs, &|m, e| out.fail_worded(m, e)).is_some()
+                {
                     outcome.code = outcome.code.max(11);
                 }
             }

@@ -210,12 +210,13 @@ fn listed_bytes(dir: &std::path::Path, listing: &ringio_copy::manifest::Listing)
 }
 
 /// `--hash`: writes the manifest of a copy (or sync) that ran to its end without an error
-/// (none vouches for a failed one: the callers write none then). Returns the exit status of
-/// a failure to write it.
+/// (none vouches for a failed one: the callers write none then). A failure to write it is
+/// said through `report` (the caller's error printer: the message, without the program's
+/// name, and the failure as a `CopyError` for its fields) and its exit status returned.
 pub(crate) fn write_manifest(
     hashing: &ringio_copy::Hashing,
     listing: &ringio_copy::manifest::Listing,
-    who: &str,
+    report: &dyn Fn(&str, &ringio_copy::CopyError),
 ) -> Option<i32> {
     let target = match (&hashing.manifest, hashing.format) {
         (Some(file), _) => file.as_path(),
@@ -225,11 +226,13 @@ pub(crate) fn write_manifest(
     match ringio_copy::manifest::write(listing, hashing.format, target) {
         Ok(_) => None,
         Err(e) => {
-            eprintln!(
-                "{who}: cannot write the manifest {}: {}",
+            let message = format!(
+                "cannot write the manifest {}: {}",
                 quote(target),
                 ringio_copy::quote::reason(&e)
             );
+            let failed = ringio_copy::CopyError::io(ringio_copy::Op::Write, target, e);
+            report(&message, &failed);
             Some(1)
         }
     }

@@ -238,6 +238,42 @@ fn sync_json_names_a_missing_operand_and_refuses_to_share_stdout() {
     assert!(!s.join("dst2").exists());
 }
 
+/// A manifest that cannot be written after the run is an error of the document too, with
+/// its call and path; the exit status is rsync's file I/O error (11).
+#[test]
+fn sync_json_keeps_a_manifest_that_cannot_be_written() {
+    let s = Scratch::new();
+    write_file(s.join("src/a"), "a");
+    let out = Cp::bare()
+        .args([
+            "sync",
+            "-r",
+            "--json",
+            "--manifest",
+            "missing/m.sum",
+            "src/",
+            "dst/",
+        ])
+        .current_dir(s.path())
+        .run();
+    assert_exit(&out, 11);
+    let doc = document(&out);
+    assert_eq!(doc["exit"], 11, "{doc}");
+    assert_eq!(doc["errors"], 1, "{doc}");
+    let detail = &doc["error_details"][0];
+    assert_eq!(
+        (&detail["op"], &detail["path"]),
+        (&"write".into(), &"missing/m.sum".into()),
+        "{doc}"
+    );
+    let message = detail["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("cannot write the manifest 'missing/m.sum'"),
+        "{doc}"
+    );
+    assert_stderr_has(&out, &format!("ringio sync: {message}\n"));
+}
+
 /// `--tee`: one document for the run, one entry of `destinations` per tree, each with its own
 /// counts; `--progress` and `--stats` lines stay off stdout.
 #[test]

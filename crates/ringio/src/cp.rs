@@ -390,13 +390,13 @@ fn verify_hashes(
     let start = Instant::now();
     let who = format!("{who} {}", quote(&hashing.base));
     let read = std::sync::atomic::AtomicU64::new(0);
-    let total = listing.entries.iter().map(|e| e.size).sum();
+    let total: u64 = listing.entries.iter().map(|e| e.size).sum();
     let name = if uncached {
         "verify (device)"
     } else {
         "verify"
     };
-    let mut report = crate::progress::phase(bar, name, (total, &read), || {
+    let mut report = crate::progress::phase(bar, name, (|| total, &read), || {
         ringio_copy::verify::check_listing(
             &hashing.base,
             listing,
@@ -531,14 +531,15 @@ pub fn run(args: &CpArgs) -> Result<i32> {
         let failed = copies.filter_map(|(p, l, errors)| Some((p, l?)).filter(|_| errors > 0));
         name_not_copied(hashing, failed);
     } else if let (Some(listing), Some(hashing)) = (&hashes, plan.hashing()) {
-        if let Some(failed) = crate::verify::write_manifest(hashing, listing, program) {
+        let report = |message: &str, _: &CopyError| eprintln!("{program}: {message}");
+        if let Some(failed) = crate::verify::write_manifest(hashing, listing, &report) {
             code = failed;
         }
         for ((dir, p), tee) in tees.iter().zip(&tee_summaries) {
             let Some(theirs) = &tee.hashes else { continue };
             // Each destination's own `ascmhl` history.
             if let Some(h) = p.hashing().filter(|h| h.format == Format::Mhl) {
-                if let Some(c) = crate::verify::write_manifest(h, theirs, program) {
+                if let Some(c) = crate::verify::write_manifest(h, theirs, &report) {
                     code = c;
                 }
             }
@@ -563,6 +564,11 @@ pub fn run(args: &CpArgs) -> Result<i32> {
         } else {
             Lines::Stdout
         };
+        // The bar's total: the source's bytes as counted beside the copy, else those copied.
+        let bar = args.progress.then(|| match totals.done() {
+            true => totals.bytes.load(Ordering::Relaxed),
+            false => summary.bytes,
+        });
         let verify_started = Instant::now();
         let mut bytes = 0;
         let main = (&plan, hashes.as_ref(), &summary.kept_unlike_source[..]);
@@ -578,7 +584,7 @@ pub fn run(args: &CpArgs) -> Result<i32> {
                     (args.uncached, args.progress),
                     (&who, lines),
                 ),
-                None => verify_copy(plan, args.uncached, lines)?,
+                None => verify_copy(plan, (args.uncached, bar), lines)?,
             };
             bytes += b;
             code = code.max(c);
@@ -737,27 +743,43 @@ fn tee_plans(args: &CpArgs, main: &CopyPlan) -> Result<Vec<(std::path::PathBuf, 
         .collect()
 }
 
-/// `--verify`: compares each root with its copy, on what the plan promised to carry over.
-pub(crate) fn verify_copy(plan: &CopyPlan, uncached: bool, lines: Lines) -> Result<(i32, u64)> {
+/// `--verify`: compares each root with its copy, on what the plan promised to carry over;
+/// under `--progress`'s bar when `bar` gives the total (the bytes the copy counted).
+pub(crate) fn verify_copy(
+    plan: &CopyPlan,
+    (uncached, bar): (bool, Option<u64>),
+    lines: Lines,
+) -> Result<(i32, u64)> {
     let started = Instant::now();
     let opts = VerifyOptions {
         uncached,
         ..VerifyOptions::promised_by(plan)
     };
-    let mut total = ringio_copy::verify::VerifyReport::default();
-    for root in plan.roots() {
-        match crate::verify::compare(root.src(), root.dst(), &opts, lines) {
-            Ok(report) => {
-                total.entries += report.entries;
-                total.bytes += report.bytes;
-                total.total_differences += report.total_differences;
-            }
-            Err(e) => {
-                eprintln!("{}: verify: {e}", crate::argv::program());
-                return Ok((1, total.bytes));
-            }
+    let read = std::sync::atomic::AtomicU64::new(0);
+    let name = if uncached {
+        "verify (device)"
+    } else {
+        "verify"
+    };
+    let total = || bar.unwrap_or(0);
+    let compared = crate::progress::phase(bar.is_some(), name, (total, &read), || {
+        let mut total = ringio_copy::verify::VerifyReport::default();
+        for root in plan.roots() {
+            let report = crate::verify::compare(root.src(), root.dst(), &opts, (lines, &read))?;
+            total.entries += report.entries;
+            total.bytes += report.bytes;
+            total.total_differences += report.total_differences;
+        }
+        Ok::<_, ringio_copy::verify::VerifyError>(total)
+    });
+    match compared {
+        Ok(total) => {
+            crate::verify::summarize(&total, started.elapsed().as_secs_f64(), uncached);
+            Ok((i32::from(!total.is_same()), total.bytes))
+        }
+        Err(e) => {
+            eprintln!("{}: verify: {e}", crate::argv::program());
+            Ok((1, read.load(Ordering::Relaxed)))
         }
     }
-    crate::verify::summarize(&total, started.elapsed().as_secs_f64(), uncached);
-    Ok((i32::from(!total.is_same()), total.bytes))
 }

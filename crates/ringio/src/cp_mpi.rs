@@ -205,7 +205,7 @@ fn run_ranks(args: &CpArgs) -> Result<i32> {
     };
     if code == 0 && args.verify {
         let mine = if rank == 0 {
-            crate::cp::verify_copy(&plan, args.uncached, crate::verify::Lines::Stdout)?.0
+            crate::cp::verify_copy(&plan, (args.uncached, None), crate::verify::Lines::Stdout)?.0
         } else {
             0
         };

@@ -67,6 +67,10 @@ An unknown --hash or --manifest-format is 2.",
                 "ringio verify --manifest card.b3 --uncached /mnt/b/card",
                 "check a tree against a manifest (sum, JSON or ASC MHL), reading the disk",
             ),
+            (
+                "ringio verify -v --progress --manifest SHA256SUMS dir/",
+                "the same with a bar and ETA on the terminal; -v names the symlinks and special files no manifest covers",
+            ),
         ],
         exit_status: "0 when the trees are the same; 1 when they differ (every difference is \
 printed); 2 when the comparison cannot run.",

@@ -175,32 +175,49 @@ pub fn status_line() -> ProgressBar {
     line
 }
 
-/// Runs `work`, a later phase of the run (`verify (device)`), under a bar of its own when
-/// `wanted` and stderr is a terminal: `name`, the bytes `work` adds to `done` of `total`, rate,
-/// ETA.
+/// Runs `work`, a later phase of the run (`verify`, `verify (device)`), under a bar of its own
+/// when `wanted` and stderr is a terminal: `name`, the bytes `work` adds to `done` of the
+/// total, rate and ETA. The total is `total()`, run beside `work` (a manifest that gives no
+/// sizes has its files stat'ed while they are read, never before); until it is known the bar
+/// shows the bytes and rate alone. Without a terminal neither `total` runs nor anything is
+/// drawn.
 pub fn phase<T: Send>(
     wanted: bool,
     name: &str,
-    (total, done): (u64, &AtomicU64),
+    (total, done): (impl FnOnce() -> u64 + Send, &AtomicU64),
     work: impl FnOnce() -> T + Send,
 ) -> T {
     if !wanted || !std::io::stderr().is_terminal() {
         return work();
     }
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     bar.set_style(
-        ProgressStyle::with_template(
-            "{prefix} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
-        )
-        .expect("template")
-        .progress_chars("=> "),
+        ProgressStyle::with_template("{prefix} {bytes} ({bytes_per_sec}); counting the total")
+            .expect("template"),
     );
     bar.set_prefix(name.to_string());
+    // u64::MAX: not counted yet.
+    let counted = AtomicU64::new(u64::MAX);
     let finished = AtomicBool::new(false);
+    let show = |bar: &ProgressBar, styled: &mut bool| {
+        let position = done.load(Ordering::Relaxed);
+        let total = counted.load(Ordering::Relaxed);
+        if total != u64::MAX {
+            // Files that grew since they were counted: the total is at least what is done.
+            bar.set_length(total.max(position));
+            if !*styled {
+                *styled = true;
+                bar.set_style(phase_style());
+            }
+        }
+        bar.set_position(position);
+    };
     let out = std::thread::scope(|s| {
+        s.spawn(|| counted.store(total(), Ordering::Relaxed));
         s.spawn(|| {
+            let mut styled = false;
             while !finished.load(Ordering::Relaxed) {
-                bar.set_position(done.load(Ordering::Relaxed));
+                show(&bar, &mut styled);
                 std::thread::sleep(TICK);
             }
         });
@@ -208,9 +225,19 @@ pub fn phase<T: Send>(
         finished.store(true, Ordering::Relaxed);
         out
     });
-    bar.set_position(done.load(Ordering::Relaxed));
+    show(&bar, &mut false);
+    bar.set_style(phase_style());
     bar.finish();
     out
+}
+
+/// A later phase's bar: bytes done of the total, rate, ETA.
+fn phase_style() -> ProgressStyle {
+    ProgressStyle::with_template(
+        "{prefix} [{bar:30}] {bytes}/{total_bytes} {percent:>3}% ({bytes_per_sec}, ETA {eta})",
+    )
+    .expect("template")
+    .progress_chars("=> ")
 }
 
 #[cfg(test)]

@@ -401,6 +401,14 @@ pub struct Args {
     /// are printed. A failure on one is reported with its path and the others go on.
     #[arg(long, value_name = "DIR", help_heading = "Output")]
     pub tee: Vec<PathBuf>,
+    /// Print one JSON document on standard output at the end of the run: the counts and sizes
+    /// (--stats' figures), the time, the exit status, and every error as an object (its
+    /// message, and its op, path, errno and reason as fields, as cp --json's error_details).
+    /// Standard output is the document's alone: the lines of -v, -i, --out-format,
+    /// --progress, --list-only and --stats go to standard error. A command line refused
+    /// before the run prints no document (its exit status says why).
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Output")]
+    pub json: bool,
     /// Print rsync's version (twice: its capabilities as JSON, as rsync -VV).
     #[arg(short = 'V', long, action = ArgAction::Count, help_heading = "Output")]
     pub version: u8,
@@ -708,7 +716,10 @@ impl Args {
                 manifest: self.manifest.clone(),
             })
             .lines_on_stdout(
-                self.verbose > 0 || self.itemize_changes > 0 || self.out_format.is_some(),
+                self.verbose > 0
+                    || self.itemize_changes > 0
+                    || self.out_format.is_some()
+                    || self.json,
             )
             .tee(!self.tee.is_empty())
     }
@@ -752,6 +763,9 @@ impl Args {
         out.skips = info.skip.max(u8::from(out.verbose > 1));
         if let Some(path) = &self.log_file {
             out.log = open_log(path, program).map(Mutex::new);
+        }
+        if self.json {
+            out.json_report();
         }
         Ok(out)
     }
@@ -848,11 +862,22 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
         .iter()
         .map(|dir| (dir.clone(), plan.for_tee(dir.clone())))
         .collect();
-    let quiet = Output::new(program);
+    // Each tee's printer prints its errors only (and keeps them for --json).
+    let tee_outs: Vec<Output> = tees
+        .iter()
+        .map(|_| {
+            let mut quiet = Output::new(program);
+            if args.json {
+                quiet.json_report();
+            }
+            quiet
+        })
+        .collect();
     let (mut outcome, tee_outcomes) = std::thread::scope(|s| {
         let others: Vec<_> = tees
             .iter()
-            .map(|(_, p)| s.spawn(|| ringio_copy::sync::sync(p, &quiet, &stop)))
+            .zip(&tee_outs)
+            .map(|((_, p), quiet)| s.spawn(|| ringio_copy::sync::sync(p, quiet, &stop)))
             .collect();
         let outcome = ringio_copy::sync::sync(&plan, &out, &stop);
         let others: Vec<_> = others
@@ -871,25 +896,27 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
             Some(file) => file.display().to_string(),
             None => format!("(no ascmhl generation in {})", hashing.base.display()),
         };
-        to_stderr!("{program}: the sync failed: no manifest written {written}");
+        out.error(&format!("the sync failed: no manifest written {written}"));
     } else if let (Some(listing), Some(hashing)) = (outcome.hashes.take(), plan.hashing()) {
-        if crate::verify::write_manifest(hashing, &listing, program).is_some() && outcome.code == 0
+        if crate::verify::write_manifest(hashing, &listing, &|m, e| out.fail_worded(m, e)).is_some()
+            && outcome.code == 0
         {
             outcome.code = 11;
         }
         for ((dir, p), tee) in tees.iter().zip(&tee_outcomes) {
             let Some(theirs) = &tee.hashes else { continue };
             if let Some(h) = p.hashing().filter(|h| h.format == Format::Mhl) {
-                if crate::verify::write_manifest(h, theirs, program).is_some() {
+                if crate::verify::write_manifest(h, theirs, &|m, e| out.fail_worded(m, e)).is_some()
+                {
                     outcome.code = outcome.code.max(11);
                 }
             }
             if let Some(why) = crate::verify::differing_hash(&listing, theirs) {
-                to_stderr!(
-                    "{program}: {} and {}: {why}",
+                out.error(&format!(
+                    "{} and {}: {why}",
                     plan.dest().display(),
                     dir.display()
-                );
+                ));
                 outcome.code = outcome.code.max(23);
             }
         }
@@ -921,6 +948,19 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
         }
     }
     out.flush();
+    if args.json {
+        let main = (plan.dest(), &outcome, &out);
+        let others = tees.iter().zip(&tee_outcomes).zip(&tee_outs);
+        let each: Vec<Destination<'_>> = std::iter::once(main)
+            .chain(others.map(|(((dir, _), o), out)| (dir.as_path(), o, out)))
+            .map(|(dest, outcome, out)| Destination {
+                dest,
+                outcome,
+                errors: out.take_errors(),
+            })
+            .collect();
+        print_json(&each, plan.hashing(), seconds, plan.dry_run());
+    }
     if outcome.code != 0 {
         let why = match outcome.code {
             1 => "syntax or usage error",
@@ -935,4 +975,71 @@ pub fn run(args: &Args, m: &ArgMatches, program: &str) -> Result<i32> {
         to_stderr!("{program} error: {why} (code {})", outcome.code);
     }
     Ok(outcome.code)
+}
+
+/// One destination's part of `--json`: DEST's (first, its code the run's) or a tee's.
+struct Destination<'a> {
+    dest: &'a std::path::Path,
+    outcome: &'a ringio_copy::sync::Outcome,
+    /// The errors its printer kept.
+    errors: Vec<serde_json::Value>,
+}
+
+/// `--json`: one object on stdout, with cp --json's names where they mean the same: `files`
+/// and `bytes` (the regular files written and their bytes), `errors` (how many) with
+/// `error_messages` and `error_details` (each error's `message`, `op`, `path`, `errno` and
+/// `reason`: `CopyError::to_json`; `op` is `vanished` for a source file that vanished, null
+/// for an error that is no failed call), `hash`, `destinations`, `phases` and `exit`; and
+/// sync's own: `seconds`, `dry_run` and `stats` (`--stats`' figures).
+fn print_json(
+    each: &[Destination<'_>],
+    hashing: Option<&ringio_copy::Hashing>,
+    seconds: f64,
+    dry_run: bool,
+) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let main = &each[0].outcome;
+    let written = |o: &ringio_copy::sync::Outcome| {
+        (
+            o.stats.transferred.load(Relaxed),
+            o.stats.transferred_size.load(Relaxed),
+        )
+    };
+    let (files, bytes) = written(main);
+    let errors: Vec<&serde_json::Value> = each.iter().flat_map(|d| &d.errors).collect();
+    let destinations: Vec<serde_json::Value> = each
+        .iter()
+        .map(|d| {
+            let (files, bytes) = written(d.outcome);
+            serde_json::json!({
+                "dest": d.dest.to_string_lossy(),
+                "files": files,
+                "bytes": bytes,
+                "errors": d.errors.len(),
+                "exit": d.outcome.code,
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "files": files,
+        "bytes": bytes,
+        "errors": errors.len(),
+        "error_messages": errors.iter().map(|e| &e["message"]).collect::<Vec<_>>(),
+        "error_details": errors,
+        "hash": hashing.map(|h| h.algo.to_string()),
+        "destinations": destinations,
+        "phases": [{
+            "phase": "sync",
+            "bytes": bytes,
+            "seconds": seconds,
+            "bytes_per_second": (bytes as f64 / seconds.max(1e-6)) as u64,
+        }],
+        "seconds": seconds,
+        "dry_run": dry_run,
+        "stats": main.stats.to_json(),
+        "exit": main.code,
+    });
+    // A closed stdout loses the document, never the exit status.
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stdout().lock(), "{doc}");
 }

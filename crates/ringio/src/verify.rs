@@ -8,7 +8,7 @@ use std::time::Instant;
 use ringio_copy::digest::Algo;
 use ringio_copy::manifest::Format;
 use ringio_copy::quote::quote;
-use ringio_copy::verify::{verify, Difference, VerifyOptions, VerifyReport};
+use ringio_copy::verify::{Difference, VerifyOptions, VerifyReport};
 
 /// `ringio verify`.
 #[derive(Debug, clap::Args)]
@@ -23,7 +23,8 @@ md5sum, plain or --tag, names relative to DIR) is hashed again and compared; a l
 is missing or differs, and a regular file below DIR that FILE does not list, is named. Every \
 listed name is reached from DIR without following a symlink: a listed name that is a symlink, \
 or lies through one, is a difference (never a way out of DIR). Symlinks and special files \
-below DIR are counted (-v names them). FILE must be a regular file (a symlink to one is \
+below DIR are counted (-v names them). Each difference is one line on stdout; the summary is \
+one line on stderr. FILE must be a regular file (a symlink to one is \
 followed); the ascmhl folder's files must be regular files in it, not symlinks. The \
 algorithm is --hash's, else the one the lines or FILE's name (SHA256SUMS, x.b3, x.xxh128, ...) \
 or the hashes' length name. --uncached reads each file from the device (O_DIRECT, or its pages \
@@ -61,6 +62,10 @@ pub struct Args {
     /// Threads reading file contents [default: cores, at least 2].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
     pub threads: Option<u32>,
+    /// With --manifest: a bar on stderr while the files are read (when it is a terminal):
+    /// bytes read of the total, rate and ETA.
+    #[arg(long, requires = "manifest")]
+    pub progress: bool,
     /// Print only the summary line.
     #[arg(short, long)]
     pub quiet: bool,
@@ -131,7 +136,8 @@ pub fn run(args: &Args) -> anyhow::Result<i32> {
         return Ok(2);
     };
     let lines = if quiet { Lines::Quiet } else { Lines::Stdout };
-    let report = match compare(&args.src, dst, &args.options(), lines) {
+    let read = std::sync::atomic::AtomicU64::new(0);
+    let report = match compare(&args.src, dst, &args.options(), (lines, &read)) {
         Ok(report) => report,
         Err(e) => {
             eprintln!("ringio: {e}");
@@ -151,19 +157,29 @@ fn check_manifest(
     start: Instant,
 ) -> i32 {
     let threads = args.threads.map_or_else(readers, |t| t as usize);
-    let report = match ringio_copy::verify::check_manifest(
-        &args.src,
-        manifest,
-        algo,
-        args.uncached,
-        threads,
-    ) {
-        Ok(report) => report,
+    let listing = match ringio_copy::manifest::read(manifest, algo) {
+        Ok(listing) => listing,
         Err(e) => {
             eprintln!("ringio verify: {e}");
             return 2;
         }
     };
+    let read = std::sync::atomic::AtomicU64::new(0);
+    let name = if args.uncached {
+        "verify (device)"
+    } else {
+        "verify"
+    };
+    let total = || listed_bytes(&args.src, &listing);
+    let report = crate::progress::phase(args.progress, name, (total, &read), || {
+        ringio_copy::verify::check_listing(
+            &args.src,
+            &listing,
+            Some(manifest),
+            args.uncached,
+            (threads, &read, true),
+        )
+    });
     let lines = if args.quiet {
         Lines::Quiet
     } else {
@@ -177,13 +193,30 @@ fn check_manifest(
     manifest_verdict(&report, start, lines, "ringio verify")
 }
 
+/// The bytes a manifest check will read, for `--progress`: each listed file's size as the
+/// manifest gives it, else as lstat gives it below `dir` (an estimate: the check itself reaches
+/// every file without following a symlink, and names what it cannot read).
+fn listed_bytes(dir: &std::path::Path, listing: &ringio_copy::manifest::Listing) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    listing
+        .entries
+        .iter()
+        .map(|e| match e.size {
+            0 => std::fs::symlink_metadata(dir.join(std::ffi::OsStr::from_bytes(&e.path)))
+                .map_or(0, |m| if m.is_file() { m.len() } else { 0 }),
+            size => size,
+        })
+        .sum()
+}
+
 /// `--hash`: writes the manifest of a copy (or sync) that ran to its end without an error
-/// (none vouches for a failed one: the callers write none then). Returns the exit status of
-/// a failure to write it.
+/// (none vouches for a failed one: the callers write none then). A failure to write it is
+/// said through `report` (the caller's error printer: the message, without the program's
+/// name, and the failure as a `CopyError` for its fields) and its exit status returned.
 pub(crate) fn write_manifest(
     hashing: &ringio_copy::Hashing,
     listing: &ringio_copy::manifest::Listing,
-    who: &str,
+    report: &dyn Fn(&str, &ringio_copy::CopyError),
 ) -> Option<i32> {
     let target = match (&hashing.manifest, hashing.format) {
         (Some(file), _) => file.as_path(),
@@ -193,11 +226,13 @@ pub(crate) fn write_manifest(
     match ringio_copy::manifest::write(listing, hashing.format, target) {
         Ok(_) => None,
         Err(e) => {
-            eprintln!(
-                "{who}: cannot write the manifest {}: {}",
+            let message = format!(
+                "cannot write the manifest {}: {}",
                 quote(target),
                 ringio_copy::quote::reason(&e)
             );
+            let failed = ringio_copy::CopyError::io(ringio_copy::Op::Write, target, e);
+            report(&message, &failed);
             Some(1)
         }
     }
@@ -328,12 +363,13 @@ pub(crate) fn manifest_verdict(
     i32::from(!report.findings.is_empty())
 }
 
-/// Runs the comparer, printing each difference to `lines`.
+/// Runs the comparer, printing each difference to `lines` and adding the bytes compared to
+/// `read` as they are.
 pub(crate) fn compare(
     src: &std::path::Path,
     dst: &std::path::Path,
     opts: &VerifyOptions,
-    lines: Lines,
+    (lines, read): (Lines, &std::sync::atomic::AtomicU64),
 ) -> Result<VerifyReport, ringio_copy::verify::VerifyError> {
     let mut out = lines.sink();
     let mut print = |d: &Difference| {
@@ -341,7 +377,7 @@ pub(crate) fn compare(
             let _ = writeln!(out, "differs: {d}");
         }
     };
-    verify(src, dst, opts, &mut print)
+    ringio_copy::verify::verify_counted(src, dst, opts, &mut print, read)
 }
 
 /// The closing line on stderr: what was compared and what was found.

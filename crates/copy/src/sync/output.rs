@@ -1,5 +1,7 @@
 //! Where a sync run's lines go: one line per entry on stdout (`-v`, `-i`, `--out-format`),
-//! the same lines in `--log-file`, and errors on stderr with the program's name.
+//! the same lines in `--log-file`, and errors on stderr with the program's name. Under
+//! `--json` ([`Output::json_report`]) stdout is the JSON document's alone: the lines go to
+//! stderr, and every error printed is also kept, as an object, for the document.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -7,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::item::{local_time, Action, Item, OutFormat, TIME};
+use crate::error::CopyError;
 use crate::sys::{Kind, Stat};
 
 /// Marks a line of a directory's block that is printed before the others (see
@@ -51,7 +54,10 @@ pub struct Output {
     pub list_targets: bool,
     /// `--progress` lines printed so far (their `xfr#`).
     transfers: AtomicU64,
-    stdout: Mutex<io::BufWriter<io::Stdout>>,
+    /// Where the lines go: stdout, or stderr under `--json`.
+    stdout: Mutex<io::BufWriter<Box<dyn Write + Send>>>,
+    /// `--json`: every error printed, as `CopyError::to_json` shapes it.
+    errors: Option<Mutex<Vec<serde_json::Value>>>,
 }
 
 /// What begins each `--log-file` line, as rsync writes it: `YYYY/MM/DD HH:MM:SS [PID] `
@@ -147,8 +153,26 @@ impl Output {
             list_only: false,
             list_targets: false,
             transfers: AtomicU64::new(0),
-            stdout: Mutex::new(io::BufWriter::new(io::stdout())),
+            stdout: Mutex::new(io::BufWriter::new(Box::new(io::stdout()))),
+            errors: None,
         }
+    }
+
+    /// `--json`: stdout is left to the one JSON document the caller prints at the end (every
+    /// line this printer prints goes to stderr), and each error is kept for it
+    /// ([`Output::take_errors`]).
+    pub fn json_report(&mut self) {
+        self.stdout = Mutex::new(io::BufWriter::new(Box::new(io::stderr())));
+        self.errors = Some(Mutex::new(Vec::new()));
+    }
+
+    /// `--json`: the errors printed so far, each an object with its `message` and, for a
+    /// failed call, its `op`, `path`, `errno` and `reason` (null for an error that is no
+    /// call's); empty without `--json`.
+    pub fn take_errors(&self) -> Vec<serde_json::Value> {
+        self.errors.as_ref().map_or_else(Vec::new, |errors| {
+            std::mem::take(&mut *errors.lock().unwrap_or_else(|e| e.into_inner()))
+        })
     }
 
     /// True when entries are printed one per line (so the walk keeps rsync's order).
@@ -291,10 +315,51 @@ impl Output {
         }
     }
 
-    /// An error or warning line on stderr: `PROGRAM: MESSAGE`.
+    /// An error or warning line on stderr: `PROGRAM: MESSAGE` (kept under `--json` with
+    /// null `op`, `path`, `errno` and `reason`).
     pub fn error(&self, message: &str) {
+        self.report(message, || {
+            CopyError::Refused(message.to_string()).to_json()
+        });
+    }
+
+    /// A failed operation: its message on stderr, and under `--json` its fields.
+    pub fn fail(&self, e: &CopyError) {
+        self.report(&e.to_string(), || e.to_json());
+    }
+
+    /// A failed operation in words of rsync's own (`link_stat X failed: REASON`): `message`
+    /// printed, `e`'s fields kept under `--json`.
+    pub fn fail_worded(&self, message: &str, e: &CopyError) {
+        self.report(message, || e.to_json());
+    }
+
+    /// rsync's `file has vanished: PATH` (a source entry gone between its listing and its
+    /// use); under `--json` its `op` is `vanished`, its errno ENOENT.
+    pub fn vanished(&self, path: &std::path::Path) {
+        let message = format!("file has vanished: {}", crate::quote::quote_path(path));
+        let gone = std::io::Error::from_raw_os_error(libc::ENOENT);
+        let e = CopyError::io(crate::error::Op::Stat, path, gone);
+        self.report(&message, || {
+            let mut fields = e.to_json();
+            fields["op"] = "vanished".into();
+            fields
+        });
+    }
+
+    /// The one way an error leaves the printer: on stderr as `PROGRAM: MESSAGE`, and under
+    /// `--json` kept as `fields` with `message` set to MESSAGE.
+    fn report(&self, message: &str, fields: impl FnOnce() -> serde_json::Value) {
         self.flush();
         // A closed stderr loses the message, never the run.
         let _ = writeln!(io::stderr(), "{}: {message}", self.program);
+        if let Some(errors) = &self.errors {
+            let mut fields = fields();
+            fields["message"] = message.into();
+            errors
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(fields);
+        }
     }
 }

@@ -449,7 +449,7 @@ impl Run<'_> {
                 self.trouble.file_io.store(true, Ordering::Relaxed);
             }
         }
-        self.out.error(&e.to_string());
+        self.out.fail(&e);
         self.trouble.failed.store(true, Ordering::Relaxed);
     }
 
@@ -477,10 +477,7 @@ impl Run<'_> {
 
     /// Reports a source entry that vanished (24).
     pub fn vanished(&self, path: &std::path::Path) {
-        self.out.error(&format!(
-            "file has vanished: {}",
-            crate::quote::quote_path(path)
-        ));
+        self.out.vanished(path);
         self.trouble.vanished.store(true, Ordering::Relaxed);
     }
 }

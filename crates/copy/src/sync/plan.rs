@@ -609,8 +609,8 @@ impl SyncPlanBuilder {
         delay_updates: bool,
         /// `--hash`, `--manifest`, `--manifest-format`.
         manifest: ManifestRequest,
-        /// `-v`, `-i` or `--out-format` print lines on standard output (where
-        /// `--manifest -` writes).
+        /// `-v`, `-i` or `--out-format` print lines on standard output, or `--json` its
+        /// document (where `--manifest -` writes).
         lines_on_stdout: bool,
         /// `--tee`: other destinations are synced from the same sources.
         tee: bool,
@@ -1028,7 +1028,7 @@ impl SyncPlanBuilder {
             .as_ref()
             .is_some_and(|m| m.as_os_str() == "-");
         if stdout && self.lines_on_stdout {
-            return Err(usage("--manifest - writes to standard output: it cannot be shared with -v, -i or --out-format"));
+            return Err(usage("--manifest - writes to standard output: it cannot be shared with -v, -i, --out-format or --json"));
         }
         let hash = crate::HashRequest {
             algo: algo.unwrap_or(Algo::Xxh128),
@@ -1132,7 +1132,7 @@ mod tests {
             ("--manifest-format alone", |b| b.manifest(ManifestRequest { format: Some("json".into()), ..Default::default() }), "--manifest-format needs --manifest FILE (mhl alone writes into DEST)".into(), 1),
             ("--manifest -n", |b| b.dry_run(true).manifest(ManifestRequest { manifest: Some("m".into()), ..Default::default() }), "--manifest lists what DEST holds: it cannot be written by a dry run (-n)".into(), 1),
             ("a listing is a dry run", |_| SyncPlan::builder(vec!["a".into()]).manifest(ManifestRequest { manifest: Some("m".into()), ..Default::default() }), "--manifest lists what DEST holds: it cannot be written by a dry run (-n)".into(), 1),
-            ("--manifest - with -v", |b| b.lines_on_stdout(true).manifest(ManifestRequest { manifest: Some("-".into()), ..Default::default() }), "--manifest - writes to standard output: it cannot be shared with -v, -i or --out-format".into(), 1),
+            ("--manifest - with -v", |b| b.lines_on_stdout(true).manifest(ManifestRequest { manifest: Some("-".into()), ..Default::default() }), "--manifest - writes to standard output: it cannot be shared with -v, -i, --out-format or --json".into(), 1),
             ("--tee --remove-source-files", |b| b.tee(true).remove_source_files(true), "--tee with --remove-source-files: a source could be removed before every DEST has it".into(), 1),
             ("no worker", |b| b.threads(Some(0)), "--threads 0: give 1 to 256 workers".into(), 1),
             ("too many workers", |b| b.threads(Some(257)), "--threads 257: give 1 to 256 workers".into(), 1),

@@ -106,11 +106,13 @@ fn stat_all<'p>(
         match stat {
             Ok(stat) => sources.push((source, named, Some(stat))),
             Err(e) => {
-                run.out.error(&format!(
+                let message = format!(
                     "link_stat {} failed: {}",
                     crate::quote::quote_path(&source.path),
                     crate::error::reason(&e)
-                ));
+                );
+                let e = CopyError::io(Op::Stat, source.path.clone(), e);
+                run.out.fail_worded(&message, &e);
                 run.trouble.failed.store(true, Ordering::Relaxed);
                 if matches!(named, Named::Relative { dot: true, .. }) {
                     sources.push((source, named, None));

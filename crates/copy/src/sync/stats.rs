@@ -104,7 +104,35 @@ pub(super) fn group_decimal(x: f64) -> String {
     }
 }
 
+impl ByKind {
+    /// `{"total": N, "reg": A, "dir": B, "link": C, "special": D}` (`--json`).
+    fn to_json(&self) -> serde_json::Value {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        serde_json::json!({
+            "total": self.total(),
+            "reg": load(&self.reg),
+            "dir": load(&self.dir),
+            "link": load(&self.link),
+            "special": load(&self.special),
+        })
+    }
+}
+
 impl Stats {
+    /// `--stats`' figures as one object (`--json`): the entries considered, created and
+    /// deleted by kind, the regular files transferred, and the sizes.
+    pub fn to_json(&self) -> serde_json::Value {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        serde_json::json!({
+            "files": self.files.to_json(),
+            "created": self.created.to_json(),
+            "deleted": self.deleted.to_json(),
+            "transferred": load(&self.transferred),
+            "total_size": load(&self.total_size),
+            "transferred_size": load(&self.transferred_size),
+        })
+    }
+
     /// `--stats`' lines (rsync's wording; the protocol's own figures, which a local run
     /// through one process does not have, are given as the data moved).
     pub fn report(&self, seconds: f64) -> Vec<String> {

@@ -3,6 +3,7 @@
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::sys::{self};
 
@@ -23,8 +24,13 @@ pub(super) struct ContentJob {
 /// A worker's verdict on one file: a difference, if any, and the bytes compared.
 pub(super) type Compared = (Option<Difference>, u64);
 
-/// Compares both files to end of file, whatever their sizes said.
-pub(super) fn compare_content(job: &ContentJob, bufs: &mut (Vec<u8>, Vec<u8>)) -> Compared {
+/// Compares both files to end of file, whatever their sizes said, adding the bytes compared
+/// to `read` block by block.
+pub(super) fn compare_content(
+    job: &ContentJob,
+    bufs: &mut (Vec<u8>, Vec<u8>),
+    read: &AtomicU64,
+) -> Compared {
     resize_source_for_test(job);
     let unreadable = |side, e: io::Error| Difference {
         path: job.path.clone(),
@@ -76,6 +82,7 @@ pub(super) fn compare_content(job: &ContentJob, bufs: &mut (Vec<u8>, Vec<u8>)) -
             return (Some(diff), offset + n as u64);
         }
         offset += n as u64;
+        read.fetch_add(n as u64, Ordering::Relaxed);
         if n < a.len() {
             let diff = changed(job.stated, (offset, offset)).map(|kind| Difference {
                 path: job.path.clone(),

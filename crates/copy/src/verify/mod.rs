@@ -15,6 +15,7 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
 use std::sync::mpsc;
 
 use crate::sys::{self, Kind, Stat};
@@ -44,6 +45,18 @@ pub fn verify(
     dst: &Path,
     opts: &VerifyOptions,
     on_difference: &mut dyn FnMut(&Difference),
+) -> Result<VerifyReport, VerifyError> {
+    verify_counted(src, dst, opts, on_difference, &AtomicU64::new(0))
+}
+
+/// [`verify`], adding to `read` the bytes of each file's content compared as they are (for a
+/// progress bar).
+pub fn verify_counted(
+    src: &Path,
+    dst: &Path,
+    opts: &VerifyOptions,
+    on_difference: &mut dyn FnMut(&Difference),
+    read: &AtomicU64,
 ) -> Result<VerifyReport, VerifyError> {
     let root = |path: &Path| -> Result<(OwnedFd, CString, Stat), VerifyError> {
         let err = |op, source| VerifyError {
@@ -89,7 +102,10 @@ pub fn verify(
                         Ok(job) => job,
                         Err(_) => return,
                     };
-                    if found_tx.send(compare_content(&job, &mut bufs)).is_err() {
+                    if found_tx
+                        .send(compare_content(&job, &mut bufs, read))
+                        .is_err()
+                    {
                         return;
                     }
                 }

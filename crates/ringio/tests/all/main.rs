@@ -27,6 +27,7 @@ mod fallback;
 mod fsm;
 mod harness;
 mod hashed;
+mod json_report;
 mod lab;
 mod manifest_safety;
 mod mhl_kept;

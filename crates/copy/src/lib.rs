@@ -62,6 +62,7 @@ pub mod ranks;
 mod refusal;
 mod replaced;
 mod run;
+mod stack;
 pub mod sync;
 mod sys;
 mod temp;

@@ -10,7 +10,7 @@ use std::ffi::{CStr, CString};
 use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::apply;
@@ -26,6 +26,7 @@ use super::roots::{self, Root};
 use super::{DeleteWhen, Outcome, Output, Progress, Stats, Symlinks, SyncPlan};
 use crate::error::{CopyError, Op};
 use crate::policy::sync::{self as rules, Facts, QuickCheck, Rules, Verdict};
+use crate::stack::WorkStack;
 use crate::sys::{self, Kind, Stat};
 
 /// Bytes of the buffer a worker reads directories into.
@@ -51,9 +52,7 @@ pub(super) enum Work<'r> {
 
 /// The work waiting to be done, and how many workers are doing some.
 pub(super) struct Pool<'r> {
-    queue: Mutex<Vec<Work<'r>>>,
-    active: Mutex<usize>,
-    wake: Condvar,
+    stack: WorkStack<Work<'r>>,
     /// Keeps rsync's order of the lines, where lines are printed, and of the deletions.
     printer: Option<Printer<'r>>,
 }
@@ -112,11 +111,9 @@ impl Drop for Pair<'_> {
 }
 
 impl<'r> Pool<'r> {
-    fn new(printer: Option<Printer<'r>>) -> Self {
+    fn new(printer: Option<Printer<'r>>, threads: usize) -> Self {
         Pool {
-            queue: Mutex::new(Vec::new()),
-            active: Mutex::new(0),
-            wake: Condvar::new(),
+            stack: WorkStack::new(threads),
             printer,
         }
     }
@@ -151,46 +148,16 @@ impl<'r> Pool<'r> {
     }
 
     fn push(&self, work: Vec<Work<'r>>) {
-        if work.is_empty() {
-            return;
-        }
-        let one = work.len() == 1;
-        self.queue
-            .lock()
-            .expect("queue")
-            .extend(work.into_iter().rev());
-        // A waiting worker for each piece of work (all of them for more than one).
-        if one {
-            self.wake.notify_one();
-        } else {
-            self.wake.notify_all();
-        }
+        self.stack.push_all(work);
     }
 
     /// Takes the next piece of work, waiting while others work; `None` when all is done.
     fn pop(&self) -> Option<Work<'r>> {
-        let mut queue = self.queue.lock().expect("queue");
-        loop {
-            if let Some(task) = queue.pop() {
-                *self.active.lock().expect("active") += 1;
-                return Some(task);
-            }
-            if *self.active.lock().expect("active") == 0 {
-                self.wake.notify_all();
-                return None;
-            }
-            queue = self.wake.wait(queue).expect("queue");
-        }
+        self.stack.pop_or_finish(false)
     }
 
     fn done_one(&self) {
-        let queue = self.queue.lock().expect("queue");
-        let mut active = self.active.lock().expect("active");
-        *active -= 1;
-        // The waiting workers wait for work (pushed with its own wake-up) or for the end.
-        if *active == 0 && queue.is_empty() {
-            self.wake.notify_all();
-        }
+        self.stack.done();
     }
 }
 
@@ -457,7 +424,7 @@ fn walk_root<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) {
         pair.block = Some(root);
         printer
     });
-    let pool = Pool::new(printer);
+    let pool = Pool::new(printer, run.budget.threads);
     held::opened(&pair);
     let threads = run.budget.threads;
     let mut buf = vec![MaybeUninit::<u8>::uninit(); DIR_BUF];

@@ -3,7 +3,6 @@
 //! links, attributes, deletions and backups. Under `-n` nothing here touches the disk; each
 //! function still says what it would do.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, OsStr};
 use std::io;
@@ -423,6 +422,7 @@ pub(super) fn same_content(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> bool
 /// filesystem, too many links), a local copy under `--copy-dest`. Returns its line.
 pub(super) fn from_alt(
     run: &Run<'_>,
+    mover: &mut Mover,
     pair: &Pair<'_>,
     e: &SrcEntry,
     m: &super::alt::Match,
@@ -474,11 +474,19 @@ pub(super) fn from_alt(
             .map_err(|err| CopyError::io(Op::Open, path(), err))?;
         run.stats.created.add(kind);
         if !plan.dry_run {
-            write_file(run, pair, e, (None, false), Some(basis.as_fd()), lines)?;
+            write_file(
+                run,
+                mover,
+                pair,
+                e,
+                (None, false),
+                Some(basis.as_fd()),
+                lines,
+            )?;
         }
         return Ok(item);
     }
-    make(run, pair, e, None, rules::Verdict::Create, lines)?;
+    make(run, mover, pair, e, None, rules::Verdict::Create, lines)?;
     Ok(item)
 }
 
@@ -871,6 +879,7 @@ fn backed_up(run: &Run<'_>, rel: &[u8], to: &[u8], lines: &mut Vec<u8>) {
 /// Returns the item to report (`None`: nothing done, already reported).
 pub(super) fn make(
     run: &Run<'_>,
+    mover: &mut Mover,
     pair: &Pair<'_>,
     e: &SrcEntry,
     dst: Option<&Stat>,
@@ -948,7 +957,7 @@ pub(super) fn make(
                 .map_err(|err| CopyError::io(Op::CreateDir, path(), err))?;
         }
         Kind::File => {
-            if !write_file(run, pair, e, (dst, replaced), None, lines)? {
+            if !write_file(run, mover, pair, e, (dst, replaced), None, lines)? {
                 return Ok(None);
             }
         }
@@ -1027,6 +1036,7 @@ fn special_attrs(
 /// hashed on their way, and the file recorded once in place.
 pub(super) fn write_file(
     run: &Run<'_>,
+    mover: &mut Mover,
     pair: &Pair<'_>,
     e: &SrcEntry,
     existing: (Option<&Stat>, bool),
@@ -1034,10 +1044,10 @@ pub(super) fn write_file(
     lines: &mut Vec<u8>,
 ) -> Result<bool, CopyError> {
     let Some(recorder) = &run.recorder else {
-        return write_data(run, pair, e, existing, basis, None, lines);
+        return write_data(run, pair, e, existing, basis, (mover, None), lines);
     };
     let hash = FileHash::new(recorder.algo());
-    let written = write_data(run, pair, e, existing, basis, Some(&hash), lines)?;
+    let written = write_data(run, pair, e, existing, basis, (mover, Some(&hash)), lines)?;
     if written {
         match hash.finish_in_order() {
             Ok((hex, len)) => recorder.file(
@@ -1061,7 +1071,7 @@ fn write_data(
     e: &SrcEntry,
     (dst, replaced): (Option<&Stat>, bool),
     basis: Option<BorrowedFd<'_>>,
-    hash: Option<&FileHash>,
+    (mover, hash): (&mut Mover, Option<&FileHash>),
     lines: &mut Vec<u8>,
 ) -> Result<bool, CopyError> {
     let plan = run.plan;
@@ -1084,7 +1094,7 @@ fn write_data(
     let data = basis.unwrap_or(src.as_fd());
     // --inplace with -b goes the temporary's way: the backup keeps the old inode.
     if plan.inplace && plan.backup.is_none() && existing.is_some() {
-        return write_in_place(run, pair, e, (src.as_fd(), &want), hash).map(|()| true);
+        return write_in_place(run, pair, e, (src.as_fd(), &want), (mover, hash)).map(|()| true);
     }
     if plan.delay_updates {
         return delay(
@@ -1093,50 +1103,24 @@ fn write_data(
             e,
             (dst, existing),
             (src.as_fd(), data, &want),
-            hash,
+            (mover, hash),
             lines,
         );
     }
     let (mode, chmod) = creation(pair, &e.stat, existing, &want);
     let want = &keep_mode(&want, chmod);
     // Nothing to replace: the file is made without a name and named once complete.
-    if dst.is_none() && run.temp_dir.is_none() && !run.no_tmpfile.load(Ordering::Relaxed) {
-        match temp::Unnamed::create(dir, mode) {
-            Ok(Some(new)) => {
-                write_bytes(
-                    pair,
-                    (src.as_fd(), data, new.fd.as_fd()),
-                    false,
-                    e,
-                    hash,
-                    &path,
-                )?;
-                file_attrs(
-                    run,
-                    (src.as_fd(), new.fd.as_fd()),
-                    want,
-                    &e.stat,
-                    &path,
-                    Some(pair),
-                )?;
-                match new.link(dir, &e.dst_name) {
-                    Ok(()) => {
-                        return sys::close(new.fd)
-                            .map(|()| true)
-                            .map_err(|err| CopyError::io(Op::Close, path(), err));
-                    }
-                    // Made meanwhile: the named temporary's way replaces it.
-                    Err(err) if err.raw_os_error() == Some(libc::EEXIST) => {}
-                    // No way to link a descriptor here (a kernel before 6.10 without /proc):
-                    // named temporaries from now on.
-                    Err(err) if err.raw_os_error() == Some(libc::ENOENT) => {
-                        run.no_tmpfile.store(true, Ordering::Relaxed);
-                    }
-                    Err(err) => return Err(CopyError::io(Op::Create, path(), err)),
-                }
-            }
-            Ok(None) => run.no_tmpfile.store(true, Ordering::Relaxed),
-            Err(err) => return Err(CopyError::io(Op::Create, path(), err)),
+    let unnamed = dst.is_none() && run.temp_dir.is_none();
+    if unnamed && !run.no_tmpfile.load(Ordering::Relaxed) {
+        let made = write_unnamed(
+            (run, mover, pair, e),
+            (src.as_fd(), data),
+            (mode, want),
+            hash,
+            &path,
+        )?;
+        if made {
+            return Ok(true);
         }
     }
     let mut tmp = temp::name(&e.dst_name);
@@ -1149,7 +1133,15 @@ fn write_data(
     let fd = temp::create(tmp_dir, &mut tmp, mode)
         .map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
-        write_bytes(pair, (src.as_fd(), data, fd.as_fd()), false, e, hash, &path)?;
+        write_bytes(
+            mover,
+            pair,
+            (src.as_fd(), data, fd.as_fd()),
+            false,
+            e,
+            hash,
+            &path,
+        )?;
         file_attrs(
             run,
             (src.as_fd(), fd.as_fd()),
@@ -1171,6 +1163,54 @@ fn write_data(
     Ok(true)
 }
 
+/// A file made without a name (O_TMPFILE) in the pair's destination directory, written,
+/// given its attributes and then named: nothing was there to replace. `Ok(false)`: not made
+/// so (no unnamed files here, or its name taken meanwhile), for the named temporary's way.
+fn write_unnamed(
+    (run, mover, pair, e): (&Run<'_>, &mut Mover, &Pair<'_>, &SrcEntry),
+    (src, data): (BorrowedFd<'_>, BorrowedFd<'_>),
+    (mode, want): (u32, &Stat),
+    hash: Option<&FileHash>,
+    path: &dyn Fn() -> PathBuf,
+) -> Result<bool, CopyError> {
+    let Some(dir) = &pair.dst else {
+        return Ok(false);
+    };
+    let dir = dir.as_fd();
+    let new = match temp::Unnamed::create(dir, mode) {
+        Ok(Some(new)) => new,
+        Ok(None) => {
+            run.no_tmpfile.store(true, Ordering::Relaxed);
+            return Ok(false);
+        }
+        Err(err) => return Err(CopyError::io(Op::Create, path(), err)),
+    };
+    write_bytes(
+        mover,
+        pair,
+        (src, data, new.fd.as_fd()),
+        false,
+        e,
+        hash,
+        path,
+    )?;
+    file_attrs(run, (src, new.fd.as_fd()), want, &e.stat, path, Some(pair))?;
+    match new.link(dir, &e.dst_name) {
+        Ok(()) => sys::close(new.fd)
+            .map(|()| true)
+            .map_err(|err| CopyError::io(Op::Close, path(), err)),
+        // Made meanwhile: the named temporary's way replaces it.
+        Err(err) if err.raw_os_error() == Some(libc::EEXIST) => Ok(false),
+        // No way to link a descriptor here (a kernel before 6.10 without /proc): named
+        // temporaries from now on.
+        Err(err) if err.raw_os_error() == Some(libc::ENOENT) => {
+            run.no_tmpfile.store(true, Ordering::Relaxed);
+            Ok(false)
+        }
+        Err(err) => Err(CopyError::io(Op::Create, path(), err)),
+    }
+}
+
 /// `--inplace`: the data written into the existing file itself (the source's holes punched
 /// in it under `-S`), cut to the source's size, and given its attributes.
 fn write_in_place(
@@ -1178,7 +1218,7 @@ fn write_in_place(
     pair: &Pair<'_>,
     e: &SrcEntry,
     (src, want): (BorrowedFd<'_>, &Stat),
-    hash: Option<&FileHash>,
+    (mover, hash): (&mut Mover, Option<&FileHash>),
 ) -> Result<(), CopyError> {
     let path = || pair.dst_of(&e.dst_name);
     let Some(dir) = &pair.dst else {
@@ -1187,7 +1227,7 @@ fn write_in_place(
     let flags = libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
     let fd = sys::openat(dir.as_fd(), &e.dst_name, flags, 0)
         .map_err(|err| CopyError::io(Op::Open, path(), err))?;
-    write_bytes(pair, (src, src, fd.as_fd()), true, e, hash, &path)?;
+    write_bytes(mover, pair, (src, src, fd.as_fd()), true, e, hash, &path)?;
     rustix::fs::ftruncate(&fd, e.stat.size).map_err(|err| CopyError::io(Op::Write, path(), err))?;
     file_attrs(run, (src, fd.as_fd()), want, &e.stat, &path, None)?;
     sys::close(fd).map_err(|err| CopyError::io(Op::Close, path(), err))
@@ -1210,7 +1250,7 @@ fn delay(
     e: &SrcEntry,
     (dst, existing): (Option<&Stat>, Option<&Stat>),
     (src, data, want): (BorrowedFd<'_>, BorrowedFd<'_>, &Stat),
-    hash: Option<&FileHash>,
+    (mover, hash): (&mut Mover, Option<&FileHash>),
     lines: &mut Vec<u8>,
 ) -> Result<bool, CopyError> {
     let (mode, chmod) = creation(pair, &e.stat, existing, want);
@@ -1227,7 +1267,7 @@ fn delay(
     let fd = sys::openat(stage.as_fd(), &e.dst_name, flags, mode)
         .map_err(|err| CopyError::io(Op::Create, path(), err))?;
     let written = (|| {
-        write_bytes(pair, (src, data, fd.as_fd()), false, e, hash, &path)?;
+        write_bytes(mover, pair, (src, data, fd.as_fd()), false, e, hash, &path)?;
         file_attrs(run, (src, fd.as_fd()), want, &e.stat, &path, Some(pair))?;
         make_room(run, pair, e, dst, lines)
     })();
@@ -1318,14 +1358,23 @@ impl Stop for BetweenEntries {
     }
 }
 
-thread_local! {
-    /// This worker's data path, made for its run (its address), `-S` and hashing: its buffer,
-    /// and the device pairs where copy_file_range was refused, kept from file to file.
-    static DATA_PATH: RefCell<Option<(MadeFor, DataPath)>> = const { RefCell::new(None) };
+/// One sync worker's means of moving bytes, made once for the run and owned by the worker
+/// (never shared, never keyed by anything): cp's data path, with its buffer and the device
+/// pairs where copy_file_range was refused kept from file to file.
+pub(super) struct Mover {
+    data: DataPath,
 }
 
-/// What a worker's [`DataPath`] was made for: the run (its address), `-S`, hashing.
-type MadeFor = (usize, bool, bool);
+impl Mover {
+    /// The data path of `run`: holes kept under `-S`, every byte through the hash under
+    /// `--hash`.
+    pub(super) fn new(run: &Run<'_>) -> Self {
+        let (holes, hashing) = (run.plan.sparse, run.recorder.is_some());
+        Mover {
+            data: DataPath::for_whole_files(holes, hashing, BLOCK, SMALL_FILE + 1),
+        }
+    }
+}
 
 /// Copies the file's bytes from `data` (the source `source`, or a `--copy-dest` basis with its
 /// bytes) to `dst` through cp's data path, up to the size the listing saw (a file that changes
@@ -1338,6 +1387,7 @@ type MadeFor = (usize, bool, bool);
 /// a source that changed while it was read fails the file, so the manifest never holds a hash
 /// of bytes from two versions of it.
 fn write_bytes(
+    mover: &mut Mover,
     pair: &Pair<'_>,
     (source, data, dst): (BorrowedFd<'_>, BorrowedFd<'_>, BorrowedFd<'_>),
     holds_data: bool,
@@ -1353,22 +1403,9 @@ fn write_bytes(
         devs: (e.stat.dev, pair.dst_stat.map_or(0, |d| d.dev)),
         punch_holes: holds_data,
     };
-    let config = (
-        std::ptr::from_ref(pair.run) as usize,
-        sparse,
-        hash.is_some(),
-    );
-    let copied = DATA_PATH.with_borrow_mut(|slot| {
-        if slot
-            .as_ref()
-            .is_none_or(|(made_for, _)| *made_for != config)
-        {
-            let fresh = DataPath::for_whole_files(sparse, hash.is_some(), BLOCK, SMALL_FILE + 1);
-            *slot = Some((config, fresh));
-        }
-        let (_, data_path) = slot.as_mut().expect("made above");
-        data_path.copy_span(&BetweenEntries, ends, 0, size, &e.stat, hash)
-    });
+    let copied = mover
+        .data
+        .copy_span(&BetweenEntries, ends, 0, size, &e.stat, hash);
     let copied = copied.map_err(|side| match side {
         DataSide::Read(err) => CopyError::io(Op::Read, path(), err),
         DataSide::Write(err) | DataSide::Clone(err) => CopyError::io(Op::Write, path(), err),

@@ -428,8 +428,14 @@ fn walk_root<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) {
     held::opened(&pair);
     let threads = run.budget.threads;
     let mut buf = vec![MaybeUninit::<u8>::uninit(); DIR_BUF];
-    // The root is listed on this thread before the others start, so its lines come first.
-    list_dir(run, &pool, Arc::new(pair), &mut buf);
+    // The root is listed on this thread before the others start, so its lines come first;
+    // this thread then works on as one of the workers, with its own mover.
+    list_dir(
+        (run, &mut apply::Mover::new(run)),
+        &pool,
+        Arc::new(pair),
+        &mut buf,
+    );
     std::thread::scope(|s| {
         for _ in 1..threads {
             // Under a thread limit the run goes on with the workers it could have.
@@ -455,6 +461,8 @@ fn walk_root<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) {
 
 fn worker<'r>(run: &'r Run<'r>, pool: &Pool<'r>) {
     let mut buf = vec![MaybeUninit::<u8>::uninit(); DIR_BUF];
+    // This worker's own data path for the run.
+    let mover = &mut apply::Mover::new(run);
     while let Some(work) = pool.pop() {
         // Counted done however the work ends (a panic included), so that the others do not
         // wait for it for ever.
@@ -464,7 +472,7 @@ fn worker<'r>(run: &'r Run<'r>, pool: &Pool<'r>) {
                 Work::Dir(task) => {
                     let block = task.block.clone();
                     match open_task(run, *task) {
-                        Ok(pair) => list_dir(run, pool, Arc::new(pair), &mut buf),
+                        Ok(pair) => list_dir((run, mover), pool, Arc::new(pair), &mut buf),
                         Err(lines) => pool.print(run.out, block.as_deref(), lines, Vec::new()),
                     }
                 }
@@ -472,7 +480,7 @@ fn worker<'r>(run: &'r Run<'r>, pool: &Pool<'r>) {
                     let at = (block.as_deref(), Vec::new());
                     match held::hold(&pair) {
                         Ok(_held) => {
-                            entries_of(run, pool, &pair, (&listing, range), Vec::new(), at)
+                            entries_of((run, mover), pool, &pair, (&listing, range), Vec::new(), at)
                         }
                         Err(e) => {
                             run.fail(e);
@@ -891,7 +899,7 @@ fn keep(
 
 /// Lists a directory pair and handles each of its entries.
 fn list_dir<'r>(
-    run: &'r Run<'r>,
+    (run, mover): (&'r Run<'r>, &mut apply::Mover),
     pool: &Pool<'r>,
     pair: Arc<Pair<'r>>,
     buf: &mut [MaybeUninit<u8>],
@@ -990,7 +998,7 @@ fn list_dir<'r>(
     }
     let block = pair.block.clone();
     entries_of(
-        run,
+        (run, mover),
         pool,
         &pair,
         (&listing, first),
@@ -1166,7 +1174,7 @@ fn precedes(a: &[u8], b: &[u8]) -> bool {
 /// `block` is where their lines go, followed by `later`: the blocks of the directory's
 /// later batches.
 fn entries_of<'r>(
-    run: &'r Run<'r>,
+    (run, mover): (&'r Run<'r>, &mut apply::Mover),
     pool: &Pool<'r>,
     pair: &Arc<Pair<'r>>,
     (listing, range): (&Listing, std::ops::Range<usize>),
@@ -1181,7 +1189,7 @@ fn entries_of<'r>(
         }
         // Made whole (its names and path) only while it is handled.
         let e = &listing.entry(&pair.rel, l);
-        entry(run, (pair, block), e, &mut lines, &mut subdirs);
+        entry((run, mover), (pair, block), e, &mut lines, &mut subdirs);
         if scan {
             continue;
         }
@@ -1224,6 +1232,8 @@ fn dst_stat(pair: &Pair<'_>, name: &CStr) -> Result<Option<Stat>, std::io::Error
 /// directory: lines, and subdirectories to walk. Every step of [`entry`] takes it.
 struct SyncEntry<'j, 'r> {
     run: &'r Run<'r>,
+    /// The worker's data path.
+    mover: &'j mut apply::Mover,
     /// The directory pair it is in (held by the caller).
     pair: &'j Arc<Pair<'r>>,
     /// Where its lines go (when lines are kept in order).
@@ -1252,7 +1262,7 @@ impl AtDest {
 
 /// Decides and carries out one entry; `block` is where its lines go.
 fn entry<'r>(
-    run: &'r Run<'r>,
+    (run, mover): (&'r Run<'r>, &mut apply::Mover),
     (pair, block): (&Arc<Pair<'r>>, Option<&Block<'r>>),
     e: &SrcEntry,
     lines: &mut Vec<u8>,
@@ -1260,6 +1270,7 @@ fn entry<'r>(
 ) {
     let mut job = SyncEntry {
         run,
+        mover,
         pair,
         block,
         e,
@@ -1547,14 +1558,14 @@ impl<'r> SyncEntry<'_, 'r> {
             .then(|| super::alt::find(run, pair, e))
             .flatten();
         if let Some(m) = alt.as_ref().filter(|m| m.exact && kind != Kind::Dir) {
-            match apply::from_alt(run, pair, e, m, self.lines) {
+            match apply::from_alt(run, self.mover, pair, e, m, self.lines) {
                 Ok(item) => self.finish_existing(&item),
                 Err(err) => self.failed(err),
             }
             return;
         }
         let started = Instant::now();
-        let result = apply::make(run, pair, e, dst.as_ref(), decision, self.lines);
+        let result = apply::make(run, self.mover, pair, e, dst.as_ref(), decision, self.lines);
         match result {
             Ok(Some(mut item)) => {
                 item.took = Some(started.elapsed());

@@ -43,6 +43,7 @@ mod sync_bounds;
 mod sync_cli;
 mod sync_data;
 mod sync_dest;
+mod sync_engine;
 mod sync_errors;
 mod sync_escape;
 mod sync_operands;

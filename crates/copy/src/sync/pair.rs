@@ -370,11 +370,18 @@ impl<'r> Pair<'r> {
     /// Under -p, whether the destination directory has a default ACL (asked once).
     pub fn dst_default_acl(&self) -> bool {
         *self.dst_default_acl.get_or_init(|| {
-            self.run.plan.perms
-                && self
+            if !self.run.plan.perms {
+                return false;
+            }
+            match &self._parent {
+                // Made by this run in its parent: it took the parent's default ACL, if any,
+                // as its own (its own ACLs, under -A, come when its walk is done).
+                Some(parent) if self.made_now => parent.dst_default_acl(),
+                _ => self
                     .dst
                     .as_ref()
-                    .is_some_and(|fd| crate::xattr::has_default_acl(fd.as_fd()))
+                    .is_some_and(|fd| crate::xattr::has_default_acl(fd.as_fd())),
+            }
         })
     }
 

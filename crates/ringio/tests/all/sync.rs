@@ -1045,14 +1045,20 @@ fn progress_per_file_and_for_the_whole_transfer() {
 
 /// Under a destination directory's default ACL, `-a` (its `-p`) gives new files the source's
 /// mode as rsync does: the default ACL, not the umask, decides what creation leaves, so the
-/// mode is set after.
+/// mode is set after, in directories the run makes there too, at any depth.
 #[test]
 fn new_files_under_a_default_acl_keep_the_sources_mode() {
     let twin = Twin::new(|side| {
         write_file(side.join("src/f"), b"f");
         write_file(side.join("src/sub/g"), b"g");
+        write_file(side.join("src/sub/deep/er/h"), b"h");
         fs::set_permissions(side.join("src/f"), fs::Permissions::from_mode(0o644)).unwrap();
         fs::set_permissions(side.join("src/sub/g"), fs::Permissions::from_mode(0o604)).unwrap();
+        fs::set_permissions(
+            side.join("src/sub/deep/er/h"),
+            fs::Permissions::from_mode(0o640),
+        )
+        .unwrap();
         fs::create_dir(side.join("dst")).unwrap();
         settle(&side.join("src"));
     });
@@ -1069,6 +1075,9 @@ fn new_files_under_a_default_acl_keep_the_sources_mode() {
     assert_success(&out);
     assert_eq!(mode_of(twin.ri.join("dst/f")), 0o644);
     assert_eq!(mode_of(twin.ri.join("dst/sub/g")), 0o604);
+    // Directories made by the run took the default ACL down the tree (each asked of its
+    // parent, not of the kernel): two levels further, the same.
+    assert_eq!(mode_of(twin.ri.join("dst/sub/deep/er/h")), 0o640);
 }
 
 /// Where one source has a file and another a directory of the same name, the directory is

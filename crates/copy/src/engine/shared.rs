@@ -213,7 +213,13 @@ impl Member {
         );
         let buf = st.spare.pop();
         drop(st);
-        let read = Self::fill(buf, src, at, want);
+        let mut read = Self::fill(buf, src, at, want);
+        if matches!(&read, Err(e) if e.raw_os_error() == Some(libc::ENOMEM)) {
+            // Memory is short: what the group holds goes (the runs that wanted it read it
+            // themselves), then one more try.
+            self.let_go_of_held();
+            read = Self::fill(None, src, at, want);
+        }
         let mut st = group.lock();
         let bytes = match read {
             Ok((buf, len)) => Arc::new(Bytes {
@@ -277,6 +283,21 @@ impl Member {
             buf,
             home: Weak::new(),
         }))
+    }
+
+    /// Lets go of every piece read and not yet taken by all.
+    fn let_go_of_held(&self) {
+        let mut st = self.group.lock();
+        let held: Vec<Key> = st
+            .pieces
+            .iter()
+            .filter(|(_, p)| p.bytes.is_some())
+            .map(|(k, _)| *k)
+            .collect();
+        let freed: Vec<_> = held.iter().filter_map(|key| st.remove(key)).collect();
+        st.spare.clear();
+        drop(st);
+        drop(freed);
     }
 
     /// This run is over: it takes nothing more, and what only it still wanted is let go.

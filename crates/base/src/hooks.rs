@@ -50,8 +50,7 @@ pub fn vanish_after_list() -> Option<&'static std::ffi::CStr> {
 /// complemented in the source, a byte read twice as it was: what the tests of `--tee`'s one
 /// read look at. The file's access and modification times are set back after the write.
 pub fn rewrite_after_read(fd: std::os::fd::BorrowedFd<'_>, at: u64, bytes: &[u8]) {
-    static REWRITE: OnceLock<bool> = OnceLock::new();
-    if !*REWRITE.get_or_init(|| std::env::var_os("RINGIO_TEST_REWRITE_AFTER_READ").is_some()) {
+    if !rewrites_after_read() {
         return;
     }
     use std::os::fd::AsRawFd;
@@ -73,4 +72,11 @@ pub fn rewrite_after_read(fd: std::os::fd::BorrowedFd<'_>, at: u64, bytes: &[u8]
     if let Err(e) = written {
         eprintln!("RINGIO_TEST_REWRITE_AFTER_READ: cannot rewrite {path}: {e}");
     }
+}
+
+/// True when `RINGIO_TEST_REWRITE_AFTER_READ` is set: a reader that moves bytes without seeing
+/// them (splice) reads them for [`rewrite_after_read`].
+pub fn rewrites_after_read() -> bool {
+    static REWRITE: OnceLock<bool> = OnceLock::new();
+    *REWRITE.get_or_init(|| std::env::var_os("RINGIO_TEST_REWRITE_AFTER_READ").is_some())
 }

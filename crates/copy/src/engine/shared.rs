@@ -14,7 +14,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 
 use crate::sys;
@@ -27,6 +27,41 @@ const HELD_CAP: u64 = 256 << 20;
 
 /// Spare buffers kept for the next reads.
 const SPARE_BUFFERS: usize = 32;
+
+/// Pieces held in pipes for members that have not taken them yet, at most (two descriptors
+/// each while filled, one after).
+const HELD_PIPES: usize = 64;
+
+/// A piece spliced through a pipe: what one pipe holds (1 MiB, or less where the system
+/// allows less), the same for every member.
+pub(crate) fn pipe_piece() -> usize {
+    static PIECE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PIECE.get_or_init(|| match new_pipe() {
+        Ok(pipe) => rustix::pipe::fcntl_getpipe_size(&pipe.w).unwrap_or(64 << 10),
+        Err(_) => 64 << 10,
+    })
+}
+
+/// A pipe of [`pipe_piece`]'s size (as large as the system lets it be).
+fn new_pipe() -> io::Result<OwnPipe> {
+    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    let _ = rustix::pipe::fcntl_setpipe_size(&w, 1 << 20);
+    Ok(OwnPipe { r, w })
+}
+
+/// A member's own pipe, which a piece's pipe is duplicated into and its destination filled
+/// from (empty between pieces).
+#[derive(Debug)]
+pub(crate) struct OwnPipe {
+    r: OwnedFd,
+    w: OwnedFd,
+}
+
+/// Which side of a piece's copy failed.
+pub(crate) enum Failed {
+    Read(io::Error),
+    Write(io::Error),
+}
 
 /// A piece of a source: (device, inode, offset).
 type Key = (u64, u64, u64);
@@ -43,8 +78,10 @@ struct State {
     pieces: HashMap<Key, Piece>,
     /// Pieces in the order they were read, for letting the oldest go (stale keys are skipped).
     order: VecDeque<(Key, u64)>,
-    /// Bytes the pieces hold.
+    /// Bytes the pieces hold in buffers.
     held: u64,
+    /// Pieces held in pipes.
+    pipes: usize,
     next_seq: u64,
     /// Members that have left: they take nothing more.
     gone: u64,
@@ -64,6 +101,10 @@ struct Piece {
 pub(crate) struct Bytes {
     buf: Vec<u8>,
     len: usize,
+    /// Where the piece was spliced into instead of `buf`: a pipe holding the source's pages
+    /// (its read end), which every member duplicates (tee(2)) into a pipe of its own and
+    /// splices into its destination, so the bytes are copied once per destination only.
+    pipe: Option<OwnedFd>,
     home: Weak<SharedReads>,
 }
 
@@ -113,6 +154,7 @@ impl SharedReads {
                 pieces: HashMap::new(),
                 order: VecDeque::new(),
                 held: 0,
+                pipes: 0,
                 next_seq: 0,
                 gone: 0,
                 spare: Vec::new(),
@@ -138,8 +180,22 @@ impl State {
     #[must_use]
     fn remove(&mut self, key: &Key) -> Option<Arc<Bytes>> {
         let bytes = self.pieces.remove(key)?.bytes?;
-        self.held -= bytes.buf.len() as u64;
+        self.unhold(&bytes);
         Some(bytes)
+    }
+
+    fn hold(&mut self, bytes: &Bytes) {
+        match bytes.pipe {
+            Some(_) => self.pipes += 1,
+            None => self.held += bytes.buf.len() as u64,
+        }
+    }
+
+    fn unhold(&mut self, bytes: &Bytes) {
+        match bytes.pipe {
+            Some(_) => self.pipes -= 1,
+            None => self.held -= bytes.buf.len() as u64,
+        }
     }
 
     /// Lets the oldest pieces go until the group holds no more than its cap.
@@ -151,7 +207,7 @@ impl State {
                 .pieces
                 .get(&key)
                 .is_some_and(|p| p.seq == seq && p.bytes.is_some());
-            if live && self.held <= HELD_CAP {
+            if live && self.held <= HELD_CAP && self.pipes <= HELD_PIPES {
                 break;
             }
             self.order.pop_front();
@@ -164,24 +220,21 @@ impl State {
 }
 
 impl Member {
-    /// Up to `want` bytes of the file `id` (device, inode), open as `src`, from `at`: the
-    /// piece another member read, or read now (and kept for the others). An empty piece is
-    /// end of file.
-    pub fn read(
+    /// The piece of the file `id` (device, inode) at `at` that another member made, or one made
+    /// now by `make` (given a spare buffer) and kept for the others. None: this member took
+    /// this piece already (it copies the file a second time, under another name), and must
+    /// read for itself.
+    fn take(
         &self,
-        src: BorrowedFd<'_>,
-        id: (u64, u64),
-        at: u64,
-        want: usize,
-    ) -> io::Result<Arc<Bytes>> {
+        (id, at): ((u64, u64), u64),
+        make: impl FnOnce(Option<Vec<u8>>) -> io::Result<Bytes>,
+    ) -> io::Result<Option<Arc<Bytes>>> {
         let group = &self.group;
         let key = (id.0, id.1, at);
         let mut st = group.lock();
         while let Some(piece) = st.pieces.get_mut(&key) {
             if piece.taken & self.bit != 0 {
-                // This run copies the file a second time (another name for it): its own read.
-                drop(st);
-                return self.read_alone(src, at, want);
+                return Ok(None);
             }
             let Some(bytes) = piece.bytes.clone() else {
                 st = group.read.wait(st).unwrap_or_else(|e| e.into_inner());
@@ -195,11 +248,7 @@ impl Member {
             };
             drop(st);
             drop(freed);
-            if bytes.len > want {
-                // Asked for less than was read (a range cut elsewhere): the bytes it wants.
-                return self.copy_of(&bytes.as_slice()[..want]);
-            }
-            return Ok(bytes);
+            return Ok(Some(bytes));
         }
         let seq = st.next_seq;
         st.next_seq += 1;
@@ -213,20 +262,10 @@ impl Member {
         );
         let buf = st.spare.pop();
         drop(st);
-        let mut read = Self::fill(buf, src, at, want);
-        if matches!(&read, Err(e) if e.raw_os_error() == Some(libc::ENOMEM)) {
-            // Memory is short: what the group holds goes (the runs that wanted it read it
-            // themselves), then one more try.
-            self.let_go_of_held();
-            read = Self::fill(None, src, at, want);
-        }
+        let made = make(buf);
         let mut st = group.lock();
-        let bytes = match read {
-            Ok((buf, len)) => Arc::new(Bytes {
-                buf,
-                len,
-                home: Arc::downgrade(group),
-            }),
+        let bytes = match made {
+            Ok(bytes) => Arc::new(bytes),
             Err(e) => {
                 // The others read it themselves, and meet the error there if it is the file's.
                 let _reading = st.remove(&key);
@@ -239,14 +278,160 @@ impl Member {
             freed.extend(st.remove(&key));
         } else if let Some(piece) = st.pieces.get_mut(&key) {
             piece.bytes = Some(bytes.clone());
-            st.held += bytes.buf.len() as u64;
+            st.hold(&bytes);
             st.order.push_back((key, seq));
             freed = st.trim();
         }
         drop(st);
         group.read.notify_all();
         drop(freed);
-        Ok(bytes)
+        Ok(Some(bytes))
+    }
+
+    /// Up to `want` bytes of the file `id` (device, inode), open as `src`, from `at`: the
+    /// piece another member read, or read now (and kept for the others). An empty piece is
+    /// end of file.
+    pub fn read(
+        &self,
+        src: BorrowedFd<'_>,
+        id: (u64, u64),
+        at: u64,
+        want: usize,
+    ) -> io::Result<Arc<Bytes>> {
+        let home = Arc::downgrade(&self.group);
+        let make = |buf| {
+            let mut read = Self::fill(buf, src, at, want);
+            if matches!(&read, Err(e) if e.raw_os_error() == Some(libc::ENOMEM)) {
+                // Memory is short: what the group holds goes (the runs that wanted it read
+                // it themselves), then one more try.
+                self.let_go_of_held();
+                read = Self::fill(None, src, at, want);
+            }
+            let (buf, len) = read?;
+            Ok(Bytes {
+                buf,
+                len,
+                pipe: None,
+                home,
+            })
+        };
+        match self.take((id, at), make)? {
+            Some(bytes) if bytes.pipe.is_some() => self.read_alone(src, at, want),
+            Some(bytes) if bytes.len > want => {
+                // Asked for less than was read (a range cut elsewhere): the bytes it wants.
+                self.copy_of(&bytes.as_slice()[..want])
+            }
+            Some(bytes) => Ok(bytes),
+            None => self.read_alone(src, at, want),
+        }
+    }
+
+    /// Copies up to `want` bytes of the file `id` from `at` (`src`) to the same place in `dst`
+    /// with no buffer of ours: the piece is spliced from the source into a pipe once, by the
+    /// first member that needs it, and each member duplicates that pipe into `own` (tee(2))
+    /// and splices it into its destination. Returns the bytes copied; 0 at end of file.
+    pub fn splice_piece(
+        &self,
+        (src, dst): (BorrowedFd<'_>, BorrowedFd<'_>),
+        (id, at): ((u64, u64), u64),
+        want: usize,
+        own: &mut Option<OwnPipe>,
+    ) -> Result<usize, Failed> {
+        let home = Arc::downgrade(&self.group);
+        let make = |buf| match Self::fill_pipe(src, at, want) {
+            Ok((pipe, len)) => Ok(Bytes {
+                buf: Vec::new(),
+                len,
+                pipe: Some(pipe),
+                home,
+            }),
+            // A source that cannot be spliced from is read into a buffer.
+            Err(e) if crate::transfer::unsupported(&e) => {
+                let (buf, len) = Self::fill(buf, src, at, want)?;
+                Ok(Bytes {
+                    buf,
+                    len,
+                    pipe: None,
+                    home,
+                })
+            }
+            Err(e) => Err(e),
+        };
+        let piece = match self.take((id, at), make).map_err(Failed::Read)? {
+            Some(piece) => piece,
+            None => self.read_alone(src, at, want).map_err(Failed::Read)?,
+        };
+        let n = piece.len.min(want);
+        let Some(pipe) = &piece.pipe else {
+            sys::pwrite_all(dst, &piece.as_slice()[..n], at).map_err(Failed::Write)?;
+            return Ok(n);
+        };
+        if own.is_none() {
+            *own = Some(new_pipe().map_err(Failed::Write)?);
+        }
+        let mine = own.as_ref().expect("made above");
+        let teed = loop {
+            match rustix::pipe::tee(pipe, &mine.w, n, rustix::pipe::SpliceFlags::NONBLOCK) {
+                Ok(t) => break t,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(Failed::Read(e.into())),
+            }
+        };
+        let mut moved = 0;
+        while moved < teed {
+            let mut off = at + moved as u64;
+            match rustix::pipe::splice(
+                &mine.r,
+                None,
+                dst,
+                Some(&mut off),
+                teed - moved,
+                rustix::pipe::SpliceFlags::MOVE,
+            ) {
+                Ok(0) => {
+                    *own = None;
+                    return Err(Failed::Write(io::ErrorKind::WriteZero.into()));
+                }
+                Ok(m) => moved += m,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => {
+                    // Its pipe may hold bytes: the next piece gets a new one.
+                    *own = None;
+                    return Err(Failed::Write(e.into()));
+                }
+            }
+        }
+        Ok(teed)
+    }
+
+    /// Splices up to `want` bytes at `at` of `src` into a new pipe: its read end, and the bytes
+    /// in it (fewer than asked where the pipe is full, 0 at end of file).
+    fn fill_pipe(src: BorrowedFd<'_>, at: u64, want: usize) -> io::Result<(OwnedFd, usize)> {
+        let pipe = new_pipe()?;
+        let mut got = 0;
+        while got < want {
+            let mut off = at + got as u64;
+            match rustix::pipe::splice(
+                src,
+                Some(&mut off),
+                &pipe.w,
+                None,
+                want - got,
+                rustix::pipe::SpliceFlags::NONBLOCK,
+            ) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::AGAIN) if got > 0 => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if ringio_base::hooks::rewrites_after_read() {
+            let mut bytes = vec![0u8; got];
+            let n = sys::pread(src, &mut bytes, at)?;
+            ringio_base::hooks::rewrite_after_read(src, at, &bytes[..n]);
+        }
+        Ok((pipe.r, got))
     }
 
     /// Reads `want` bytes at `at` into `buf` (or a new buffer): the buffer and the bytes read.
@@ -271,6 +456,7 @@ impl Member {
         Ok(Arc::new(Bytes {
             buf,
             len,
+            pipe: None,
             home: Weak::new(),
         }))
     }
@@ -281,6 +467,7 @@ impl Member {
         Ok(Arc::new(Bytes {
             len: buf.len(),
             buf,
+            pipe: None,
             home: Weak::new(),
         }))
     }

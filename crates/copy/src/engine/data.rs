@@ -4,7 +4,7 @@
 use std::io;
 use std::os::fd::BorrowedFd;
 
-use super::shared::{pipe_piece, Failed, Member, OwnPipe};
+use super::shared::{pipe_piece, Failed, Member, OwnPipe, SPLICE_FROM};
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
 use crate::manifest::hashing::FileHash;
@@ -526,7 +526,8 @@ impl DataPath {
             transfer::grow(&mut self.buf, rest, self.block_size).map_err(Side::Read)?;
         }
         let skip_zeros = self.sparse == Sparse::Always;
-        if let (Some((member, id)), None, false) = (&shared, hash, skip_zeros) {
+        let small = (len - done).min(file_size.saturating_sub(offset + done)) < SPLICE_FROM as u64;
+        if let (Some((member, id)), None, false, false) = (&shared, hash, skip_zeros, small) {
             // Bytes no one looks at: spliced, the source's pages shared by the group's pipes.
             while done < len {
                 if ctx.stopped() {

@@ -32,6 +32,10 @@ const SPARE_BUFFERS: usize = 32;
 /// each while filled, one after).
 const HELD_PIPES: usize = 64;
 
+/// Pieces shorter than this go through a buffer even where they could be spliced: a pipe per
+/// piece costs more than copying a small piece once more.
+pub(crate) const SPLICE_FROM: usize = 64 << 10;
+
 /// A piece spliced through a pipe: what one pipe holds (1 MiB, or less where the system
 /// allows less), the same for every member.
 pub(crate) fn pipe_piece() -> usize {
@@ -82,6 +86,8 @@ struct State {
     held: u64,
     /// Pieces held in pipes.
     pipes: usize,
+    /// Members waiting for a read under way.
+    waiting: usize,
     next_seq: u64,
     /// Members that have left: they take nothing more.
     gone: u64,
@@ -155,6 +161,7 @@ impl SharedReads {
                 order: VecDeque::new(),
                 held: 0,
                 pipes: 0,
+                waiting: 0,
                 next_seq: 0,
                 gone: 0,
                 spare: Vec::new(),
@@ -187,14 +194,14 @@ impl State {
     fn hold(&mut self, bytes: &Bytes) {
         match bytes.pipe {
             Some(_) => self.pipes += 1,
-            None => self.held += bytes.buf.len() as u64,
+            None => self.held += bytes.buf.capacity() as u64,
         }
     }
 
     fn unhold(&mut self, bytes: &Bytes) {
         match bytes.pipe {
             Some(_) => self.pipes -= 1,
-            None => self.held -= bytes.buf.len() as u64,
+            None => self.held -= bytes.buf.capacity() as u64,
         }
     }
 
@@ -237,7 +244,9 @@ impl Member {
                 return Ok(None);
             }
             let Some(bytes) = piece.bytes.clone() else {
+                st.waiting += 1;
                 st = group.read.wait(st).unwrap_or_else(|e| e.into_inner());
+                st.waiting -= 1;
                 continue;
             };
             piece.taken |= self.bit;
@@ -269,7 +278,9 @@ impl Member {
             Err(e) => {
                 // The others read it themselves, and meet the error there if it is the file's.
                 let _reading = st.remove(&key);
-                group.read.notify_all();
+                if st.waiting > 0 {
+                    group.read.notify_all();
+                }
                 return Err(e);
             }
         };
@@ -282,8 +293,11 @@ impl Member {
             st.order.push_back((key, seq));
             freed = st.trim();
         }
+        let waiting = st.waiting > 0;
         drop(st);
-        group.read.notify_all();
+        if waiting {
+            group.read.notify_all();
+        }
         drop(freed);
         Ok(Some(bytes))
     }
@@ -441,11 +455,22 @@ impl Member {
         at: u64,
         want: usize,
     ) -> io::Result<(Vec<u8>, usize)> {
-        let mut buf = match buf {
-            Some(b) if b.len() >= want => b,
-            _ => sys::try_zeroed(want)?,
+        let mut buf = buf.unwrap_or_default();
+        buf.clear();
+        // At least a small piece's worth, so that a spare fits any small file. Not zeroed:
+        // the read fills what is used.
+        let cap = want.max(SPLICE_FROM);
+        buf.try_reserve_exact(cap)
+            .map_err(|_| io::Error::from_raw_os_error(libc::ENOMEM))?;
+        let n = loop {
+            match rustix::io::pread(src, &mut buf.spare_capacity_mut()[..want], at) {
+                Ok((read, _)) => break read.len(),
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
         };
-        let n = sys::pread(src, &mut buf[..want], at)?;
+        // SAFETY: pread initialized the first `n` bytes of the spare capacity.
+        unsafe { buf.set_len(n) };
         ringio_base::hooks::rewrite_after_read(src, at, &buf[..n]);
         Ok((buf, n))
     }

@@ -103,12 +103,38 @@ fn tee_reads_each_source_once_for_every_destination() {
             atime: false,
             ..Check::ARCHIVE
         };
-        // Read into a buffer, every destination holds the bytes as they were read; spliced,
-        // the pipes hold the source's own pages, so every destination holds them as they
-        // are when written, after the one read changed them: the source as it ends.
-        let expected = if hashed { &before } else { &src };
+        // Read into a buffer, every destination holds the bytes as they were read. Spliced
+        // (a file's data of 64 KiB or more, not hashed), the pipes hold the source's own
+        // pages, so every destination holds them as they are when written, after the one
+        // read changed them: the source's bytes as they end.
+        let spliced = |name: &str| !hashed && name != "small";
         for dst in &dests {
-            assert_trees_equal(expected, dst, check);
+            let diffs: Vec<String> = tree_diff(&before, dst, check)
+                .into_iter()
+                .filter(|d| {
+                    !originals().iter().any(|(name, _)| {
+                        spliced(name) && d == &format!("{name:?}: content differs from byte 0")
+                    }) && !(spliced("big") && d == "\"sub/big-again\": content differs from byte 0")
+                })
+                .collect();
+            assert!(
+                diffs.is_empty(),
+                "N={n}, hashed {hashed}: {}: {diffs:?}",
+                dst.display()
+            );
+            for (name, original) in originals() {
+                let got = fs::read(dst.join(name)).unwrap();
+                let want: Vec<u8> = if spliced(name) {
+                    original.iter().map(|b| b ^ 0xff).collect()
+                } else {
+                    original
+                };
+                assert!(
+                    got == want,
+                    "N={n}, hashed {hashed}: {name} in {}",
+                    dst.display()
+                );
+            }
             let sparse = fs::metadata(dst.join("sparse")).unwrap();
             assert!(
                 sparse.blocks() * 512 < 1 << 20,

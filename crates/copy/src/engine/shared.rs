@@ -422,6 +422,12 @@ impl Member {
     /// in it (fewer than asked where the pipe is full, 0 at end of file).
     fn fill_pipe(src: BorrowedFd<'_>, at: u64, want: usize) -> io::Result<(OwnedFd, usize)> {
         let pipe = new_pipe()?;
+        // A page of the source per slot of the pipe: a piece that starts inside a page ends
+        // as much sooner, so the pipe never fills and a splice into it never waits for room.
+        // (SPLICE_F_NONBLOCK would stop at the first page not yet read from the disk.)
+        let page = rustix::param::page_size();
+        let room = rustix::pipe::fcntl_getpipe_size(&pipe.w)?;
+        let want = want.min(room.saturating_sub(at as usize % page)).max(1);
         let mut got = 0;
         while got < want {
             let mut off = at + got as u64;
@@ -431,12 +437,11 @@ impl Member {
                 &pipe.w,
                 None,
                 want - got,
-                rustix::pipe::SpliceFlags::NONBLOCK,
+                rustix::pipe::SpliceFlags::empty(),
             ) {
                 Ok(0) => break,
                 Ok(n) => got += n,
                 Err(rustix::io::Errno::INTR) => {}
-                Err(rustix::io::Errno::AGAIN) if got > 0 => break,
                 Err(e) => return Err(e.into()),
             }
         }
@@ -565,6 +570,42 @@ mod tests {
         let st = members[0].group.lock();
         assert!(st.pieces.is_empty(), "a piece every member took is let go");
         assert_eq!(st.held, 0);
+    }
+
+    /// Two members splice a file into files of their own piece by piece, taking turns at
+    /// being first: each gets the file's bytes, and the group holds no pipe at the end.
+    #[test]
+    fn spliced_pieces_reach_every_member() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let content: Vec<u8> = (0..3_500_000u32).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&path, &content).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let members = SharedReads::group(2);
+        let outs: Vec<std::fs::File> = (0..2)
+            .map(|i| std::fs::File::create(dir.path().join(format!("out{i}"))).unwrap())
+            .collect();
+        let mut pipes: Vec<Option<OwnPipe>> = vec![None, None];
+        let mut at = [0u64; 2];
+        let mut turn = 0;
+        while at.iter().any(|&a| a < content.len() as u64) {
+            for k in [turn % 2, (turn + 1) % 2] {
+                let ends = (file.as_fd(), outs[k].as_fd());
+                let n = match members[k].splice_piece(ends, ((7, 8), at[k]), 1 << 20, &mut pipes[k])
+                {
+                    Ok(n) => n,
+                    Err(Failed::Read(e) | Failed::Write(e)) => panic!("splice: {e}"),
+                };
+                at[k] += n as u64;
+            }
+            turn += 1;
+        }
+        for i in 0..2 {
+            let got = std::fs::read(dir.path().join(format!("out{i}"))).unwrap();
+            assert!(got == content, "member {i}: not the file's bytes");
+        }
+        let st = members[0].group.lock();
+        assert_eq!((st.pieces.len(), st.pipes), (0, 0));
     }
 
     /// A member that leaves lets go of what it would have taken; one that asks again for a

@@ -408,6 +408,14 @@ impl Member {
                 }
                 Ok(m) => moved += m,
                 Err(rustix::io::Errno::INTR) => {}
+                Err(e) if crate::transfer::unsupported(&e.into()) => {
+                    // A destination that takes no splice: the rest of the piece is read out
+                    // of the pipe and written.
+                    let rest = Self::drain(&mine.r, teed - moved).map_err(Failed::Read);
+                    *own = None;
+                    sys::pwrite_all(dst, &rest?, at + moved as u64).map_err(Failed::Write)?;
+                    return Ok(teed);
+                }
                 Err(e) => {
                     // Its pipe may hold bytes: the next piece gets a new one.
                     *own = None;
@@ -416,6 +424,21 @@ impl Member {
             }
         }
         Ok(teed)
+    }
+
+    /// The `len` bytes a pipe holds, read out of it.
+    fn drain(pipe: &OwnedFd, len: usize) -> io::Result<Vec<u8>> {
+        let mut bytes = vec![0u8; len];
+        let mut got = 0;
+        while got < len {
+            match rustix::io::read(pipe, &mut bytes[got..]) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => got += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(bytes)
     }
 
     /// Splices up to `want` bytes at `at` of `src` into a new pipe: its read end, and the bytes

@@ -4,7 +4,7 @@
 use std::io;
 use std::os::fd::BorrowedFd;
 
-use super::shared::{pipe_piece, Failed, Member, OwnPipe, SPLICE_FROM};
+use super::shared::Member;
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
 use crate::manifest::hashing::FileHash;
@@ -45,8 +45,6 @@ pub(crate) struct DataPath {
     /// group, and this run's copy written from it (no copy_file_range: the kernel's copy
     /// would read the source again).
     shared: Option<Member>,
-    /// The pipe a tee group's spliced pieces go through on their way to this run's files.
-    own_pipe: Option<OwnPipe>,
 }
 
 /// What one step of a file copy did, in GNU cp's `--debug` words.
@@ -214,7 +212,6 @@ impl DataPath {
             transfer_from: 0,
             report: DebugReport::default(),
             shared: None,
-            own_pipe: None,
         }
     }
 
@@ -263,7 +260,6 @@ impl DataPath {
             transfer_from: plain_below,
             report: DebugReport::default(),
             shared: None,
-            own_pipe: None,
         }
     }
 
@@ -526,28 +522,6 @@ impl DataPath {
             transfer::grow(&mut self.buf, rest, self.block_size).map_err(Side::Read)?;
         }
         let skip_zeros = self.sparse == Sparse::Always;
-        let small = (len - done).min(file_size.saturating_sub(offset + done)) < SPLICE_FROM as u64;
-        if let (Some((member, id)), None, false, false) = (&shared, hash, skip_zeros, small) {
-            // Bytes no one looks at: spliced, the source's pages shared by the group's pipes.
-            while done < len {
-                if ctx.stopped() {
-                    return Err(Side::Write(io::Error::from_raw_os_error(libc::EINTR)));
-                }
-                let want = (len - done).min(pipe_piece() as u64) as usize;
-                let at = offset + done;
-                let n = member
-                    .splice_piece((src, dst), (*id, at), want, &mut self.own_pipe)
-                    .map_err(|f| match f {
-                        Failed::Read(e) => Side::Read(e),
-                        Failed::Write(e) => Side::Write(e),
-                    })?;
-                if n == 0 {
-                    break;
-                }
-                done += n as u64;
-            }
-            return Ok(done);
-        }
         while done < len {
             if ctx.stopped() {
                 return Err(Side::Write(io::Error::from_raw_os_error(libc::EINTR)));

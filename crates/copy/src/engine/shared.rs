@@ -14,7 +14,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::BorrowedFd;
 use std::sync::{Arc, Condvar, Mutex, Weak};
 
 use crate::sys;
@@ -28,44 +28,8 @@ const HELD_CAP: u64 = 256 << 20;
 /// Spare buffers kept for the next reads.
 const SPARE_BUFFERS: usize = 32;
 
-/// Pieces held in pipes for members that have not taken them yet, at most (two descriptors
-/// each while filled, one after).
-const HELD_PIPES: usize = 64;
-
-/// Pieces shorter than this go through a buffer even where they could be spliced: a pipe per
-/// piece costs more than copying a small piece once more.
-pub(crate) const SPLICE_FROM: usize = 64 << 10;
-
-/// A piece spliced through a pipe: what one pipe holds (1 MiB, or less where the system
-/// allows less), the same for every member.
-pub(crate) fn pipe_piece() -> usize {
-    static PIECE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *PIECE.get_or_init(|| match new_pipe() {
-        Ok(pipe) => rustix::pipe::fcntl_getpipe_size(&pipe.w).unwrap_or(64 << 10),
-        Err(_) => 64 << 10,
-    })
-}
-
-/// A pipe of [`pipe_piece`]'s size (as large as the system lets it be).
-fn new_pipe() -> io::Result<OwnPipe> {
-    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-    let _ = rustix::pipe::fcntl_setpipe_size(&w, 1 << 20);
-    Ok(OwnPipe { r, w })
-}
-
-/// A member's own pipe, which a piece's pipe is duplicated into and its destination filled
-/// from (empty between pieces).
-#[derive(Debug)]
-pub(crate) struct OwnPipe {
-    r: OwnedFd,
-    w: OwnedFd,
-}
-
-/// Which side of a piece's copy failed.
-pub(crate) enum Failed {
-    Read(io::Error),
-    Write(io::Error),
-}
+/// The least a buffer holds, so that a spare fits any small file.
+const SMALL_PIECE: usize = 64 << 10;
 
 /// A piece of a source: (device, inode, offset).
 type Key = (u64, u64, u64);
@@ -82,10 +46,8 @@ struct State {
     pieces: HashMap<Key, Piece>,
     /// Pieces in the order they were read, for letting the oldest go (stale keys are skipped).
     order: VecDeque<(Key, u64)>,
-    /// Bytes the pieces hold in buffers.
+    /// Bytes the pieces hold.
     held: u64,
-    /// Pieces held in pipes.
-    pipes: usize,
     /// Members waiting for a read under way.
     waiting: usize,
     next_seq: u64,
@@ -107,10 +69,6 @@ struct Piece {
 pub(crate) struct Bytes {
     buf: Vec<u8>,
     len: usize,
-    /// Where the piece was spliced into instead of `buf`: a pipe holding the source's pages
-    /// (its read end), which every member duplicates (tee(2)) into a pipe of its own and
-    /// splices into its destination, so the bytes are copied once per destination only.
-    pipe: Option<OwnedFd>,
     home: Weak<SharedReads>,
 }
 
@@ -160,7 +118,6 @@ impl SharedReads {
                 pieces: HashMap::new(),
                 order: VecDeque::new(),
                 held: 0,
-                pipes: 0,
                 waiting: 0,
                 next_seq: 0,
                 gone: 0,
@@ -187,22 +144,8 @@ impl State {
     #[must_use]
     fn remove(&mut self, key: &Key) -> Option<Arc<Bytes>> {
         let bytes = self.pieces.remove(key)?.bytes?;
-        self.unhold(&bytes);
+        self.held -= bytes.buf.capacity() as u64;
         Some(bytes)
-    }
-
-    fn hold(&mut self, bytes: &Bytes) {
-        match bytes.pipe {
-            Some(_) => self.pipes += 1,
-            None => self.held += bytes.buf.capacity() as u64,
-        }
-    }
-
-    fn unhold(&mut self, bytes: &Bytes) {
-        match bytes.pipe {
-            Some(_) => self.pipes -= 1,
-            None => self.held -= bytes.buf.capacity() as u64,
-        }
     }
 
     /// Lets the oldest pieces go until the group holds no more than its cap.
@@ -214,7 +157,7 @@ impl State {
                 .pieces
                 .get(&key)
                 .is_some_and(|p| p.seq == seq && p.bytes.is_some());
-            if live && self.held <= HELD_CAP && self.pipes <= HELD_PIPES {
+            if live && self.held <= HELD_CAP {
                 break;
             }
             self.order.pop_front();
@@ -227,21 +170,24 @@ impl State {
 }
 
 impl Member {
-    /// The piece of the file `id` (device, inode) at `at` that another member made, or one made
-    /// now by `make` (given a spare buffer) and kept for the others. None: this member took
-    /// this piece already (it copies the file a second time, under another name), and must
-    /// read for itself.
-    fn take(
+    /// Up to `want` bytes of the file `id` (device, inode), open as `src`, from `at`: the
+    /// piece another member read, or read now (and kept for the others). An empty piece is
+    /// end of file.
+    pub fn read(
         &self,
-        (id, at): ((u64, u64), u64),
-        make: impl FnOnce(Option<Vec<u8>>) -> io::Result<Bytes>,
-    ) -> io::Result<Option<Arc<Bytes>>> {
+        src: BorrowedFd<'_>,
+        id: (u64, u64),
+        at: u64,
+        want: usize,
+    ) -> io::Result<Arc<Bytes>> {
         let group = &self.group;
         let key = (id.0, id.1, at);
         let mut st = group.lock();
         while let Some(piece) = st.pieces.get_mut(&key) {
             if piece.taken & self.bit != 0 {
-                return Ok(None);
+                // This run copies the file a second time (another name for it): its own read.
+                drop(st);
+                return self.read_alone(src, at, want);
             }
             let Some(bytes) = piece.bytes.clone() else {
                 st.waiting += 1;
@@ -257,7 +203,11 @@ impl Member {
             };
             drop(st);
             drop(freed);
-            return Ok(Some(bytes));
+            if bytes.len > want {
+                // Asked for less than was read (a range cut elsewhere): the bytes it wants.
+                return self.copy_of(&bytes.as_slice()[..want]);
+            }
+            return Ok(bytes);
         }
         let seq = st.next_seq;
         st.next_seq += 1;
@@ -271,10 +221,20 @@ impl Member {
         );
         let buf = st.spare.pop();
         drop(st);
-        let made = make(buf);
+        let mut read = Self::fill(buf, src, at, want);
+        if matches!(&read, Err(e) if e.raw_os_error() == Some(libc::ENOMEM)) {
+            // Memory is short: what the group holds goes (the runs that wanted it read it
+            // themselves), then one more try.
+            self.let_go_of_held();
+            read = Self::fill(None, src, at, want);
+        }
         let mut st = group.lock();
-        let bytes = match made {
-            Ok(bytes) => Arc::new(bytes),
+        let bytes = match read {
+            Ok((buf, len)) => Arc::new(Bytes {
+                buf,
+                len,
+                home: Arc::downgrade(group),
+            }),
             Err(e) => {
                 // The others read it themselves, and meet the error there if it is the file's.
                 let _reading = st.remove(&key);
@@ -289,7 +249,7 @@ impl Member {
             freed.extend(st.remove(&key));
         } else if let Some(piece) = st.pieces.get_mut(&key) {
             piece.bytes = Some(bytes.clone());
-            st.hold(&bytes);
+            st.held += bytes.buf.capacity() as u64;
             st.order.push_back((key, seq));
             freed = st.trim();
         }
@@ -299,181 +259,7 @@ impl Member {
             group.read.notify_all();
         }
         drop(freed);
-        Ok(Some(bytes))
-    }
-
-    /// Up to `want` bytes of the file `id` (device, inode), open as `src`, from `at`: the
-    /// piece another member read, or read now (and kept for the others). An empty piece is
-    /// end of file.
-    pub fn read(
-        &self,
-        src: BorrowedFd<'_>,
-        id: (u64, u64),
-        at: u64,
-        want: usize,
-    ) -> io::Result<Arc<Bytes>> {
-        let home = Arc::downgrade(&self.group);
-        let make = |buf| {
-            let mut read = Self::fill(buf, src, at, want);
-            if matches!(&read, Err(e) if e.raw_os_error() == Some(libc::ENOMEM)) {
-                // Memory is short: what the group holds goes (the runs that wanted it read
-                // it themselves), then one more try.
-                self.let_go_of_held();
-                read = Self::fill(None, src, at, want);
-            }
-            let (buf, len) = read?;
-            Ok(Bytes {
-                buf,
-                len,
-                pipe: None,
-                home,
-            })
-        };
-        match self.take((id, at), make)? {
-            Some(bytes) if bytes.pipe.is_some() => self.read_alone(src, at, want),
-            Some(bytes) if bytes.len > want => {
-                // Asked for less than was read (a range cut elsewhere): the bytes it wants.
-                self.copy_of(&bytes.as_slice()[..want])
-            }
-            Some(bytes) => Ok(bytes),
-            None => self.read_alone(src, at, want),
-        }
-    }
-
-    /// Copies up to `want` bytes of the file `id` from `at` (`src`) to the same place in `dst`
-    /// with no buffer of ours: the piece is spliced from the source into a pipe once, by the
-    /// first member that needs it, and each member duplicates that pipe into `own` (tee(2))
-    /// and splices it into its destination. Returns the bytes copied; 0 at end of file.
-    pub fn splice_piece(
-        &self,
-        (src, dst): (BorrowedFd<'_>, BorrowedFd<'_>),
-        (id, at): ((u64, u64), u64),
-        want: usize,
-        own: &mut Option<OwnPipe>,
-    ) -> Result<usize, Failed> {
-        let home = Arc::downgrade(&self.group);
-        let make = |buf| match Self::fill_pipe(src, at, want) {
-            Ok((pipe, len)) => Ok(Bytes {
-                buf: Vec::new(),
-                len,
-                pipe: Some(pipe),
-                home,
-            }),
-            // A source that cannot be spliced from is read into a buffer.
-            Err(e) if crate::transfer::unsupported(&e) => {
-                let (buf, len) = Self::fill(buf, src, at, want)?;
-                Ok(Bytes {
-                    buf,
-                    len,
-                    pipe: None,
-                    home,
-                })
-            }
-            Err(e) => Err(e),
-        };
-        let piece = match self.take((id, at), make).map_err(Failed::Read)? {
-            Some(piece) => piece,
-            None => self.read_alone(src, at, want).map_err(Failed::Read)?,
-        };
-        let n = piece.len.min(want);
-        let Some(pipe) = &piece.pipe else {
-            sys::pwrite_all(dst, &piece.as_slice()[..n], at).map_err(Failed::Write)?;
-            return Ok(n);
-        };
-        if own.is_none() {
-            *own = Some(new_pipe().map_err(Failed::Write)?);
-        }
-        let mine = own.as_ref().expect("made above");
-        let teed = loop {
-            match rustix::pipe::tee(pipe, &mine.w, n, rustix::pipe::SpliceFlags::NONBLOCK) {
-                Ok(t) => break t,
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => return Err(Failed::Read(e.into())),
-            }
-        };
-        let mut moved = 0;
-        while moved < teed {
-            let mut off = at + moved as u64;
-            match rustix::pipe::splice(
-                &mine.r,
-                None,
-                dst,
-                Some(&mut off),
-                teed - moved,
-                rustix::pipe::SpliceFlags::MOVE,
-            ) {
-                Ok(0) => {
-                    *own = None;
-                    return Err(Failed::Write(io::ErrorKind::WriteZero.into()));
-                }
-                Ok(m) => moved += m,
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) if crate::transfer::unsupported(&e.into()) => {
-                    // A destination that takes no splice: the rest of the piece is read out
-                    // of the pipe and written.
-                    let rest = Self::drain(&mine.r, teed - moved).map_err(Failed::Read);
-                    *own = None;
-                    sys::pwrite_all(dst, &rest?, at + moved as u64).map_err(Failed::Write)?;
-                    return Ok(teed);
-                }
-                Err(e) => {
-                    // Its pipe may hold bytes: the next piece gets a new one.
-                    *own = None;
-                    return Err(Failed::Write(e.into()));
-                }
-            }
-        }
-        Ok(teed)
-    }
-
-    /// The `len` bytes a pipe holds, read out of it.
-    fn drain(pipe: &OwnedFd, len: usize) -> io::Result<Vec<u8>> {
-        let mut bytes = vec![0u8; len];
-        let mut got = 0;
-        while got < len {
-            match rustix::io::read(pipe, &mut bytes[got..]) {
-                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => got += n,
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
         Ok(bytes)
-    }
-
-    /// Splices up to `want` bytes at `at` of `src` into a new pipe: its read end, and the bytes
-    /// in it (fewer than asked where the pipe is full, 0 at end of file).
-    fn fill_pipe(src: BorrowedFd<'_>, at: u64, want: usize) -> io::Result<(OwnedFd, usize)> {
-        let pipe = new_pipe()?;
-        // A page of the source per slot of the pipe: a piece that starts inside a page ends
-        // as much sooner, so the pipe never fills and a splice into it never waits for room.
-        // (SPLICE_F_NONBLOCK would stop at the first page not yet read from the disk.)
-        let page = rustix::param::page_size();
-        let room = rustix::pipe::fcntl_getpipe_size(&pipe.w)?;
-        let want = want.min(room.saturating_sub(at as usize % page)).max(1);
-        let mut got = 0;
-        while got < want {
-            let mut off = at + got as u64;
-            match rustix::pipe::splice(
-                src,
-                Some(&mut off),
-                &pipe.w,
-                None,
-                want - got,
-                rustix::pipe::SpliceFlags::empty(),
-            ) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        if ringio_base::hooks::rewrites_after_read() {
-            let mut bytes = vec![0u8; got];
-            let n = sys::pread(src, &mut bytes, at)?;
-            ringio_base::hooks::rewrite_after_read(src, at, &bytes[..n]);
-        }
-        Ok((pipe.r, got))
     }
 
     /// Reads `want` bytes at `at` into `buf` (or a new buffer): the buffer and the bytes read.
@@ -485,10 +271,8 @@ impl Member {
     ) -> io::Result<(Vec<u8>, usize)> {
         let mut buf = buf.unwrap_or_default();
         buf.clear();
-        // At least a small piece's worth, so that a spare fits any small file. Not zeroed:
-        // the read fills what is used.
-        let cap = want.max(SPLICE_FROM);
-        buf.try_reserve_exact(cap)
+        // Not zeroed: the read fills what is used.
+        buf.try_reserve_exact(want.max(SMALL_PIECE))
             .map_err(|_| io::Error::from_raw_os_error(libc::ENOMEM))?;
         let n = loop {
             match rustix::io::pread(src, &mut buf.spare_capacity_mut()[..want], at) {
@@ -505,12 +289,12 @@ impl Member {
 
     /// A read of this member's own, outside the group.
     fn read_alone(&self, src: BorrowedFd<'_>, at: u64, want: usize) -> io::Result<Arc<Bytes>> {
-        let (buf, len) = Self::fill(None, src, at, want)?;
+        let spare = self.group.lock().spare.pop();
+        let (buf, len) = Self::fill(spare, src, at, want)?;
         Ok(Arc::new(Bytes {
             buf,
             len,
-            pipe: None,
-            home: Weak::new(),
+            home: Arc::downgrade(&self.group),
         }))
     }
 
@@ -520,7 +304,6 @@ impl Member {
         Ok(Arc::new(Bytes {
             len: buf.len(),
             buf,
-            pipe: None,
             home: Weak::new(),
         }))
     }
@@ -593,42 +376,6 @@ mod tests {
         let st = members[0].group.lock();
         assert!(st.pieces.is_empty(), "a piece every member took is let go");
         assert_eq!(st.held, 0);
-    }
-
-    /// Two members splice a file into files of their own piece by piece, taking turns at
-    /// being first: each gets the file's bytes, and the group holds no pipe at the end.
-    #[test]
-    fn spliced_pieces_reach_every_member() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        let content: Vec<u8> = (0..3_500_000u32).map(|i| (i % 253) as u8).collect();
-        std::fs::write(&path, &content).unwrap();
-        let file = std::fs::File::open(&path).unwrap();
-        let members = SharedReads::group(2);
-        let outs: Vec<std::fs::File> = (0..2)
-            .map(|i| std::fs::File::create(dir.path().join(format!("out{i}"))).unwrap())
-            .collect();
-        let mut pipes: Vec<Option<OwnPipe>> = vec![None, None];
-        let mut at = [0u64; 2];
-        let mut turn = 0;
-        while at.iter().any(|&a| a < content.len() as u64) {
-            for k in [turn % 2, (turn + 1) % 2] {
-                let ends = (file.as_fd(), outs[k].as_fd());
-                let n = match members[k].splice_piece(ends, ((7, 8), at[k]), 1 << 20, &mut pipes[k])
-                {
-                    Ok(n) => n,
-                    Err(Failed::Read(e) | Failed::Write(e)) => panic!("splice: {e}"),
-                };
-                at[k] += n as u64;
-            }
-            turn += 1;
-        }
-        for i in 0..2 {
-            let got = std::fs::read(dir.path().join(format!("out{i}"))).unwrap();
-            assert!(got == content, "member {i}: not the file's bytes");
-        }
-        let st = members[0].group.lock();
-        assert_eq!((st.pieces.len(), st.pipes), (0, 0));
     }
 
     /// A member that leaves lets go of what it would have taken; one that asks again for a

@@ -43,3 +43,40 @@ pub fn vanish_after_list() -> Option<&'static std::ffi::CStr> {
     })
     .as_deref()
 }
+
+/// `RINGIO_TEST_REWRITE_AFTER_READ=1`: once a copy has read `bytes` at `at` of its source
+/// `fd`, those bytes of the source are replaced by their complement (each byte XOR 0xff), as
+/// another process writing the file at that instant would. A byte read once by the copy ends
+/// complemented in the source, a byte read twice as it was: what the tests of `--tee`'s one
+/// read look at. The file's access and modification times are set back after the write.
+pub fn rewrite_after_read(fd: std::os::fd::BorrowedFd<'_>, at: u64, bytes: &[u8]) {
+    if !rewrites_after_read() {
+        return;
+    }
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileExt;
+    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let flipped: Vec<u8> = bytes.iter().map(|b| b ^ 0xff).collect();
+    // Its times kept, so that the copy does not see a file changed while it was copied.
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .and_then(|f| {
+            let before = f.metadata()?;
+            f.write_all_at(&flipped, at)?;
+            let times = std::fs::FileTimes::new()
+                .set_accessed(before.accessed()?)
+                .set_modified(before.modified()?);
+            f.set_times(times)
+        });
+    if let Err(e) = written {
+        eprintln!("RINGIO_TEST_REWRITE_AFTER_READ: cannot rewrite {path}: {e}");
+    }
+}
+
+/// True when `RINGIO_TEST_REWRITE_AFTER_READ` is set: a reader that moves bytes without seeing
+/// them (splice) reads them for [`rewrite_after_read`].
+pub fn rewrites_after_read() -> bool {
+    static REWRITE: OnceLock<bool> = OnceLock::new();
+    *REWRITE.get_or_init(|| std::env::var_os("RINGIO_TEST_REWRITE_AFTER_READ").is_some())
+}

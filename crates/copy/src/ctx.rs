@@ -6,6 +6,7 @@ use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use crate::engine::shared::Member;
 use crate::error::CopyError;
 use crate::links::LinkTracker;
 use crate::manifest::hashing::FileHash;
@@ -53,6 +54,8 @@ pub(crate) struct Ctx<'a> {
     pub ranks: Option<Ranks>,
     /// `--hash`: the hash of every file copied.
     pub recorder: Option<Recorder>,
+    /// A run of a tee group (`cp --tee`): its sources are read once for the whole group.
+    pub shared: Option<Member>,
 }
 
 impl Ctx<'_> {
@@ -107,10 +110,11 @@ impl Ctx<'_> {
     }
 
     /// True when a small file may take a fast path that writes its bytes straight under the
-    /// final name: the plan allows it, and the reporter wants no `--debug` account of how each
-    /// file's data moved (that comes from the synchronous path).
+    /// final name: the plan allows it, the reporter wants no `--debug` account of how each
+    /// file's data moved (that comes from the synchronous path), and the run is no member of a
+    /// tee group (whose reads go through the synchronous path's group reads).
     pub fn small_files_fast(&self) -> bool {
-        self.plan.small_files_fast() && !self.reporter.debug()
+        self.plan.small_files_fast() && !self.reporter.debug() && self.shared.is_none()
     }
 
     /// A hash for a file about to be copied, when the run records them.

@@ -81,5 +81,5 @@ pub use plan::{
 };
 pub use progress::{Progress, Reporter, Summary};
 pub use refusal::{Refusal, Refused};
-pub use run::copy;
+pub use run::{copy, copy_tee};
 pub use sys::{open_regular_path, read_regular_path, Regular};

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::ctx::Ctx;
+use crate::engine::shared::{Member, SharedReads};
 use crate::engine::{uring_available, BlockingMover, DataPath, Mover, UringMover};
 use crate::error::{CopyError, Op};
 use crate::finalize;
@@ -297,6 +298,7 @@ impl<'a> Setup<'a> {
             created: (plan.roots.len() > 1).then(Default::default),
             operands: (plan.roots.len() > 1).then(Default::default),
             ranks,
+            shared: None,
             recorder: plan
                 .hashing
                 .as_ref()
@@ -327,15 +329,73 @@ impl<'a> Setup<'a> {
 
 /// Runs the plan. Per-entry errors go to `reporter` and are counted in the summary.
 pub fn copy(plan: &CopyPlan, progress: &Progress, reporter: &dyn Reporter) -> Summary {
+    copy_member(plan, progress, reporter, None)
+}
+
+/// Runs several plans of the same sources at once, each into its own destination (`cp
+/// --tee`), as one tee group: every byte range of a source is read once and written to every
+/// destination that copies it ([`SharedReads`]). Each plan is a run of its own in every other
+/// way (its walk of the destination, its rules for what exists there, its metadata, links and
+/// hashes, its errors): a destination that fails stops only its own run. The summaries come
+/// in the order of the plans, each with its `progress`.
+pub fn copy_tee(
+    plans: &[&CopyPlan],
+    progress: &[&Progress],
+    reporter: &dyn Reporter,
+) -> Vec<Summary> {
+    assert_eq!(plans.len(), progress.len(), "a progress for each plan");
+    // Before any run's thread starts (each run grows it again: by then it is grown).
+    ringio_base::limits::grow_descriptor_table();
+    if plans.len() > crate::engine::shared::MAX_MEMBERS {
+        // More destinations than a group has places: each reads for itself.
+        return std::thread::scope(|scope| {
+            let runs: Vec<_> = plans
+                .iter()
+                .zip(progress)
+                .map(|(plan, progress)| scope.spawn(move || copy(plan, progress, reporter)))
+                .collect();
+            runs.into_iter()
+                .map(|run| run.join().expect("a tee's copy panicked"))
+                .collect()
+        });
+    }
+    let members = SharedReads::group(plans.len());
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = plans
+            .iter()
+            .zip(progress)
+            .zip(members)
+            .map(|((plan, progress), member)| {
+                scope.spawn(move || copy_member(plan, progress, reporter, Some(member)))
+            })
+            .collect();
+        runs.into_iter()
+            .map(|run| run.join().expect("a tee's copy panicked"))
+            .collect()
+    })
+}
+
+/// Runs the plan, as `member` of a tee group when given.
+fn copy_member(
+    plan: &CopyPlan,
+    progress: &Progress,
+    reporter: &dyn Reporter,
+    member: Option<Member>,
+) -> Summary {
     // Before the workers start: the table never grows under them.
     ringio_base::limits::grow_descriptor_table();
     let setup = Setup::new(plan, reporter);
     let mut ctx = setup.ctx(progress, reporter, None);
+    ctx.shared = member;
     for wave in waves(&plan.roots) {
         if ctx.stopped() {
             break;
         }
         run_wave(&ctx, &wave, setup.threads(), setup.use_uring);
+    }
+    if let Some(member) = &ctx.shared {
+        // Nothing more is read for this run: what only it still wanted is let go.
+        member.leave();
     }
     if plan.fsync && !progress.cancelled() {
         sync_destinations(&ctx);
@@ -400,6 +460,7 @@ fn run_wave<'a>(ctx: &'a Ctx<'a>, roots: &[&CopyRoot], threads: usize, use_uring
     }
     let work = || {
         let mut mover = new_mover(plan, &ctx.tuning, use_uring, reporter);
+        mover.data_path().share(ctx.shared.clone());
         walk::worker(ctx, &queue, mover.as_mut());
     };
     std::thread::scope(|scope| {

@@ -321,7 +321,7 @@ pub struct CpArgs {
     pub manifest_format: Option<String>,
 
     /// Also copy to DIR (repeatable), as if it were the destination: an offload to several
-    /// disks. The copies run side by side, so the source is read from the device once. A
+    /// disks. Each piece of a source is read once and written to every destination. A
     /// failure on one destination is reported with its path and the others go on; the exit
     /// status says one failed. --manifest covers every destination; --verify checks each.
     #[arg(long, value_name = "DIR")]

@@ -463,20 +463,20 @@ pub fn run(args: &CpArgs) -> Result<i32> {
             scope.spawn(move || ringio_copy::count::count(plan, totals));
             scope.spawn(move || crate::progress::drive(bar, progress, totals, done));
         }
-        // `--tee`: each destination is a copy of its own, side by side, so the source is read
-        // from the device once: the others' reads find its pages in the cache
-        // (docs/bench/2026-11-25-verified-copies.md).
-        let term = &term;
-        let others: Vec<_> = tees
-            .iter()
-            .zip(&tee_progress)
-            .map(|((_, p), progress)| scope.spawn(move || ringio_copy::copy(p, progress, term)))
-            .collect();
-        let summary = ringio_copy::copy(&plan, &progress, term);
-        let others: Vec<Summary> = others
-            .into_iter()
-            .map(|h| h.join().expect("a tee's copy panicked"))
-            .collect();
+        // `--tee`: one tee group, each destination a run of its own whose sources are read
+        // once for all of them (`ringio_copy::copy_tee`).
+        let (summary, others) = if tees.is_empty() {
+            (ringio_copy::copy(&plan, &progress, &term), Vec::new())
+        } else {
+            let plans: Vec<&CopyPlan> = std::iter::once(&plan)
+                .chain(tees.iter().map(|(_, p)| p))
+                .collect();
+            let progresses: Vec<&Progress> =
+                std::iter::once(&progress).chain(&tee_progress).collect();
+            let mut all = ringio_copy::copy_tee(&plans, &progresses, &term).into_iter();
+            let summary = all.next().expect("the main copy's summary");
+            (summary, all.collect::<Vec<Summary>>())
+        };
         done.store(true, Ordering::Relaxed);
         totals.stop();
         (summary, others)

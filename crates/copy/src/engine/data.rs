@@ -4,6 +4,7 @@
 use std::io;
 use std::os::fd::BorrowedFd;
 
+use super::shared::Member;
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
 use crate::manifest::hashing::FileHash;
@@ -40,6 +41,10 @@ pub(crate) struct DataPath {
     transfer_from: u64,
     /// What the last whole file's copy did (`--debug`).
     pub report: DebugReport,
+    /// A run of a tee group (`cp --tee`): each piece of a source is read once for the whole
+    /// group, and this run's copy written from it (no copy_file_range: the kernel's copy
+    /// would read the source again).
+    shared: Option<Member>,
 }
 
 /// What one step of a file copy did, in GNU cp's `--debug` words.
@@ -206,7 +211,13 @@ impl DataPath {
             transfer: kernel.then(|| Transfer::new(Method::CopyRange, tuning.block_size)),
             transfer_from: 0,
             report: DebugReport::default(),
+            shared: None,
         }
+    }
+
+    /// Makes this data path read through the tee group of `member`.
+    pub fn share(&mut self, member: Option<Member>) {
+        self.shared = member;
     }
 
     /// The data path of an alternative engine: every byte moves by `method` (files below
@@ -248,6 +259,7 @@ impl DataPath {
             transfer: (!hashing).then(|| Transfer::new(Method::CopyRange, block_size)),
             transfer_from: plain_below,
             report: DebugReport::default(),
+            shared: None,
         }
     }
 
@@ -355,8 +367,9 @@ impl DataPath {
         stat: &Stat,
         hash: Option<&FileHash>,
     ) -> Result<u64, Side> {
+        let id = Some((stat.dev, stat.ino));
         if !self.keeps_holes(stat) {
-            return self.copy_range(ctx, ends, offset, len, stat.size, hash);
+            return self.copy_range_of(ctx, ends, (offset, len), (stat.size, id), hash);
         }
         let src = ends.src;
         let end = offset.saturating_add(len);
@@ -375,7 +388,7 @@ impl DataPath {
             let hole = rustix::fs::seek(src, SeekFrom::Hole(data))
                 .map_err(|e| Side::Read(e.into()))?
                 .min(end);
-            let n = self.copy_range(ctx, ends, data, hole - data, stat.size, hash)?;
+            let n = self.copy_range_of(ctx, ends, (data, hole - data), (stat.size, id), hash)?;
             pos = data + n;
             if n < hole - data {
                 // End of file came early: the file shrank while it was copied.
@@ -439,9 +452,25 @@ impl DataPath {
         file_size: u64,
         hash: Option<&FileHash>,
     ) -> Result<u64, Side> {
+        self.copy_range_of(ctx, ends, (offset, len), (file_size, None), hash)
+    }
+
+    /// [`Self::copy_range`] of the file `id` (device, inode), when known: a run of a tee group
+    /// reads its pieces through the group.
+    fn copy_range_of(
+        &mut self,
+        ctx: &impl Stop,
+        ends: Ends<'_>,
+        (offset, len): (u64, u64),
+        (file_size, id): (u64, Option<(u64, u64)>),
+        hash: Option<&FileHash>,
+    ) -> Result<u64, Side> {
         let Ends { src, dst, devs, .. } = ends;
         let mut done = 0u64;
-        let usable = file_size >= self.transfer_from && !self.no_transfer.contains(&devs);
+        let shared = self.shared.clone().zip(id);
+        let usable = file_size >= self.transfer_from
+            && !self.no_transfer.contains(&devs)
+            && shared.is_none();
         if self.report.offload == Tried::Unknown {
             self.report.offload = match &self.transfer {
                 Some(t) if t.method() != Method::CopyRange => Tried::Avoided,
@@ -488,7 +517,7 @@ impl DataPath {
         }
         // No bigger than the rest of the range needs, and an error rather than an abort when
         // memory is short.
-        if done < len {
+        if done < len && shared.is_none() {
             let rest = (len - done).min(file_size.saturating_sub(offset + done));
             transfer::grow(&mut self.buf, rest, self.block_size).map_err(Side::Read)?;
         }
@@ -497,28 +526,42 @@ impl DataPath {
             if ctx.stopped() {
                 return Err(Side::Write(io::Error::from_raw_os_error(libc::EINTR)));
             }
-            let want = (len - done).min(self.buf.len() as u64) as usize;
-            let n = sys::pread(src, &mut self.buf[..want], offset + done).map_err(Side::Read)?;
+            let at = offset + done;
+            let piece;
+            let bytes: &[u8] = match &shared {
+                Some((member, id)) => {
+                    // Pieces of `--bs` from the start of the range, as every member cuts them.
+                    let want = (len - done).min(self.block_size as u64) as usize;
+                    piece = member.read(src, *id, at, want).map_err(Side::Read)?;
+                    piece.as_slice()
+                }
+                None => {
+                    let want = (len - done).min(self.buf.len() as u64) as usize;
+                    let n = sys::pread(src, &mut self.buf[..want], at).map_err(Side::Read)?;
+                    ringio_base::hooks::rewrite_after_read(src, at, &self.buf[..n]);
+                    &self.buf[..n]
+                }
+            };
+            let n = bytes.len();
             if n == 0 {
                 break;
             }
-            let at = offset + done;
             match hash {
                 // The whole file in one read: the one-shot hash.
-                Some(hash) if at == 0 && n as u64 == file_size => hash.all(src, &self.buf[..n]),
-                Some(hash) => hash.data(src, at, &self.buf[..n]),
+                Some(hash) if at == 0 && n as u64 == file_size => hash.all(src, bytes),
+                Some(hash) => hash.data(src, at, bytes),
                 None => {}
             }
             if skip_zeros {
                 // Runs of zero pages stay holes; the caller sets the final length.
-                for (i, block) in self.buf[..n].chunks(ZERO_BLOCK).enumerate() {
+                for (i, block) in bytes.chunks(ZERO_BLOCK).enumerate() {
                     if !is_zero(block) {
                         let block_at = at + (i * ZERO_BLOCK) as u64;
                         sys::pwrite_all(dst, block, block_at).map_err(Side::Write)?;
                     }
                 }
             } else {
-                sys::pwrite_all(dst, &self.buf[..n], at).map_err(Side::Write)?;
+                sys::pwrite_all(dst, bytes, at).map_err(Side::Write)?;
             }
             done += n as u64;
         }

@@ -11,6 +11,7 @@ mod job;
 mod mover;
 mod open;
 mod other;
+pub(crate) mod shared;
 mod uring;
 
 pub(crate) use blocking::BlockingMover;

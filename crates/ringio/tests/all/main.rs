@@ -47,6 +47,7 @@ mod sync_engine;
 mod sync_errors;
 mod sync_escape;
 mod sync_operands;
+mod tee_one_read;
 mod torture;
 mod verify;
 mod verify_speed;

@@ -12,20 +12,6 @@ use std::time::Duration;
 
 use crate::common::*;
 
-/// True when rsync is on PATH (the reference; tests that compare with it skip without it,
-/// and fail in CI: [`cannot_run`]).
-fn rsync_available() -> bool {
-    let there = Command::new("rsync")
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !there {
-        cannot_run("rsync is not installed (apt-get install rsync)");
-    }
-    there
-}
-
 fn rsync(cwd: &Path, args: &[&str]) -> Output {
     Command::new("rsync")
         .args(args)

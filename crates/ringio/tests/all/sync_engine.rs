@@ -14,19 +14,6 @@ use crate::common::*;
 
 const STOPPED: &str = "IO error encountered -- skipping file deletion";
 
-/// True when rsync is on PATH (tests that compare with it skip without it, and fail in CI).
-fn rsync_available() -> bool {
-    let there = Command::new("rsync")
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !there {
-        cannot_run("rsync is not installed (apt-get install rsync)");
-    }
-    there
-}
-
 /// Runs `ringio sync ARGS` (`tool` "ringio") or `rsync ARGS` in `cwd`, as nobody when
 /// `as_nobody` and the tests run as root (so that a mode-000 file cannot be read).
 fn run(tool: &str, cwd: &Path, args: &[&str], as_nobody: bool) -> Output {
@@ -44,19 +31,7 @@ fn run(tool: &str, cwd: &Path, args: &[&str], as_nobody: bool) -> Output {
         .env("LC_ALL", "C")
         .stdin(Stdio::null());
     if nobody {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: only async-signal-safe calls, in the child before exec (as `Cp::run_as`).
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setgroups(0, std::ptr::null()) != 0
-                    || libc::setgid(NOBODY.1) != 0
-                    || libc::setuid(NOBODY.0) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        crate::common::as_nobody(&mut cmd);
     }
     cmd.output().expect("run rsync")
 }

@@ -24,14 +24,6 @@ const MODES: [&str; 6] = [
     "--del",
 ];
 
-fn rsync_available() -> bool {
-    Command::new("rsync")
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// Runs `ringio sync ARGS` (or rsync) in `cwd`: as nobody when root (so that a mode-000
 /// directory cannot be read), else as the user.
 fn run(tool: &str, cwd: &Path, args: &[&str], env: Option<(&str, &str)>) -> Output {
@@ -51,19 +43,7 @@ fn run(tool: &str, cwd: &Path, args: &[&str], env: Option<(&str, &str)>) -> Outp
         .env("LC_ALL", "C")
         .stdin(Stdio::null());
     if is_root() {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: only async-signal-safe calls, in the child before exec (as `Cp::run_as`).
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setgroups(0, std::ptr::null()) != 0
-                    || libc::setgid(NOBODY.1) != 0
-                    || libc::setuid(NOBODY.0) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        as_nobody(&mut cmd);
     }
     cmd.output().expect("run rsync")
 }

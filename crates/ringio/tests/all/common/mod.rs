@@ -55,6 +55,38 @@ pub fn cannot_run(why: &str) {
     eprintln!("SKIPPED: {why}");
 }
 
+/// True when rsync is on PATH: the reference that sync's tests compare with. Without it they
+/// skip, and fail in CI ([`cannot_run`]).
+pub fn rsync_available() -> bool {
+    let there = std::process::Command::new("rsync")
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !there {
+        cannot_run("rsync is not installed (apt-get install rsync)");
+    }
+    there
+}
+
+/// Makes `cmd` run as nobody (groups dropped, then gid, then uid), as `Cp::run_as` does:
+/// for a reference tool that must not read what nobody cannot.
+pub fn as_nobody(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls, in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(NOBODY.1) != 0
+                || libc::setuid(NOBODY.0) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Every `ringio dup` method.
 pub const DUP_METHODS: &[&str] = &[
     "rw",

@@ -170,7 +170,7 @@ fn check_manifest(
     } else {
         "verify"
     };
-    let total = || listed_bytes(&args.src, &listing);
+    let total = || ringio_copy::manifest::listed_bytes(&args.src, &listing);
     let report = crate::progress::phase(args.progress, name, (total, &read), || {
         ringio_copy::verify::check_listing(
             &args.src,
@@ -191,22 +191,6 @@ fn check_manifest(
         lines
     };
     manifest_verdict(&report, start, lines, "ringio verify")
-}
-
-/// The bytes a manifest check will read, for `--progress`: each listed file's size as the
-/// manifest gives it, else as lstat gives it below `dir` (an estimate: the check itself reaches
-/// every file without following a symlink, and names what it cannot read).
-fn listed_bytes(dir: &std::path::Path, listing: &ringio_copy::manifest::Listing) -> u64 {
-    use std::os::unix::ffi::OsStrExt;
-    listing
-        .entries
-        .iter()
-        .map(|e| match e.size {
-            0 => std::fs::symlink_metadata(dir.join(std::ffi::OsStr::from_bytes(&e.path)))
-                .map_or(0, |m| if m.is_file() { m.len() } else { 0 }),
-            size => size,
-        })
-        .sum()
 }
 
 /// `--hash`: writes the manifest of a copy (or sync) that ran to its end without an error

@@ -20,7 +20,7 @@ mod write;
 
 pub use read::{read, ManifestError};
 pub use record::Recorder;
-pub use tree::not_copied;
+pub use tree::{listed_bytes, not_copied};
 pub use write::{replaceable, write};
 
 use crate::digest::Algo;

@@ -227,6 +227,38 @@ fn open_beneath(root: BorrowedFd<'_>, rel: &[u8]) -> Result<OwnedFd, Beneath> {
     Ok(dir)
 }
 
+/// The bytes a check of `listing` below `root` will read (for a progress bar's total): each
+/// listed file's size as the manifest gives it, else as the file's own stat gives it, reached
+/// as the check reaches it (no symlink on the way or at the end followed: what is not a
+/// regular file below `root` counts nothing).
+pub fn listed_bytes(root: &Path, listing: &Listing) -> u64 {
+    let Ok(root) = sys::open_dir(
+        rustix::fs::CWD,
+        &CString::new(root.as_os_str().as_bytes()).unwrap_or_default(),
+        true,
+    ) else {
+        return listing.entries.iter().map(|e| e.size).sum();
+    };
+    let mut last = LastDir::default();
+    let mut sized = |rel: &[u8]| -> u64 {
+        let Ok((dir, name)) = last.parent(root.as_fd(), rel) else {
+            return 0;
+        };
+        match sys::statx_at(dir, &name, false) {
+            Ok(st) if st.kind() == Kind::File => st.size,
+            _ => 0,
+        }
+    };
+    listing
+        .entries
+        .iter()
+        .map(|e| match e.size {
+            0 => sized(&e.path),
+            size => size,
+        })
+        .sum()
+}
+
 /// The regular files below each source root `(src, dst)` (a directory's files found through
 /// descriptors, symlinks not followed) whose copies (named as a manifest of the destination
 /// root `base` names them) `listing` lacks: what a copy that failed did not copy, by their

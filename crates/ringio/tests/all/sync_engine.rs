@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::fs::{self, OpenOptions};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use crate::common::*;
 
@@ -17,23 +17,7 @@ const STOPPED: &str = "IO error encountered -- skipping file deletion";
 /// Runs `ringio sync ARGS` (`tool` "ringio") or `rsync ARGS` in `cwd`, as nobody when
 /// `as_nobody` and the tests run as root (so that a mode-000 file cannot be read).
 fn run(tool: &str, cwd: &Path, args: &[&str], as_nobody: bool) -> Output {
-    let nobody = as_nobody && is_root();
-    if tool == "ringio" {
-        let mut cp = Cp::bare().arg("sync").args(args).current_dir(cwd);
-        if nobody {
-            cp = cp.run_as(NOBODY.0, NOBODY.1);
-        }
-        return cp.run();
-    }
-    let mut cmd = Command::new("rsync");
-    cmd.args(args)
-        .current_dir(cwd)
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null());
-    if nobody {
-        crate::common::as_nobody(&mut cmd);
-    }
-    cmd.output().expect("run rsync")
+    sync_or_rsync(tool, cwd, args, None, as_nobody)
 }
 
 /// Sets `path`'s mtime (and atime) to `secs` whole seconds and `nanos`.

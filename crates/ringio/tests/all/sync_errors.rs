@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
 use crate::common::*;
@@ -27,25 +27,7 @@ const MODES: [&str; 6] = [
 /// Runs `ringio sync ARGS` (or rsync) in `cwd`: as nobody when root (so that a mode-000
 /// directory cannot be read), else as the user.
 fn run(tool: &str, cwd: &Path, args: &[&str], env: Option<(&str, &str)>) -> Output {
-    if tool == "ringio" {
-        let mut cp = Cp::bare().arg("sync").args(args).current_dir(cwd);
-        if let Some((k, v)) = env {
-            cp = cp.env(k, v);
-        }
-        if is_root() {
-            cp = cp.run_as(NOBODY.0, NOBODY.1);
-        }
-        return cp.run();
-    }
-    let mut cmd = Command::new("rsync");
-    cmd.args(args)
-        .current_dir(cwd)
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null());
-    if is_root() {
-        as_nobody(&mut cmd);
-    }
-    cmd.output().expect("run rsync")
+    sync_or_rsync(tool, cwd, args, env, true)
 }
 
 /// Every entry under `root`, as paths relative to it.

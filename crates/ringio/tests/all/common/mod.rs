@@ -69,6 +69,38 @@ pub fn rsync_available() -> bool {
     there
 }
 
+/// Runs `ringio sync ARGS` (`tool` "ringio", with `env` set: a test hook) or `rsync ARGS`
+/// (`LC_ALL=C`) in `cwd`, as nobody when `nobody` and the tests run as root (so that what is
+/// mode 000 cannot be read).
+pub fn sync_or_rsync(
+    tool: &str,
+    cwd: &Path,
+    args: &[&str],
+    env: Option<(&str, &str)>,
+    nobody: bool,
+) -> std::process::Output {
+    let nobody = nobody && is_root();
+    if tool == "ringio" {
+        let mut cp = Cp::bare().arg("sync").args(args).current_dir(cwd);
+        if let Some((k, v)) = env {
+            cp = cp.env(k, v);
+        }
+        if nobody {
+            cp = cp.run_as(NOBODY.0, NOBODY.1);
+        }
+        return cp.run();
+    }
+    let mut cmd = std::process::Command::new("rsync");
+    cmd.args(args)
+        .current_dir(cwd)
+        .env("LC_ALL", "C")
+        .stdin(std::process::Stdio::null());
+    if nobody {
+        as_nobody(&mut cmd);
+    }
+    cmd.output().expect("run rsync")
+}
+
 /// Makes `cmd` run as nobody (groups dropped, then gid, then uid), as `Cp::run_as` does:
 /// for a reference tool that must not read what nobody cannot.
 pub fn as_nobody(cmd: &mut std::process::Command) {

@@ -155,20 +155,21 @@ impl FdBudget {
 
     /// The budget under RLIMIT_NOFILE `nofile` with `in_use` descriptors open at the start, for
     /// `roots` operands of which `anchors` hold a descriptor for the whole run (the hard-link
-    /// anchor under `--preserve=links`); `pipe`: each worker keeps a pipe (the splice engine).
+    /// anchor under `--preserve=links`); `extra`: the descriptors each worker keeps besides
+    /// (the splice engine's pipe, sync's temporary and side directories).
     pub fn new(
         nofile: usize,
         in_use: usize,
         roots: usize,
         anchors: usize,
         tuning: &Tuning,
-        pipe: bool,
+        extra: usize,
     ) -> Self {
         // What the run may use when operands close while they wait.
         let usable = nofile.saturating_sub(in_use + Self::SPARE + anchors);
         if usable < Self::ROOMY {
             let free = nofile.saturating_sub(in_use + anchors);
-            let per_worker = Self::SYNC_WORKER + if pipe { 2 } else { 0 };
+            let per_worker = Self::SYNC_WORKER + extra;
             // Half for the workers, half for directories left open between their visits.
             let threads = (free / (2 * per_worker)).clamp(1, tuning.threads.max(1));
             return FdBudget {
@@ -184,10 +185,10 @@ impl FdBudget {
         // A worker is worth starting with at least 128 descriptors to use.
         let threads = tuning.threads.clamp(1, (free / 128).max(1));
         let per_thread = free / threads;
-        let fixed = Self::PER_WORKER + 2 * Self::HELD_PAIRS;
+        let fixed = Self::PER_WORKER + extra + 2 * Self::HELD_PAIRS;
         let fd_depth = (per_thread.saturating_sub(fixed + 64) / 2).max(1);
         let queue_depth = (tuning.queue_depth as usize).clamp(1, fd_depth) as u32;
-        let files = threads * (Self::PER_WORKER + 2 * queue_depth as usize);
+        let files = threads * (Self::PER_WORKER + extra + 2 * queue_depth as usize);
         let below_roots = (free.saturating_sub(files) / 2).max(threads * Self::HELD_PAIRS);
         let dir_pairs = (below_roots + roots).min(usable.saturating_sub(files) / 2);
         FdBudget {
@@ -224,11 +225,11 @@ impl<'a> Setup<'a> {
         };
         // Only a tight limit is worth a look at what is open already.
         let in_use = if nofile < 256 {
-            sys::open_descriptors().unwrap_or(3)
+            sys::open_descriptors(nofile).unwrap_or(3)
         } else {
             3
         };
-        let pipe = plan.engine == Engine::Splice;
+        let pipe = if plan.engine == Engine::Splice { 2 } else { 0 };
         let roots = plan.roots.len();
         let budget = FdBudget::new(nofile, in_use, roots, anchors, &plan.tuning, pipe);
         let mut tuning = plan.tuning;
@@ -832,33 +833,33 @@ mod tests {
         let tuning = Tuning::default();
         // GNU cp copies under RLIMIT_NOFILE 8: one synchronous worker, no ring, and every
         // idle directory closed.
-        let tiny = FdBudget::new(8, 3, 1, 0, &tuning, false);
+        let tiny = FdBudget::new(8, 3, 1, 0, &tuning, 0);
         assert_eq!((tiny.threads, tiny.queue_depth, tiny.ring), (1, 1, false));
         assert_eq!(tiny.dir_pairs, 0);
         for nofile in 7..40 {
-            for (anchors, pipe) in [(0, false), (1, false), (0, true)] {
-                let b = FdBudget::new(nofile, 3, 1, anchors, &tuning, pipe);
-                let worker = FdBudget::SYNC_WORKER + if pipe { 2 } else { 0 };
+            for (anchors, extra) in [(0, 0), (1, 0), (0, 2), (1, 6)] {
+                let b = FdBudget::new(nofile, 3, 1, anchors, &tuning, extra);
+                let worker = FdBudget::SYNC_WORKER + extra;
                 let need = 3 + anchors + b.threads * worker + 2 * b.dir_pairs;
                 assert!(
                     b.ring || need <= nofile.max(3 + anchors + worker),
-                    "{nofile} {anchors} {pipe}: {b:?}"
+                    "{nofile} {anchors} {extra}: {b:?}"
                 );
             }
         }
-        let small = FdBudget::new(16, 3, 1, 0, &tuning, false);
+        let small = FdBudget::new(16, 3, 1, 0, &tuning, 0);
         assert_eq!((small.threads, small.ring), (1, false));
         assert!(small.dir_pairs >= 2);
-        let roomy = FdBudget::new(1 << 20, 3, 1, 0, &tuning, false);
+        let roomy = FdBudget::new(1 << 20, 3, 1, 0, &tuning, 0);
         assert_eq!(roomy.threads, tuning.threads);
         assert_eq!(roomy.queue_depth, tuning.queue_depth);
         assert!(roomy.ring && roomy.dir_pairs > 100_000);
-        let usual = FdBudget::new(1024, 3, 1, 1, &tuning, false);
+        let usual = FdBudget::new(1024, 3, 1, 1, &tuning, 0);
         assert!(usual.ring && usual.threads >= 1 && usual.dir_pairs >= 2 * usual.threads);
         // Operands stay open where there is room, and close while they wait where there is
         // not: the pairs never outgrow the limit.
         for roots in [1, 10, 300, 1000, 5000] {
-            let b = FdBudget::new(1024, 3, roots, 0, &tuning, false);
+            let b = FdBudget::new(1024, 3, roots, 0, &tuning, 0);
             let files = b.threads * (FdBudget::PER_WORKER + 2 * b.queue_depth as usize);
             assert!(3 + 1 + files + 2 * b.dir_pairs <= 1024, "{roots}: {b:?}");
             if roots <= 300 {

@@ -425,12 +425,20 @@ pub fn umask() -> u32 {
     old.bits()
 }
 
-/// How many descriptors this process has open (those it inherited included), from
-/// /proc/self/fd; `None` where that cannot be read.
-pub fn open_descriptors() -> Option<usize> {
-    // One of the entries is the descriptor that reads the directory.
-    let entries = std::fs::read_dir("/proc/self/fd").ok()?.count();
-    Some(entries.saturating_sub(1))
+/// How many of the descriptor numbers below `limit` (RLIMIT_NOFILE, which bounds numbers,
+/// not a count) this process has taken (inherited ones included), from /proc/self/fd; `None`
+/// where that cannot be read. A descriptor inherited above the limit takes no number a new
+/// one could have.
+pub fn open_descriptors(limit: usize) -> Option<usize> {
+    let mut taken = 0usize;
+    for entry in std::fs::read_dir("/proc/self/fd").ok()? {
+        let name = entry.ok()?.file_name();
+        if name.to_str()?.parse::<usize>().ok()? < limit {
+            taken += 1;
+        }
+    }
+    // One of them is the descriptor that reads the directory.
+    Some(taken.saturating_sub(1))
 }
 
 /// The tightest of the soft RLIMIT_AS and RLIMIT_DATA, in bytes; `None` when both are

@@ -32,6 +32,19 @@ pub(crate) enum Met<'a> {
 /// reopened through its child's `..` (its identity checked) when the walk comes back to it.
 const HELD: usize = 128;
 
+/// The levels the walk holds open: [`HELD`], or under a tight RLIMIT_NOFILE half the
+/// descriptor numbers still free (the rest for the files read at each level), at least one.
+fn held_most() -> usize {
+    let nofile = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    if nofile > 4 * HELD {
+        return HELD;
+    }
+    let taken = sys::open_descriptors(nofile).unwrap_or(nofile);
+    (nofile.saturating_sub(taken) / 2).clamp(1, HELD)
+}
+
 /// One directory on [`walk`]'s stack.
 struct Level {
     /// Its descriptor: `None` for the root (borrowed), or while it is closed for the budget.
@@ -47,8 +60,9 @@ struct Level {
 /// Calls `met` for every non-directory below `root` (symlinks not followed), by name in each
 /// directory, and for every directory that cannot be listed: what cannot be seen is never
 /// taken for "nothing there". A listing is held per level, on a stack of its own (no
-/// recursion), and at most [`HELD`] descriptors: any depth.
+/// recursion), and at most [`held_most`] descriptors: any depth.
 pub(crate) fn walk(root: BorrowedFd<'_>, met: &mut dyn FnMut(Met<'_>)) {
+    let held = held_most();
     let mut buf = vec![MaybeUninit::uninit(); 64 * 1024];
     let mut rel = Vec::new();
     let Some(top) = listing(root, &rel, &mut buf, met) else {
@@ -116,8 +130,8 @@ pub(crate) fn walk(root: BorrowedFd<'_>, met: &mut dyn FnMut(Met<'_>)) {
                         names: names.into_iter(),
                         len: rel.len(),
                     });
-                    if stack.len() > HELD + 1 {
-                        let at = stack.len() - 1 - HELD;
+                    if stack.len() > held + 1 {
+                        let at = stack.len() - 1 - held;
                         stack[at].fd = None;
                     }
                 }

@@ -83,8 +83,9 @@ impl Budget {
     /// The budget under RLIMIT_NOFILE (raised to its hard limit), shared out by `fit` as cp
     /// shares it (the walk passes cp's `FdBudget`: from the limit, what is open now and the
     /// tuning asked, the workers and the directory pairs that may stay open), for `threads`
-    /// workers asked and `held` descriptors held for the whole run besides the pairs' (the sources'
-    /// roots, the alternate trees' roots, the temporary directory). Below the least a sync needs
+    /// workers asked and `held` descriptors besides the pairs' (held for the whole run: the
+    /// sources' roots, the alternate trees' roots, the temporary directory; and a worker's
+    /// side ones, [`Budget::side`]). Below the least a sync needs
     /// ([`Budget::LEAST`]), the message that refuses it.
     pub fn of_limit(
         threads: usize,
@@ -95,7 +96,7 @@ impl Budget {
             usize::try_from(ringio_base::limits::raise_nofile_limit()).unwrap_or(usize::MAX);
         // Only a tight limit is worth a look at what is open already.
         let in_use = if nofile < 256 {
-            sys::open_descriptors().unwrap_or(3)
+            sys::open_descriptors(nofile).unwrap_or(3)
         } else {
             3
         };
@@ -124,6 +125,14 @@ impl Budget {
     /// subdirectory's place). Found the least that works for every deletion mode and -H, on
     /// deep and wide trees.
     const LEAST: usize = 2 + 4;
+
+    /// Descriptors a worker holds besides its pairs and a file pair, for the options in force:
+    /// --delay-updates' `.~tmp~`; --backup-dir's tree, opened from DEST's anchor, and the
+    /// backup's directory in it with the next one on the way down.
+    pub fn side(plan: &super::SyncPlan) -> usize {
+        let backup_tree = plan.backup.as_ref().is_some_and(|b| b.dir.is_some());
+        usize::from(plan.delay_updates) + 3 * usize::from(backup_tree)
+    }
 
     pub(super) fn over(&self) -> bool {
         self.open.load(Ordering::Relaxed) > self.most

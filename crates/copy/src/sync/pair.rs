@@ -69,6 +69,10 @@ pub(super) struct Run<'p> {
     /// DEST's (dev, ino), once it exists: a source walk that meets it leaves it out (DEST
     /// inside a source is not copied into itself).
     pub dest_id: std::sync::OnceLock<(u64, u64)>,
+    /// DEST's root, opened by the first pass and shared by every later one and by what
+    /// outlives a pass (-H's first names, --delay-updates' files): one descriptor for the
+    /// run, as the descriptor budget counts it.
+    pub dest_anchor: std::sync::OnceLock<Arc<OwnedFd>>,
     /// The `--*-dest` trees' roots, open.
     pub alt_roots: Vec<OwnedFd>,
     /// Who owns what this run creates: (euid, egid).

@@ -373,7 +373,13 @@ pub(super) fn open_root_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -
         }
     };
     let layers = root_layers(run, roots, &top, &enter)?;
-    let dst: Option<OwnedFd> = match open_path(&first.dst_dir) {
+    // A later pass works in the directory the first one opened (one anchor for the run),
+    // opened anew: a duplicate would share the offset the first pass's listing left at its end.
+    let opened = match run.dest_anchor.get() {
+        Some(anchor) => sys::open_dir(anchor.as_fd(), c".", false),
+        None => open_path(&first.dst_dir),
+    };
+    let dst: Option<OwnedFd> = match opened {
         Ok(fd) => Some(fd),
         Err(e) if plan.dry_run && e.raw_os_error() == Some(libc::ENOENT) => None,
         Err(e) => {
@@ -410,10 +416,19 @@ pub(super) fn open_root_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -
     };
     let root_item = (shown && matches!(pass, Pass::Transfer { .. }))
         .then(|| root_item(run, &src_stat, dst_before.filter(|_| !first.fresh_dest)));
-    let anchor = dst
-        .as_ref()
-        .and_then(|fd| fd.try_clone().ok())
-        .map(Arc::new);
+    let anchor = match run.dest_anchor.get() {
+        Some(anchor) => Some(anchor.clone()),
+        None => {
+            let anchor = dst
+                .as_ref()
+                .and_then(|fd| fd.try_clone().ok())
+                .map(Arc::new);
+            if let Some(anchor) = &anchor {
+                let _ = run.dest_anchor.set(anchor.clone());
+            }
+            anchor
+        }
+    };
     Some(Pair {
         run,
         _parent: None,

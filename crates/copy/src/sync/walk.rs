@@ -239,6 +239,7 @@ fn new_run<'r>(plan: &'r SyncPlan, out: &'r Output, stop: &'r AtomicBool) -> Run
         delayed: Mutex::new(Vec::new()),
         temp_dir: None,
         dest_id: std::sync::OnceLock::new(),
+        dest_anchor: std::sync::OnceLock::new(),
         alt_roots: Vec::new(),
         creator: (
             rustix::process::geteuid().as_raw(),
@@ -260,16 +261,17 @@ fn new_run<'r>(plan: &'r SyncPlan, out: &'r Output, stop: &'r AtomicBool) -> Run
 fn open_roots(run: &mut Run<'_>) -> Vec<Root> {
     let (plan, out) = (run.plan, run.out);
     // cp's sharing of RLIMIT_NOFILE, with DEST's anchor held for the whole run; a sync worker
-    // holds a file and its temporary besides cp's synchronous worker's descriptors: counted
-    // as the splice engine's pipe. Checked before anything is made: a limit too tight is
+    // holds a file's temporary and its side directories besides cp's synchronous worker's
+    // descriptors. Checked before anything is made: a limit too tight is
     // refused with DEST untouched. Held besides a pair's: each source's root, each
     // --link-dest/--copy-dest/--compare-dest tree's root and --temp-dir.
     let held = plan.sources.len() + plan.alt_dests.len() + usize::from(plan.temp_dir.is_some());
+    let side = held::Budget::side(plan);
     let fit = |nofile, in_use, tuning: &_| {
-        let fit = crate::run::FdBudget::new(nofile, in_use, held, 1, tuning, true);
+        let fit = crate::run::FdBudget::new(nofile, in_use, held, 1, tuning, 2 + side);
         (fit.threads, fit.dir_pairs)
     };
-    let mut roots = match held::Budget::of_limit(plan.threads, held, fit) {
+    let mut roots = match held::Budget::of_limit(plan.threads, held + side, fit) {
         Ok(budget) => {
             run.budget = budget;
             roots::resolve(run)

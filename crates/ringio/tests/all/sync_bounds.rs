@@ -35,10 +35,12 @@ fn sync_limited(cwd: &Path, args: &[&str], nofile: u64) -> Output {
         .run()
 }
 
-/// Runs `sync -a src/ dst` in `cwd` under RLIMIT_NOFILE `nofile`, too few: asserts that it
+/// Runs `sync OPTS src/ dst` in `cwd` under RLIMIT_NOFILE `nofile`, too few: asserts that it
 /// is refused, naming the limit, exit 1, with nothing made, and returns the least it names.
-fn refused_naming_the_least(cwd: &Path, nofile: u64) -> u64 {
-    let out = sync_limited(cwd, &["-a", "src/", "dst"], nofile);
+fn refused_naming_the_least(cwd: &Path, opts: &[&str], nofile: u64) -> u64 {
+    let mut args = opts.to_vec();
+    args.extend(["src/", "dst"]);
+    let out = sync_limited(cwd, &args, nofile);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{nofile}: {}", describe(&out));
     assert!(
@@ -136,42 +138,54 @@ fn build_stale_dest(src: &Path, dst: &Path) {
     write_file(dst.join("wide/stale"), "old");
 }
 
-/// Under RLIMIT_NOFILE 64, 32 and the least a sync names (10 with only stdin, stdout and
-/// stderr open), a tree
-/// 200 deep and one 2,000 wide sync whole, with every deletion mode and -H, to the source's
-/// content, modes, times and links, and to rsync's result. Before the descriptor budget,
-/// the deep chain failed with "Too many open files" at 64.
+/// Under RLIMIT_NOFILE 64, 32 and the least a sync names for its options (which counts what
+/// the child has open, what it holds for the whole run and a worker's side directories), a
+/// tree 200 deep and one 2,000 wide sync whole, with every deletion mode, -H,
+/// --delay-updates, --backup-dir and a manifest of DEST read back at the end, to the source's
+/// content, modes, times and links, and to rsync's result. Before the descriptor budget, the
+/// deep chain failed with "Too many open files" at 64; before the budget counted the side
+/// directories and a later pass shared the first one's anchor, so did -H with a deletion
+/// after the transfer, --delay-updates and --backup-dir at their least, and the manifest's
+/// walk down the deep chain.
 #[test]
 fn deep_and_wide_trees_sync_under_low_descriptor_limits() {
     let dir = Scratch::new();
     let src = dir.join("src");
     build_source(&src);
-    // The least the child needs, with what it has open (12 when it has 0, 1 and 2).
-    let least = refused_naming_the_least(dir.path(), 6);
-    let cases: [&[&str]; 3] = [
-        &["-a", "--delete"],
-        &["-aH", "--delete-after"],
-        &["-aH", "--delete-delay"],
+    // The options, and the limits besides the least they name.
+    let cases: [(&[&str], &[u64]); 5] = [
+        (&["-a", "--delete"], &[64, 32]),
+        (&["-aH", "--delete-after"], &[64]),
+        (&["-aH", "--delete-delay", "--delay-updates"], &[64]),
+        (&["-a", "--delete", "--backup-dir=../bk"], &[]),
+        (&["-a", "--delete", "--hash=sha256", "--manifest=sums"], &[]),
     ];
-    for opts in cases {
+    for (opts, limits) in cases {
         let hard_links = opts[0] == "-aH";
-        // rsync's result, once for each set of options.
+        let least = refused_naming_the_least(dir.path(), opts, 6);
+        // rsync's result, once for each set of options (without what it has not).
         let rs = dir.join("rs");
         let _ = fs::remove_dir_all(&rs);
+        let _ = fs::remove_dir_all(dir.join("bk"));
         build_stale_dest(&src, &rs);
-        let mut args = opts.to_vec();
+        let mut args: Vec<&str> = opts
+            .iter()
+            .filter(|o| !o.starts_with("--"))
+            .copied()
+            .collect();
+        args.extend(
+            opts.iter()
+                .filter(|o| o.starts_with("--delete") || o.starts_with("--b")),
+        );
         args.extend(["src/", "rs"]);
         let rsync_ran = rsync(dir.path(), &args).inspect(|out| {
             assert!(out.status.success(), "rsync {opts:?}: {}", describe(out));
         });
-        let limits: &[u64] = if hard_links {
-            &[64, least]
-        } else {
-            &[64, 32, least]
-        };
-        for &nofile in limits {
+        for &nofile in limits.iter().chain([&least]) {
             let ri = dir.join("ri");
             let _ = fs::remove_dir_all(&ri);
+            let _ = fs::remove_dir_all(dir.join("bk"));
+            let _ = fs::remove_file(dir.join("sums"));
             build_stale_dest(&src, &ri);
             let mut args = opts.to_vec();
             args.extend(["src/", "ri"]);
@@ -185,8 +199,49 @@ fn deep_and_wide_trees_sync_under_low_descriptor_limits() {
             if rsync_ran.is_some() {
                 assert_trees_equal(&rs, &ri, archive(hard_links));
             }
+            if opts.contains(&"--backup-dir=../bk") {
+                // The replaced and deleted files, kept at their paths from DEST.
+                let kept = dir.join("bk/deep/d/f");
+                assert_eq!(
+                    fs::read_to_string(&kept).unwrap(),
+                    "changed, longer than before\n"
+                );
+                assert_eq!(
+                    fs::read_to_string(dir.join("bk/wide/stale")).unwrap(),
+                    "old"
+                );
+            }
+            if opts.contains(&"--manifest=sums") {
+                // One line for each of DEST's files, which sha256sum checks.
+                let sums = fs::read_to_string(dir.join("sums")).unwrap();
+                assert_eq!(sums.lines().count(), count_files(&ri), "{nofile}: {sums}");
+                let check = Command::new("sha256sum")
+                    .args(["--quiet", "-c", "../sums"])
+                    .current_dir(&ri)
+                    .output()
+                    .unwrap();
+                assert!(check.status.success(), "{nofile}: {}", describe(&check));
+            }
         }
     }
+}
+
+/// How many regular files are below `root`.
+fn count_files(root: &Path) -> usize {
+    let mut n = 0;
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let kind = e.file_type().unwrap();
+            if kind.is_dir() {
+                dirs.push(e.path());
+            } else if kind.is_file() {
+                n += 1;
+            }
+        }
+    }
+    n
 }
 
 /// Below the least it needs, a sync refuses at once, naming RLIMIT_NOFILE and the least,
@@ -200,7 +255,7 @@ fn too_few_descriptors_are_refused_naming_the_limit() {
     let src = dir.join("src");
     fs::create_dir_all(src.join("a/b")).unwrap();
     write_file(src.join("a/b/f"), "f");
-    let refused = |nofile: u64| refused_naming_the_least(dir.path(), nofile);
+    let refused = |nofile: u64| refused_naming_the_least(dir.path(), &["-a"], nofile);
     let least = refused(6);
     assert!(
         least > 8,

@@ -160,6 +160,18 @@ pub(crate) fn below(base: BorrowedFd<'_>, given: &Path) -> Option<PathBuf> {
     plain(rest).then(|| rest.to_path_buf())
 }
 
+/// The parent of the directory `child` (its `..`), which must be the directory `id` (dev,
+/// inode) it was: a walk that closed an ancestor's descriptor to stay within a bound opens it
+/// again so, and a directory moved meanwhile is an error, never another directory.
+pub(crate) fn reopen_parent(child: BorrowedFd<'_>, id: (u64, u64)) -> io::Result<OwnedFd> {
+    let fd = sys::open_dir(child, c"..", false)?;
+    let stat = sys::fstatx(fd.as_fd())?;
+    if (stat.dev, stat.ino) != id {
+        return Err(io::Error::other("it was moved while it was read"));
+    }
+    Ok(fd)
+}
+
 /// Removes the entry `name` of `dir`, a directory with everything in it (deepest first),
 /// relative to descriptors, never following a symlink; a directory on another filesystem than
 /// `dir` (a mount point) is left, and so what holds it (ENOTEMPTY).

@@ -82,7 +82,7 @@ pub(crate) fn walk(root: BorrowedFd<'_>, met: &mut dyn FnMut(Met<'_>)) {
             let closed = stack.len() > 1;
             if let (Some(parent), Some(child)) = (stack.last_mut(), done.fd) {
                 if closed && parent.fd.is_none() {
-                    match reopen_parent(child.as_fd(), parent.id) {
+                    match crate::beneath::reopen_parent(child.as_fd(), parent.id) {
                         Ok(fd) => parent.fd = Some(fd),
                         Err(err) => {
                             met(Met::Unlistable {
@@ -139,16 +139,6 @@ pub(crate) fn walk(root: BorrowedFd<'_>, met: &mut dyn FnMut(Met<'_>)) {
             Err(err) => met(Met::Unlistable { rel: &rel, err }),
         }
     }
-}
-
-/// The parent of the directory `child` (its `..`), which must be the directory `id` it was.
-fn reopen_parent(child: BorrowedFd<'_>, id: (u64, u64)) -> io::Result<OwnedFd> {
-    let fd = sys::open_dir(child, c"..", false)?;
-    let stat = sys::fstatx(fd.as_fd())?;
-    if (stat.dev, stat.ino) != id {
-        return Err(io::Error::other("it was moved while it was read"));
-    }
-    Ok(fd)
 }
 
 /// The names in `dir` (named `rel`), sorted; `None` (said to `met`) when it cannot be listed.

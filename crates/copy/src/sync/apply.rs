@@ -1666,28 +1666,75 @@ struct Removal {
     nested: bool,
 }
 
-/// Deletes the entry `name` of `dir` (a directory with its contents, deepest first), each
-/// deletion counted against `--max-delete` and itemized; what the receiver's filters protect
-/// stays, and so does the directory that holds it.
-fn remove_tree(
+/// Descriptors a deletion holds at most, one a level of the tree it deletes: deeper, an
+/// ancestor's closes, and is opened again through its child's `..` (its identity checked) when
+/// the deletion comes back up to it. Where the descriptor budget is roomy, three (so most
+/// deletions never reopen anything); under a tight limit one, which with the one it opens next
+/// fits the budget's room for a worker's file and its temporary, which it does not hold while
+/// it deletes. So a tree of any depth is deleted under any limit the budget accepted, and
+/// without recursion.
+const REMOVAL_HELD: usize = 3;
+
+/// A directory being deleted, on [`remove_tree`]'s stack.
+struct Doomed {
+    /// Its descriptor (`None` while closed for [`REMOVAL_HELD`]).
+    fd: Option<OwnedFd>,
+    /// Its name in its parent, the length of the deletion's path that names it from DEST, and
+    /// its stat (its (dev, inode) is what a reopened descriptor must have).
+    name: CString,
+    len: usize,
+    stat: Stat,
+    /// Its entries not yet deleted (the last in name order is deleted first).
+    names: Vec<CString>,
+    /// It holds an entry that is not a directory.
+    holds_files: bool,
+    /// Every entry handled so far is gone.
+    all_gone: bool,
+    how: Removal,
+}
+
+/// What [`enter`] found at an entry to delete.
+enum Found {
+    /// Nothing there (gone meanwhile).
+    Nothing,
+    /// It stays: protected by a filter, or on another filesystem under -x.
+    Kept,
+    /// A non-directory, to delete.
+    Leaf(Stat),
+    /// A directory, opened and listed, to empty first.
+    Dir(Doomed),
+}
+
+/// The path messages show for the entry `rel` (from DEST) of a deletion in `pair`.
+fn shown(pair: &Pair<'_>, rel: &[u8]) -> PathBuf {
+    let below = rel
+        .strip_prefix(pair.rel.as_slice())
+        .map(|r| r.strip_prefix(b"/").unwrap_or(r))
+        .filter(|_| !pair.rel.is_empty())
+        .unwrap_or(rel);
+    pair.dst_path.join(OsStr::from_bytes(below))
+}
+
+/// Looks at the entry `at` a deletion reaches: what stays, what goes, and for a directory its
+/// names (read now, with a descriptor that [`remove_tree`] holds while it empties it).
+fn enter(
     run: &Run<'_>,
     pair: &Pair<'_>,
     at: DestEntry<'_>,
-    scratch: &mut Scratch<'_>,
+    buf: &mut [MaybeUninit<u8>],
     how: Removal,
-) -> Result<bool, CopyError> {
+) -> Result<Found, CopyError> {
     let DestEntry { dir, name, rel } = at;
-    let path = || pair.dst_path.join(os(name));
     let stat = match sys::statx_at(dir, name, false) {
         Ok(s) => s,
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(true),
-        Err(e) => return Err(CopyError::io(Op::Stat, path(), e)),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(Found::Nothing),
+        Err(e) => return Err(CopyError::io(Op::Stat, shown(pair, rel), e)),
     };
     let is_dir = stat.kind() == Kind::Dir;
     // -x: what is on another filesystem (what is mounted inside DEST) is never deleted, and
     // so neither is the directory holding it (rsync says it cannot delete it).
     if run.plan.one_file_system && !on_dev(dir, Some(stat.dev)) {
-        return Ok(false);
+        return Ok(Found::Kept);
     }
     if how.filtered {
         // Inside a directory being deleted, rsync leaves perishable rules out.
@@ -1697,35 +1744,143 @@ fn remove_tree(
             Some(scope) => scope.excluded(rel, is_dir, Side::Receiver),
         };
         if protected {
-            return Ok(false);
+            return Ok(Found::Kept);
         }
     }
-    let mut all_gone = true;
-    if is_dir {
-        let sub =
-            sys::open_dir(dir, name, false).map_err(|e| CopyError::io(Op::OpenDir, path(), e))?;
-        let mut names = Vec::new();
-        let mut holds_files = false;
-        sys::read_dir_entries(sub.as_fd(), scratch.buf, |n, kind| {
-            holds_files |= kind != Some(Kind::Dir);
-            names.push(n.to_owned());
-        })
-        .map_err(|e| CopyError::io(Op::ReadDir, path(), e))?;
-        names.sort();
-        for child in names.iter().rev() {
-            let child_rel = join(rel, child.to_bytes());
+    if !is_dir {
+        return Ok(Found::Leaf(stat));
+    }
+    let path = || shown(pair, rel);
+    let sub = sys::open_dir(dir, name, false).map_err(|e| CopyError::io(Op::OpenDir, path(), e))?;
+    let now = sys::fstatx(sub.as_fd()).map_err(|e| CopyError::io(Op::Stat, path(), e))?;
+    if !now.same_file(&stat) {
+        return Err(CopyError::Refused(format!(
+            "not deleting {}: it was replaced while it was deleted",
+            crate::quote::quote_path(&path())
+        )));
+    }
+    let mut names = Vec::new();
+    let mut holds_files = false;
+    sys::read_dir_entries(sub.as_fd(), buf, |n, kind| {
+        holds_files |= kind != Some(Kind::Dir);
+        names.push(n.to_owned());
+    })
+    .map_err(|e| CopyError::io(Op::ReadDir, path(), e))?;
+    names.sort();
+    Ok(Found::Dir(Doomed {
+        fd: Some(sub),
+        name: name.to_owned(),
+        len: rel.len(),
+        stat,
+        names,
+        holds_files,
+        all_gone: true,
+        how,
+    }))
+}
+
+/// Deletes the entry `name` of `dir` (a directory with its contents, deepest first), each
+/// deletion counted against `--max-delete` and itemized; what the receiver's filters protect
+/// stays, and so does the directory that holds it. A loop over a stack of the directories
+/// being emptied, holding at most [`REMOVAL_HELD`] of their descriptors.
+fn remove_tree(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    at: DestEntry<'_>,
+    scratch: &mut Scratch<'_>,
+    how: Removal,
+) -> Result<bool, CopyError> {
+    let mut stack = match enter(run, pair, at, scratch.buf, how)? {
+        Found::Nothing => return Ok(true),
+        Found::Kept => return Ok(false),
+        Found::Leaf(stat) => return remove_one(run, pair, at, &stat, (true, false), scratch, how),
+        Found::Dir(top) => vec![top],
+    };
+    let held_most = if run.budget.roomy { REMOVAL_HELD } else { 1 };
+    // The path from DEST of what is being deleted: one buffer, each level a prefix of it.
+    let mut rel = at.rel.to_vec();
+    loop {
+        let deepest = stack.last_mut().expect("a directory being emptied");
+        if let Some(child) = deepest.names.pop() {
+            rel.truncate(deepest.len);
+            rel.push(b'/');
+            rel.extend_from_slice(child.to_bytes());
             let inner = Removal {
                 named: true,
                 nested: true,
-                ..how
+                ..deepest.how
             };
-            let child = DestEntry {
-                dir: sub.as_fd(),
-                name: child,
-                rel: &child_rel,
+            let dir = deepest.fd.as_ref().expect("the deepest is open").as_fd();
+            let at = DestEntry {
+                dir,
+                name: &child,
+                rel: &rel,
             };
-            all_gone &= remove_tree(run, pair, child, scratch, inner)?;
+            match enter(run, pair, at, scratch.buf, inner)? {
+                Found::Nothing => {}
+                Found::Kept => deepest.all_gone = false,
+                Found::Leaf(stat) => {
+                    deepest.all_gone &=
+                        remove_one(run, pair, at, &stat, (true, false), scratch, inner)?;
+                }
+                Found::Dir(sub) => {
+                    stack.push(sub);
+                    let held = stack.len();
+                    if held > held_most {
+                        stack[held - 1 - held_most].fd = None;
+                    }
+                }
+            }
+            continue;
         }
+        // Emptied (or not): the directory itself, from its parent, opened again if it closed.
+        let mut done = stack.pop().expect("a directory being emptied");
+        let child = done.fd.take().expect("the deepest is open");
+        rel.truncate(done.len);
+        let parent = match stack.last_mut() {
+            None => at.dir,
+            Some(parent) => {
+                if parent.fd.is_none() {
+                    let id = (parent.stat.dev, parent.stat.ino);
+                    let fd = beneath::reopen_parent(child.as_fd(), id).map_err(|e| {
+                        CopyError::io(Op::OpenDir, shown(pair, &rel[..parent.len]), e)
+                    })?;
+                    parent.fd = Some(fd);
+                }
+                parent.fd.as_ref().expect("just opened").as_fd()
+            }
+        };
+        drop(child);
+        let at = DestEntry {
+            dir: parent,
+            name: &done.name,
+            rel: &rel,
+        };
+        let state = (done.all_gone, done.holds_files);
+        let gone = remove_one(run, pair, at, &done.stat, state, scratch, done.how)?;
+        match stack.last_mut() {
+            Some(parent) => parent.all_gone &= gone,
+            None => return Ok(gone),
+        }
+    }
+}
+
+/// Deletes the entry `at` whose contents, if it is a directory, were handled: `all_gone` says
+/// they all went, `holds_files` that it held a non-directory. Counted against `--max-delete`,
+/// backed up under `-b`, itemized when `how` names it.
+fn remove_one(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    at: DestEntry<'_>,
+    stat: &Stat,
+    (all_gone, holds_files): (bool, bool),
+    scratch: &mut Scratch<'_>,
+    how: Removal,
+) -> Result<bool, CopyError> {
+    let DestEntry { dir, name, rel } = at;
+    let path = || shown(pair, rel);
+    let is_dir = stat.kind() == Kind::Dir;
+    if is_dir {
         // `-b` without --backup-dir keeps each deleted file's backup beside it: the directory
         // is left holding them, with rsync's note (so a dry run says what a real run does).
         let backups_beside = run.plan.backup.as_ref().is_some_and(|b| b.dir.is_none());
@@ -1759,7 +1914,7 @@ fn remove_tree(
             }
         } else {
             if run.plan.backup.is_some() {
-                backup(run, pair, at, &stat, scratch.lines)?;
+                backup(run, pair, at, stat, scratch.lines)?;
             }
             sys::unlinkat(dir, name).map_err(|e| CopyError::io(Op::Remove, path(), e))?;
         }
@@ -1767,8 +1922,8 @@ fn remove_tree(
     run.deletions.fetch_add(1, Ordering::Relaxed);
     run.stats.deleted.add(stat.kind());
     if how.named {
-        let item = Item::new(Action::Deleted, &stat, rel);
-        report(run, &item, &stat, scratch.lines);
+        let item = Item::new(Action::Deleted, stat, rel);
+        report(run, &item, stat, scratch.lines);
     }
     Ok(true)
 }

@@ -77,6 +77,9 @@ pub(super) struct Budget {
     pub most: usize,
     /// The workers the walk may run.
     pub threads: usize,
+    /// RLIMIT_NOFILE leaves each worker room to spare (256 or more, with at least 128 for each
+    /// worker): a deletion may hold a few levels of the tree it deletes, not one.
+    pub roomy: bool,
 }
 
 impl Budget {
@@ -116,6 +119,7 @@ impl Budget {
             open: AtomicUsize::new(0),
             most: 2 * dir_pairs,
             threads: workers.min(threads).max(1),
+            roomy: nofile >= 256,
         })
     }
 

@@ -33,8 +33,14 @@ use crate::sys::{self, Kind, Stat};
 const DIR_BUF: usize = 64 * 1024;
 
 /// Entries of one directory handed to a worker of their own (a big directory spreads over
-/// the workers).
+/// the workers), and stated by a thread of their own as it is listed.
 const BATCH: usize = 256;
+
+/// [`BATCH`] in a directory the run made: every entry is one to make, work enough that smaller
+/// batches spread it better (a first sync of 1,024 files of 32 KiB in one directory, ext4,
+/// warm: 0.031 s against 0.037 s with 256; in directories that exist, where most entries are
+/// only compared, 32 made re-syncs of 50k-mixed 8-14% slower).
+const NEW_BATCH: usize = 32;
 
 /// Work for a worker: a directory to walk, or a batch of a listed directory's entries.
 pub(super) enum Work<'r> {
@@ -987,13 +993,14 @@ fn list_dir<'r>(
     let count = listing.entries.len();
     let mut first = 0..count;
     let mut batch_blocks = Vec::new();
-    if run.budget.threads > 1 && !plan.hard_links && count > 2 * BATCH {
-        first = 0..BATCH;
+    let batch = if pair.made_now { NEW_BATCH } else { BATCH };
+    if run.budget.threads > 1 && !plan.hard_links && count > 2 * batch {
+        first = 0..batch;
         let mut batches = Vec::new();
-        for start in (BATCH..count).step_by(BATCH) {
+        for start in (batch..count).step_by(batch) {
             let block = pair.block.is_some().then(|| Block::at(pair.rel.clone()));
             batch_blocks.extend(block.clone());
-            let range = start..(start + BATCH).min(count);
+            let range = start..(start + batch).min(count);
             batches.push(Work::Entries(pair.clone(), listing.clone(), range, block));
         }
         pool.push(batches);

@@ -136,6 +136,17 @@ fn build_stale_dest(src: &Path, dst: &Path) {
     }
     fs::create_dir_all(dst.join("wide/w0999/extra/more")).unwrap();
     write_file(dst.join("wide/stale"), "old");
+    // An extraneous chain deeper than any descriptor limit here: deleted whole (it used to
+    // hold a descriptor a level, and failed with "Too many open files").
+    let mut chain = dst.join("wide/w0500/chain");
+    for level in 0..300 {
+        chain = chain.join("c");
+        if level % 50 == 0 {
+            fs::create_dir_all(&chain).unwrap();
+            write_file(chain.join("x"), "x");
+        }
+    }
+    fs::create_dir_all(&chain).unwrap();
 }
 
 /// Under RLIMIT_NOFILE 64, 32 and the least a sync names for its options (which counts what
@@ -145,8 +156,8 @@ fn build_stale_dest(src: &Path, dst: &Path) {
 /// content, modes, times and links, and to rsync's result. Before the descriptor budget, the
 /// deep chain failed with "Too many open files" at 64; before the budget counted the side
 /// directories and a later pass shared the first one's anchor, so did -H with a deletion
-/// after the transfer, --delay-updates and --backup-dir at their least, and the manifest's
-/// walk down the deep chain.
+/// after the transfer, --delay-updates and --backup-dir at their least, the manifest's
+/// walk down the deep chain, and the deletion of an extraneous chain 300 deep.
 #[test]
 fn deep_and_wide_trees_sync_under_low_descriptor_limits() {
     let dir = Scratch::new();
@@ -154,7 +165,8 @@ fn deep_and_wide_trees_sync_under_low_descriptor_limits() {
     build_source(&src);
     // The options, and the limits besides the least they name.
     let cases: [(&[&str], &[u64]); 5] = [
-        (&["-a", "--delete"], &[64, 32]),
+        // 4096: roomy, where a deletion holds three levels and reopens the rest.
+        (&["-a", "--delete"], &[4096, 64, 32]),
         (&["-aH", "--delete-after"], &[64]),
         (&["-aH", "--delete-delay", "--delay-updates"], &[64]),
         (&["-a", "--delete", "--backup-dir=../bk"], &[]),

@@ -174,7 +174,9 @@ pub(crate) fn reopen_parent(child: BorrowedFd<'_>, id: (u64, u64)) -> io::Result
 
 /// Removes the entry `name` of `dir`, a directory with everything in it (deepest first),
 /// relative to descriptors, never following a symlink; a directory on another filesystem than
-/// `dir` (a mount point) is left, and so what holds it (ENOTEMPTY).
+/// `dir` (a mount point) is left, and so what holds it (ENOTEMPTY). A loop, not a recursion,
+/// holding two descriptors at most whatever the depth: the directory it empties and the one it
+/// opens below it; an ancestor is opened again through its child's `..`, its identity checked.
 pub(crate) fn remove_all(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
     let stat = match sys::statx_at(dir, name, false) {
         Ok(s) => s,
@@ -184,24 +186,81 @@ pub(crate) fn remove_all(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
     if stat.kind() != Kind::Dir {
         return sys::unlinkat(dir, name);
     }
-    if sys::fstatx(dir)?.dev != stat.dev {
+    let dev = sys::fstatx(dir)?.dev;
+    if dev != stat.dev {
         return Err(io::Error::from_raw_os_error(libc::ENOTEMPTY));
     }
-    let sub = sys::open_dir(dir, name, false)?;
-    let mut buf = vec![MaybeUninit::<u8>::uninit(); 16 * 1024];
-    loop {
-        let mut names = Vec::new();
-        sys::read_dir_entries(sub.as_fd(), &mut buf, |n, _| names.push(n.to_owned()))?;
-        if names.is_empty() {
-            break;
-        }
-        for child in &names {
-            remove_all(sub.as_fd(), child)?;
-        }
-        // Listed again: entries made meanwhile go too, or the rmdir says why not.
-        rustix::fs::seek(&sub, rustix::fs::SeekFrom::Start(0)).map_err(io::Error::from)?;
+    // The directories being emptied, from `name` down: their names, identities and the names
+    // left in each; only the deepest is open.
+    struct Level {
+        name: CString,
+        id: (u64, u64),
+        names: Vec<CString>,
     }
-    rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR).map_err(io::Error::from)
+    let mut buf = vec![MaybeUninit::<u8>::uninit(); 16 * 1024];
+    let list = |fd: BorrowedFd<'_>, buf: &mut [MaybeUninit<u8>]| -> io::Result<Vec<CString>> {
+        let mut names = Vec::new();
+        sys::read_dir_entries(fd, buf, |n, _| names.push(n.to_owned()))?;
+        Ok(names)
+    };
+    let mut open = sys::open_dir(dir, name, false)?;
+    let mut stack = vec![Level {
+        name: name.to_owned(),
+        id: (stat.dev, stat.ino),
+        names: list(open.as_fd(), &mut buf)?,
+    }];
+    while let Some(deepest) = stack.last_mut() {
+        if let Some(child) = deepest.names.pop() {
+            let stat = match sys::statx_at(open.as_fd(), &child, false) {
+                Ok(s) => s,
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+                Err(e) => return Err(e),
+            };
+            if stat.kind() != Kind::Dir {
+                sys::unlinkat(open.as_fd(), &child)?;
+                continue;
+            }
+            if stat.dev != dev {
+                return Err(io::Error::from_raw_os_error(libc::ENOTEMPTY));
+            }
+            let sub = sys::open_dir(open.as_fd(), &child, false)?;
+            let now = sys::fstatx(sub.as_fd())?;
+            if (now.dev, now.ino) != (stat.dev, stat.ino) {
+                return Err(io::Error::other("it was moved while it was removed"));
+            }
+            open = sub;
+            let names = list(open.as_fd(), &mut buf)?;
+            stack.push(Level {
+                name: child,
+                id: (stat.dev, stat.ino),
+                names,
+            });
+            continue;
+        }
+        // Emptied: listed again (what was made meanwhile goes too), else removed from its
+        // parent.
+        rustix::fs::seek(&open, rustix::fs::SeekFrom::Start(0)).map_err(io::Error::from)?;
+        let again = list(open.as_fd(), &mut buf)?;
+        if !again.is_empty() {
+            deepest.names = again;
+            continue;
+        }
+        let done = stack.pop().expect("a level");
+        match stack.last() {
+            Some(parent) => {
+                let up = reopen_parent(open.as_fd(), parent.id)?;
+                open = up;
+                rustix::fs::unlinkat(&open, &done.name, AtFlags::REMOVEDIR)
+                    .map_err(io::Error::from)?;
+            }
+            None => {
+                drop(open);
+                return rustix::fs::unlinkat(dir, &done.name, AtFlags::REMOVEDIR)
+                    .map_err(io::Error::from);
+            }
+        }
+    }
+    unreachable!("the loop returns once the first level is removed")
 }
 
 #[cfg(test)]
@@ -251,6 +310,26 @@ mod tests {
         }
         assert!(open_root(fd.as_fd(), Path::new("../out"), false).is_ok());
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn remove_all_removes_a_tree_deeper_than_any_descriptor_limit() {
+        let t = tempfile::tempdir().unwrap();
+        let top = root(t.path());
+        let mut at = sys::open_dir(top.as_fd(), c".", false).unwrap();
+        sys::mkdirat(at.as_fd(), c"deep", 0o755).unwrap();
+        at = sys::open_dir(at.as_fd(), c"deep", false).unwrap();
+        for level in 0..3000 {
+            sys::mkdirat(at.as_fd(), c"d", 0o755).unwrap();
+            if level % 100 == 0 {
+                let f = sys::openat(at.as_fd(), c"f", libc::O_WRONLY | libc::O_CREAT, 0o644);
+                drop(f.unwrap());
+            }
+            at = sys::open_dir(at.as_fd(), c"d", false).unwrap();
+        }
+        drop(at);
+        remove_all(top.as_fd(), c"deep").unwrap();
+        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 0);
     }
 
     #[test]

@@ -57,6 +57,10 @@ pub fn rewrite_after_read(fd: std::os::fd::BorrowedFd<'_>, at: u64, bytes: &[u8]
     use std::os::unix::fs::FileExt;
     let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
     let flipped: Vec<u8> = bytes.iter().map(|b| b ^ 0xff).collect();
+    // One rewrite at a time: two workers rewriting chunks of one file at once could each read
+    // the times the other's write had just moved, and leave them moved.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // Its times kept, so that the copy does not see a file changed while it was copied.
     let written = std::fs::OpenOptions::new()
         .write(true)

@@ -1469,7 +1469,8 @@ pub(super) fn manifest_of_dest(
 }
 
 /// `-m`: whether anything but directories would be transferred from the source directory
-/// `e` or below it (filters applied, as the walk would apply them).
+/// `e` or below it (filters applied, as the walk would apply them); what cannot be read counts
+/// as holding files, so that the walk reaches it and reports it.
 pub(super) fn holds_files(run: &Run<'_>, pair: &Pair<'_>, e: &SrcEntry) -> bool {
     let follow = run.plan.symlinks == Symlinks::Follow;
     let Ok(fd) = sys::open_dir(pair.src(e), &e.name, follow) else {
@@ -1495,8 +1496,13 @@ fn holds_files_in(
         return true;
     }
     for name in names {
-        let Ok(stat) = sys::statx_at(dir, &name, follow) else {
-            continue;
+        // What cannot be read counts as holding files: the walk then goes there and reports
+        // it (a source error, which stops deletion), as rsync's sender does; a vanished entry
+        // holds nothing.
+        let stat = match sys::statx_at(dir, &name, follow) {
+            Ok(stat) => stat,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+            Err(_) => return true,
         };
         let child = join(rel, name.to_bytes());
         let is_dir = stat.kind() == Kind::Dir;
@@ -1506,7 +1512,7 @@ fn holds_files_in(
         let transferred = match stat.kind() {
             Kind::Dir => {
                 let Ok(fd) = sys::open_dir(dir, &name, follow) else {
-                    continue;
+                    return true;
                 };
                 let Ok(inner) = scope.enter(fd.as_fd(), &child) else {
                     return true;

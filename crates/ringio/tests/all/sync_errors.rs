@@ -547,3 +547,34 @@ fn a_dry_run_exits_as_the_real_run() {
         }
     }
 }
+
+/// `-m` (--prune-empty-dirs) looks below a directory for anything it would transfer; a
+/// directory it cannot read there is not "empty": the error is reported (it used to be passed
+/// over in silence, exit 0), deletion stops after it, exit 23, as rsync. What DEST holds of the
+/// unreadable directory stays, and so does what is extraneous in a directory after it (`zz`).
+/// (In DEST's root, before the failure in the walk's order, ringio deletes as it does without
+/// `-m`; rsync, which reads the whole source first under `-m`, deletes nothing.)
+#[test]
+fn prune_empty_dirs_reports_a_directory_it_cannot_read() {
+    for tool in ["ringio", "rsync"] {
+        if tool == "rsync" && !rsync_available() {
+            continue;
+        }
+        let dir = scratch();
+        write_file(dir.join("src/top/locked/f"), "x");
+        write_file(dir.join("src/zz/g"), "y");
+        write_file(dir.join("dst/top/locked/f"), "x");
+        write_file(dir.join("dst/zz/g"), "y");
+        write_file(dir.join("dst/zz/extra"), "old");
+        hand_over(dir.path(), &["src/top/locked"]);
+        let out = run(tool, dir.path(), &["-rm", "--delete", "src/", "dst/"], None);
+        chmod(dir.join("src/top/locked"), 0o755);
+        let shown = describe(&out);
+        assert_eq!(out.status.code(), Some(23), "{tool}\n{shown}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("src/top/locked"), "{tool}: {err}");
+        assert!(stdout(&out).contains(STOPPED), "{tool}\n{shown}");
+        assert!(dir.join("dst/top/locked/f").exists(), "{tool}\n{shown}");
+        assert!(dir.join("dst/zz/extra").exists(), "{tool}\n{shown}");
+    }
+}

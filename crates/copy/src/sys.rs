@@ -30,7 +30,7 @@ pub enum Kind {
 }
 
 /// The part of statx the copy needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stat {
     /// Type and permission bits (`st_mode`).
     pub mode: u32,

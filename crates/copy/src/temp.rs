@@ -201,14 +201,21 @@ pub(crate) fn remove_if_stale(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<bo
 }
 
 /// Removes the stale temporaries in `dir` (see [`remove_stale`]): what an interrupted `cp
-/// --atomic` or `ringio sync` left there.
-pub(crate) fn remove_stale_in(dir: BorrowedFd<'_>, buf: &mut [MaybeUninit<u8>]) -> io::Result<()> {
+/// --atomic` or `ringio sync` left there. `found` is told first when there are any.
+pub(crate) fn remove_stale_in(
+    dir: BorrowedFd<'_>,
+    buf: &mut [MaybeUninit<u8>],
+    found: &dyn Fn(),
+) -> io::Result<()> {
     let mut ours = Vec::new();
     sys::read_dir_entries(dir, buf, |name: &CStr, _| {
         if is_ours(name.to_bytes()) {
             ours.push(name.to_owned());
         }
     })?;
+    if !ours.is_empty() {
+        found();
+    }
     for name in ours {
         remove_stale(dir, &name)?;
     }

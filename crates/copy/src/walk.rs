@@ -256,7 +256,7 @@ fn read_dir<'a>(
     ctx.progress.dirs.fetch_add(1, Ordering::Relaxed);
     let Some(node) = hold(ctx, node) else { return };
     if !node.fresh && ctx.plan.overwrite.resume().is_some() {
-        if let Err(e) = crate::temp::remove_stale_in(node.dst_fd(), dir_buf) {
+        if let Err(e) = crate::temp::remove_stale_in(node.dst_fd(), dir_buf, &|| ()) {
             ctx.fail(CopyError::io(Op::ReadDir, node.dst_path(None), e));
         }
     }

@@ -112,7 +112,7 @@ pub(super) fn fix_attrs(
 ) -> Result<(), CopyError> {
     let Some(dir) = &pair.dst else { return Ok(()) };
     let dir = dir.as_fd();
-    let name = e.dst_name.as_c_str();
+    let name = &*e.dst_name;
     let path = || pair.dst_of(name);
     let existing = sys::statx_at(dir, name, false).ok();
     let mut seen = existing;
@@ -234,7 +234,11 @@ pub(super) fn dir_attrs(
     let plan = run.plan;
     let path = || pair.dst_path.clone();
     let want = wanted(run, &pair.src_stat, pair.dst_before.as_ref());
-    let now = sys::fstatx(dst).map_err(|e| CopyError::io(Op::Stat, path(), e))?;
+    // As the walk opened it, unless the run changed what it holds since.
+    let now = match pair.dst_stat {
+        Some(opened) if !pair.changed.load(Ordering::Relaxed) => opened,
+        _ => sys::fstatx(dst).map_err(|e| CopyError::io(Op::Stat, path(), e))?,
+    };
     chown(run, &want, |u, g| {
         if (run.rules.owner && now.uid != u) || (run.rules.group && now.gid != g) {
             sys::fchown(dst, u, g)
@@ -453,9 +457,9 @@ pub(super) fn from_alt(
         }
         match rustix::fs::linkat(
             m.dir.as_fd(),
-            &e.dst_name,
+            &*e.dst_name,
             dir.as_fd(),
-            &e.dst_name,
+            &*e.dst_name,
             AtFlags::empty(),
         ) {
             Ok(()) => {
@@ -668,7 +672,15 @@ fn link_delayed(
         return Ok(false);
     };
     let _ = sys::unlinkat(stage.as_fd(), &e.dst_name);
-    if rustix::fs::linkat(lead_dir, lead, stage.as_fd(), &e.dst_name, AtFlags::empty()).is_err() {
+    if rustix::fs::linkat(
+        lead_dir,
+        lead,
+        stage.as_fd(),
+        &*e.dst_name,
+        AtFlags::empty(),
+    )
+    .is_err()
+    {
         return Ok(false);
     }
     if let Err(err) = make_room(run, pair, e, dst, lines) {
@@ -678,7 +690,7 @@ fn link_delayed(
     run.delayed.lock().expect("delayed").push(Delayed {
         anchor,
         dir: pair.dst_rel.clone(),
-        name: e.dst_name.clone(),
+        name: e.dst_name.to_owned(),
         times: pair.kept_times().filter(|_| pair.keeps_attrs),
     });
     Ok(true)
@@ -750,7 +762,7 @@ fn make_room(
                 });
                 read.map(|()| empty)
             } else {
-                match rustix::fs::unlinkat(dir, &e.dst_name, AtFlags::REMOVEDIR) {
+                match rustix::fs::unlinkat(dir, &*e.dst_name, AtFlags::REMOVEDIR) {
                     Ok(()) => Ok(true),
                     Err(rustix::io::Errno::NOTEMPTY | rustix::io::Errno::EXIST) => Ok(false),
                     Err(err) => Err(err.into()),
@@ -1151,7 +1163,7 @@ fn write_data(
             Some(pair),
         )?;
         make_room(run, pair, e, dst, lines)?;
-        rustix::fs::renameat(tmp_dir, &tmp, dir, &e.dst_name)
+        rustix::fs::renameat(tmp_dir, &tmp, dir, &*e.dst_name)
             .map_err(|err| CopyError::io(Op::Rename, path(), err))
     })();
     let closed = sys::close(fd);
@@ -1293,7 +1305,7 @@ fn delay(
     run.delayed.lock().expect("delayed").push(Delayed {
         anchor,
         dir: pair.dst_rel.clone(),
-        name: e.dst_name.clone(),
+        name: e.dst_name.to_owned(),
         times: pair.kept_times().filter(|_| pair.keeps_attrs),
     });
     Ok(true)
@@ -1598,7 +1610,8 @@ pub(super) fn extraneous(
         }
     })
     .map_err(|e| CopyError::io(Op::ReadDir, pair.dst_path.clone(), e))?;
-    if !run.plan.dry_run {
+    if !run.plan.dry_run && !ours.is_empty() {
+        pair.changing();
         for name in ours {
             let _ = temp::remove_stale(dir, &name);
         }
@@ -1621,6 +1634,9 @@ pub(super) fn delete_extraneous(
 ) -> bool {
     // Whether a source error stops it is the walk's to say, in its order (`walk::deletion`).
     let mut deleted = false;
+    if !names.is_empty() {
+        pair.changing();
+    }
     let mut scratch = Scratch { buf, lines };
     for (_, name) in names {
         let rel = join(&pair.rel, name.to_bytes());

@@ -55,8 +55,9 @@ pub struct Item {
 
 impl Item {
     /// An event for the source entry `src` at `name` (with `/` added for a directory).
-    pub fn new(action: Action, src: &Stat, name: &[u8]) -> Self {
-        let mut name = name.to_vec();
+    pub fn new(action: Action, src: &Stat, name_of: &[u8]) -> Self {
+        let mut name = Vec::with_capacity(name_of.len() + 1);
+        name.extend_from_slice(name_of);
         let kind = src.kind();
         if kind == Kind::Dir && !name.ends_with(b"/") {
             name.push(b'/');

@@ -8,7 +8,7 @@ use std::io;
 use std::os::fd::BorrowedFd;
 use std::sync::Mutex;
 
-use super::pair::{join, rsync_order, SrcEntry};
+use super::pair::{rsync_order, SrcEntry};
 use crate::sys::{self, Kind, Stat};
 
 /// An entry's stat before it is read.
@@ -183,18 +183,29 @@ impl Listing {
 
     /// The entry `l` of the pair whose path from the transfer root is `dir_rel`, made whole.
     pub fn entry(&self, dir_rel: &[u8], l: &Listed) -> SrcEntry {
+        let mut e = SrcEntry::default();
+        self.entry_into(dir_rel, l, &mut e);
+        e
+    }
+
+    /// [`Listing::entry`] made in `e`, whose buffers are used again: a walk makes one entry
+    /// after another, and allocates for a name only when it is longer than any before it.
+    pub fn entry_into(&self, dir_rel: &[u8], l: &Listed, e: &mut SrcEntry) {
         let name = self.name(l);
-        SrcEntry {
-            layer: l.layer(),
-            more: match l.more {
-                NONE => Vec::new(),
-                at => self.more[at as usize].clone(),
-            },
-            name: name.to_owned(),
-            dst_name: self.dst_name(l).to_owned(),
-            stat: l.stat,
-            rel: join(dir_rel, name.to_bytes()),
+        e.layer = l.layer();
+        e.more.clear();
+        if l.more != NONE {
+            e.more.extend_from_slice(&self.more[l.more as usize]);
         }
+        e.name.set(name);
+        e.dst_name.set(self.dst_name(l));
+        e.stat = l.stat;
+        e.rel.clear();
+        if !dir_rel.is_empty() {
+            e.rel.extend_from_slice(dir_rel);
+            e.rel.push(b'/');
+        }
+        e.rel.extend_from_slice(name.to_bytes());
     }
 
     /// The statx of the entries from `start` on, all of them in `dir` (`threads` at once

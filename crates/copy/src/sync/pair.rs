@@ -2,8 +2,8 @@
 //! with the entry a listing yields ([`SrcEntry`]): the leaf types the walk, the operands and the
 //! appliers share.
 
-use std::ffi::CString;
 use std::ffi::OsStr;
+use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
@@ -295,6 +295,11 @@ pub(super) struct Pair<'r> {
     /// stat failed): its identity, and whether it is setgid (what is created in it takes
     /// its group).
     pub dst_stat: Option<Stat>,
+    /// The run made, replaced, linked or removed an entry in the destination directory
+    /// ([`Pair::changing`]), which moves its mtime: when its walk ends its attributes are
+    /// compared with a new stat of it, not with `dst_stat` (a re-sync that changes nothing
+    /// makes no third stat of each directory).
+    pub changed: std::sync::atomic::AtomicBool,
     /// Under -p: the destination directory has a default ACL, which a new file's mode takes
     /// its bits from instead of the umask (so the mode is set after, as rsync sets it). Asked
     /// the first time a file is made in it ([`Pair::dst_default_acl`]): a re-sync that makes
@@ -360,6 +365,7 @@ impl<'r> Pair<'r> {
             src_stat: self.src_stat,
             dst_before: self.dst_before,
             dst_stat: self.dst_stat,
+            changed: Default::default(),
             dst_default_acl: self.dst_default_acl.clone(),
             whole: self.whole,
             keeps_attrs: false,
@@ -369,6 +375,12 @@ impl<'r> Pair<'r> {
             made_now: self.made_now,
             block: None,
         }
+    }
+
+    /// Says that the run changes what the destination directory holds (an entry made,
+    /// replaced, linked or removed in it), before it does.
+    pub fn changing(&self) {
+        self.changed.store(true, Ordering::Relaxed);
     }
 
     /// Under -p, whether the destination directory has a default ACL (asked once).
@@ -439,17 +451,45 @@ pub(super) enum Pass {
 }
 
 /// One entry of a source listing.
+#[derive(Default)]
 pub(super) struct SrcEntry {
     /// The source directory (layer) it was listed in.
     pub layer: usize,
     /// Later sources where a directory of the same name merges with it.
     pub more: Vec<usize>,
-    pub name: CString,
+    pub name: Name,
     /// Its name at the destination (differs only for a single file synced to a new name).
-    pub dst_name: CString,
+    pub dst_name: Name,
     pub stat: Stat,
     /// The path from the transfer root.
     pub rel: Vec<u8>,
+}
+
+/// A name in a buffer that is used again from entry to entry (a `CString` is made to measure,
+/// so each new one costs an allocation): read as the `CStr` it holds.
+#[derive(Default)]
+pub(super) struct Name(Vec<u8>);
+
+impl Name {
+    /// Holds `name` from now on.
+    pub fn set(&mut self, name: &CStr) {
+        self.0.clear();
+        self.0.extend_from_slice(name.to_bytes_with_nul());
+    }
+}
+
+impl From<&CStr> for Name {
+    fn from(name: &CStr) -> Self {
+        Name(name.to_bytes_with_nul().to_vec())
+    }
+}
+
+impl std::ops::Deref for Name {
+    type Target = CStr;
+
+    fn deref(&self) -> &CStr {
+        CStr::from_bytes_until_nul(&self.0).unwrap_or_default()
+    }
 }
 
 impl Run<'_> {
@@ -514,7 +554,8 @@ pub(super) fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
     if dir.is_empty() {
         return name.to_vec();
     }
-    let mut path = dir.to_vec();
+    let mut path = Vec::with_capacity(dir.len() + 1 + name.len());
+    path.extend_from_slice(dir);
     path.push(b'/');
     path.extend_from_slice(name);
     path

@@ -443,6 +443,7 @@ pub(super) fn open_root_pair<'r>(run: &'r Run<'r>, roots: &[Root], pass: Pass) -
         src_stat,
         dst_before,
         dst_stat: dst_before,
+        changed: Default::default(),
         dst_default_acl: std::sync::OnceLock::new(),
         whole,
         keeps_attrs: shown,

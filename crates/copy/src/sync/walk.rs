@@ -526,7 +526,7 @@ fn pass_task<'r>(
 ) -> Task<'r> {
     Task {
         parent: pair.clone(),
-        name: e.dst_name.clone(),
+        name: e.dst_name.to_owned(),
         src_stat: e.stat,
         dst_before,
         dst_follow: false,
@@ -599,6 +599,7 @@ fn open_task<'r>(run: &'r Run<'r>, task: Task<'r>) -> Result<Pair<'r>, Vec<u8>> 
     let pair = Pair {
         run,
         dst_stat,
+        changed: Default::default(),
         dst_default_acl: std::sync::OnceLock::new(),
         anchor: parent.anchor.clone(),
         dst_rel: join(&parent.dst_rel, name.to_bytes()),
@@ -1152,7 +1153,7 @@ fn remove_stale(pair: &Pair<'_>, buf: &mut [MaybeUninit<u8>]) {
         .as_ref()
         .filter(|_| !run.plan.dry_run && !pair.made_now)
     {
-        let _ = crate::temp::remove_stale_in(dst.as_fd(), buf);
+        let _ = crate::temp::remove_stale_in(dst.as_fd(), buf, &|| pair.changing());
     }
 }
 
@@ -1192,12 +1193,14 @@ fn entries_of<'r>(
 ) {
     let mut subdirs = Vec::new();
     let scan = pair.pass == Pass::Scan;
+    // Made whole (its names and path) only while it is handled, in one entry's buffers.
+    let mut whole = SrcEntry::default();
     for l in &listing.entries[range] {
         if run.stop.load(Ordering::Relaxed) {
             break;
         }
-        // Made whole (its names and path) only while it is handled.
-        let e = &listing.entry(&pair.rel, l);
+        listing.entry_into(&pair.rel, l, &mut whole);
+        let e = &whole;
         entry((run, mover), (pair, block), e, &mut lines, &mut subdirs);
         if scan {
             continue;
@@ -1375,6 +1378,8 @@ impl<'r> SyncEntry<'_, 'r> {
         if plan.hard_links && kind != Kind::Dir && self.e.stat.nlink > 1 {
             let how = (&mut *self.lines, &mut _leading);
             let (pair, e) = (self.pair, self.e);
+            // It may link or replace a name here.
+            pair.changing();
             if let Some(done) = apply::hard_link(run, pair, e, dst.as_ref(), decision, how) {
                 apply::record_existing(run, pair, e);
                 if done && plan.remove_source_files {
@@ -1535,7 +1540,7 @@ impl<'r> SyncEntry<'_, 'r> {
         let (pair, e) = (self.pair, self.e);
         self.subdirs.push(Task {
             parent: pair.clone(),
-            name: e.dst_name.clone(),
+            name: e.dst_name.to_owned(),
             src_stat: e.stat,
             dst_before,
             dst_follow,
@@ -1562,6 +1567,7 @@ impl<'r> SyncEntry<'_, 'r> {
     fn make(&mut self, dst: Option<Stat>, decision: Verdict) {
         let (run, pair, e) = (self.run, self.pair, self.e);
         let kind = e.stat.kind();
+        pair.changing();
         // --*-dest: what DEST lacks may be in another tree already.
         let alt = (decision == Verdict::Create)
             .then(|| super::alt::find(run, pair, e))

@@ -1167,3 +1167,122 @@ fn files_from_makes_a_listed_directory_without_its_contents() {
         fs::metadata(twin.ri.join("x/z")).unwrap().mtime()
     );
 }
+
+/// A temporary's name as an interrupted ringio run leaves it in a directory (`temp.rs`): the
+/// dot, the file's name, the mark, a run and a counter, and the check of all of it.
+fn stale_temporary(file: &str) -> String {
+    let prefix = format!(".{file}.ringio-0123456789abcdef-7");
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in prefix.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{prefix}-{:08x}", (h ^ (h >> 32)) as u32)
+}
+
+/// A re-sync whose only change in a directory is one the walk makes there (an extraneous entry
+/// deleted, in each deletion mode; a file replaced; a hard link made again; a stale temporary
+/// of an interrupted run removed) puts the directory's mtime back to the source's, as rsync
+/// does, though nothing else of the directory changed.
+#[test]
+fn a_directory_changed_only_by_the_walk_gets_its_times_back() {
+    let build = |side: &Path| {
+        write_file(side.join("src/d/a"), "the first name");
+        fs::hard_link(side.join("src/d/a"), side.join("src/d/b")).expect("link");
+        write_file(side.join("src/d/p"), "plain");
+        write_file(side.join("src/d/sub/c"), "below");
+        write_file(side.join("src/e/f"), "elsewhere");
+        settle(&side.join("src"));
+        let cp = Command::new("cp")
+            .args(["-a", "src", "dst"])
+            .current_dir(side)
+            .status()
+            .expect("cp -a");
+        assert!(cp.success());
+    };
+    // Each change made in dst/d, whose times are then put back as they were.
+    type Change = fn(&Path);
+    let changes: [(&str, Change, &[&str]); 7] = [
+        (
+            "extraneous",
+            |d| write_file(d.join("gone"), "x"),
+            &["-a", "--delete"],
+        ),
+        (
+            "extraneous",
+            |d| write_file(d.join("gone"), "x"),
+            &["-a", "--delete-before"],
+        ),
+        (
+            "extraneous",
+            |d| write_file(d.join("gone"), "x"),
+            &["-a", "--delete-after"],
+        ),
+        (
+            "extraneous",
+            |d| write_file(d.join("gone"), "x"),
+            &["-a", "--delete-delay"],
+        ),
+        (
+            "replaced",
+            |d| {
+                write_file(d.join("p"), "other bytes, same name");
+            },
+            &["-a", "--delay-updates"],
+        ),
+        (
+            "unlinked",
+            |d| {
+                fs::remove_file(d.join("b")).expect("rm");
+                fs::copy(d.join("a"), d.join("b")).expect("copy");
+                let t = lstat_times(&d.join("a"));
+                set_times(&d.join("b"), Some(t.0), Some(t.1)).expect("times");
+            },
+            &["-aH"],
+        ),
+        (
+            "extraneous dir",
+            |d| write_file(d.join("x/y/z"), "deep"),
+            &["-a", "--delete"],
+        ),
+    ];
+    for (what, change, opts) in changes {
+        let twin = Twin::new(build);
+        twin.change(|side| {
+            let d = side.join("dst/d");
+            let (atime, mtime) = lstat_times(&d);
+            change(&d);
+            set_times(&d, Some(atime), Some(mtime)).expect("times back");
+        });
+        let mut args = opts.to_vec();
+        args.extend(["src/", "dst/"]);
+        let out = twin.both(&args, "dst");
+        assert_success(&out);
+        let diff = tree_diff(&twin.ri.join("src"), &twin.ri.join("dst"), SAME_AS_RSYNC);
+        assert!(
+            diff.is_empty(),
+            "{what}, sync {args:?}:\n{}",
+            diff.join("\n")
+        );
+    }
+    // ringio's own: a stale temporary is removed where the walk finds it (no --delete needed).
+    for opts in [&["-a"][..], &["-a", "--delete"]] {
+        let twin = Twin::new(build);
+        let d = twin.ri.join("dst/d");
+        let (atime, mtime) = lstat_times(&d);
+        let stale = d.join(stale_temporary("a"));
+        write_file(&stale, "half a file");
+        set_times(&d, Some(atime), Some(mtime)).expect("times back");
+        let mut args = opts.to_vec();
+        args.extend(["src/", "dst/"]);
+        let out = sync(&twin.ri, &args);
+        assert_success(&out);
+        assert!(!stale.exists(), "sync {args:?} left {}", stale.display());
+        let diff = tree_diff(&twin.ri.join("src"), &twin.ri.join("dst"), SAME_AS_RSYNC);
+        assert!(
+            diff.is_empty(),
+            "stale temporary, sync {args:?}:\n{}",
+            diff.join("\n")
+        );
+    }
+}

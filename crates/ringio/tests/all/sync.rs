@@ -1265,6 +1265,43 @@ fn a_directory_changed_only_by_the_walk_gets_its_times_back() {
             diff.join("\n")
         );
     }
+    // Changes in a directory other than the entry's: a backup kept under a --backup-dir in
+    // DEST (made in DEST's root, which rsync leaves with the moment of the change as its mtime;
+    // ringio gives it the source's, as -a asks, so no comparison with rsync here), and
+    // temporaries written in a --temp-dir of DEST's (t: its walk may end before they are
+    // written, so it keeps their moment, as with rsync; what is checked is that DEST and d,
+    // where the file lands, get their times).
+
+    for opts in [
+        &["-a", "-b", "--backup-dir=bk"][..],
+        &["-a", "--temp-dir=t"],
+    ] {
+        let twin = Twin::new(|side| {
+            build(side);
+            fs::create_dir(side.join("src/t")).expect("mkdir");
+            fs::create_dir(side.join("dst/t")).expect("mkdir");
+            settle(&side.join("src"));
+            settle(&side.join("dst"));
+        });
+        twin.change(|side| {
+            let d = side.join("dst/d");
+            let (atime, mtime) = lstat_times(&d);
+            write_file(d.join("p"), "other bytes, same name");
+            set_times(&d, Some(atime), Some(mtime)).expect("times back");
+        });
+        let mut args = opts.to_vec();
+        args.extend(["src/", "dst/"]);
+        let out = sync(&twin.ri, &args);
+        assert_success(&out);
+        for dir in ["", "d"] {
+            let (src, dst) = (twin.ri.join("src").join(dir), twin.ri.join("dst").join(dir));
+            assert_eq!(
+                lstat_times(&src).1,
+                lstat_times(&dst).1,
+                "sync {args:?}: mtime of {dir:?}"
+            );
+        }
+    }
     // ringio's own: a stale temporary is removed where the walk finds it (no --delete needed).
     for opts in [&["-a"][..], &["-a", "--delete"]] {
         let twin = Twin::new(build);

@@ -234,13 +234,11 @@ pub(super) fn dir_attrs(
     let plan = run.plan;
     let path = || pair.dst_path.clone();
     let want = wanted(run, &pair.src_stat, pair.dst_before.as_ref());
-    // As the walk opened it, unless the run changed what it holds since: an entry of its
-    // own (the pair says so), or anything where a --backup-dir or --temp-dir of DEST's may be
-    // (which no pair says).
-    let elsewhere =
-        plan.temp_dir.is_some() || plan.backup.as_ref().is_some_and(|b| b.dir.is_some());
+    // As the walk opened it, unless the run changed what it holds since (or may have, where
+    // not every change marks its pair).
+    let unchanged = run.marks_every_change() && !pair.changed.load(Ordering::Relaxed);
     let now = match pair.dst_stat {
-        Some(opened) if !pair.changed.load(Ordering::Relaxed) && !elsewhere => opened,
+        Some(opened) if unchanged => opened,
         _ => sys::fstatx(dst).map_err(|e| CopyError::io(Op::Stat, path(), e))?,
     };
     chown(run, &want, |u, g| {

@@ -493,6 +493,21 @@ impl std::ops::Deref for Name {
 }
 
 impl Run<'_> {
+    /// Whether every change the run makes in a destination directory is made while its own
+    /// pair is walked, which marks it first ([`Pair::changing`]), so that a pair nobody
+    /// marked still has the attributes it was opened with. Not so with a `--backup-dir` or a
+    /// `--temp-dir` of DEST's (written for other directories' entries), `-K` (a directory kept
+    /// behind a symlink may be another pair's too, even DEST itself) or
+    /// `--remove-source-files` (a source directory inside DEST may be another pair's
+    /// destination).
+    pub fn marks_every_change(&self) -> bool {
+        let plan = self.plan;
+        plan.temp_dir.is_none()
+            && plan.backup.as_ref().is_none_or(|b| b.dir.is_none())
+            && !plan.keep_dirlinks
+            && !plan.remove_source_files
+    }
+
     /// Reports a failure and marks the run as partial (23).
     pub fn fail(&self, e: CopyError) {
         if let CopyError::Io { source, .. } = &e {

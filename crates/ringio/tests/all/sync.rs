@@ -1302,6 +1302,20 @@ fn a_directory_changed_only_by_the_walk_gets_its_times_back() {
             );
         }
     }
+    // -K with a kept symlink to DEST itself: DEST is walked twice, as itself and as sub, and
+    // what sub's walk makes changes DEST under the root's walk. DEST ends with the root's
+    // (the source's) mtime, the last set (rsync leaves the moment of the change).
+    let dir = tempfile::tempdir().expect("scratch dir");
+    write_file(dir.path().join("src/sub/new"), "new");
+    fs::create_dir(dir.path().join("dst")).expect("mkdir");
+    symlink(".", dir.path().join("dst/sub")).expect("symlink");
+    settle(&dir.path().join("src"));
+    let src_mtime = lstat_times(&dir.path().join("src")).1;
+    set_times(&dir.path().join("dst"), None, Some(src_mtime)).expect("times");
+    let out = sync(dir.path(), &["-rtK", "src/", "dst/"]);
+    assert_success(&out);
+    assert!(dir.path().join("dst/new").exists());
+    assert_eq!(lstat_times(&dir.path().join("dst")).1, src_mtime, "-K: DEST's mtime");
     // ringio's own: a stale temporary is removed where the walk finds it (no --delete needed).
     for opts in [&["-a"][..], &["-a", "--delete"]] {
         let twin = Twin::new(build);

@@ -15,9 +15,10 @@ use std::sync::Arc;
 
 use rustix::fs::AtFlags;
 
+use super::attrs::{creation, file_attrs, keep_mode, special_attrs};
 use super::filter::Side;
 use super::item::{Action, Item};
-use super::pair::{join, report, Delayed, Layer, Pair, Run, SrcEntry, Times, STAGE};
+use super::pair::{join, report, Delayed, Layer, Pair, Run, SrcEntry, STAGE};
 use super::wanted::wanted;
 use super::Symlinks;
 use crate::backup::{self, DestEntry};
@@ -26,282 +27,19 @@ use crate::engine::{punch_hole, DataPath, Ends, Side as DataSide, Stop};
 use crate::error::{CopyError, Op};
 use crate::links::{Claim, FirstName, Leading};
 use crate::manifest::hashing::FileHash;
-use crate::policy::sync::{self as rules, Changes, QuickCheck, Verdict};
+use crate::policy::sync::{self as rules, QuickCheck, Verdict};
 use crate::sys::{self, Kind, Stat};
 use crate::temp;
 use crate::xattr::Subject;
-
-const OMIT: (i64, u32) = (0, libc::UTIME_OMIT as u32);
 
 pub(super) fn os(name: &CStr) -> &OsStr {
     OsStr::from_bytes(name.to_bytes())
 }
 
 impl Pair<'_> {
-    fn dst_of(&self, name: &CStr) -> PathBuf {
+    pub(super) fn dst_of(&self, name: &CStr) -> PathBuf {
         self.dst_path.join(os(name))
     }
-
-    /// The times (atime, mtime) the run gives this directory (when its attributes are kept),
-    /// to put back after it changed below it (deletions, `--delay-updates`' renames); `None`:
-    /// the run keeps no directory times.
-    pub(super) fn kept_times(&self) -> Option<Times> {
-        let plan = self.run.plan;
-        if !plan.times || plan.omit_dir_times {
-            return None;
-        }
-        let want = wanted(self.run, &self.src_stat, self.dst_before.as_ref());
-        let atime = if plan.atimes {
-            self.src_stat.atime
-        } else {
-            OMIT
-        };
-        Some((atime, want.mtime))
-    }
-}
-
-/// chown as the options ask: the owner only as root, a group the user cannot give is left.
-fn chown(run: &Run<'_>, want: &Stat, call: impl Fn(u32, u32) -> io::Result<()>) -> io::Result<()> {
-    if run.plan.fake_super {
-        // Kept in user.rsync.%stat instead.
-        return Ok(());
-    }
-    chown_to(run, want, call)
-}
-
-/// chown for a file this run created (so owned by [`Run::creator`], unless its directory is
-/// setgid): nothing to do when it already has the owner and group wanted.
-fn chown_new(
-    run: &Run<'_>,
-    pair: &Pair<'_>,
-    want: &Stat,
-    call: impl Fn(u32, u32) -> io::Result<()>,
-) -> io::Result<()> {
-    let setgid = pair.dst_stat.is_some_and(|d| d.mode & libc::S_ISGID != 0);
-    let settled = !setgid
-        && (!run.rules.owner || want.uid == run.creator.0)
-        && (!run.rules.group || want.gid == run.creator.1);
-    if settled {
-        return Ok(());
-    }
-    chown(run, want, call)
-}
-
-fn chown_to(
-    run: &Run<'_>,
-    want: &Stat,
-    call: impl Fn(u32, u32) -> io::Result<()>,
-) -> io::Result<()> {
-    let uid = if run.rules.owner { want.uid } else { u32::MAX };
-    let gid = if run.rules.group { want.gid } else { u32::MAX };
-    if uid == u32::MAX && gid == u32::MAX {
-        return Ok(());
-    }
-    match call(uid, gid) {
-        Err(e) if !run.is_root && e.raw_os_error() == Some(libc::EPERM) => Ok(()),
-        other => other,
-    }
-}
-
-/// Sets the attributes that differ (`changes`) on an existing entry, by name.
-pub(super) fn fix_attrs(
-    run: &Run<'_>,
-    pair: &Pair<'_>,
-    e: &SrcEntry,
-    changes: &Changes,
-) -> Result<(), CopyError> {
-    let Some(dir) = &pair.dst else { return Ok(()) };
-    let dir = dir.as_fd();
-    let name = &*e.dst_name;
-    let path = || pair.dst_of(name);
-    let existing = sys::statx_at(dir, name, false).ok();
-    let mut seen = existing;
-    if let Some(d) = seen.as_mut().filter(|_| run.plan.fake_super) {
-        super::fake::read(Subject::at(dir, name, false), d);
-    }
-    let want = wanted(run, &e.stat, seen.as_ref());
-    if changes.owner || changes.group {
-        chown(run, &want, |u, g| sys::lchownat(dir, name, u, g))
-            .map_err(|err| CopyError::io(Op::SetOwner, path(), err))?;
-    }
-    if changes.perms && e.stat.kind() != Kind::Symlink {
-        let perm = if run.plan.fake_super {
-            super::fake::real_perm(&want)
-        } else {
-            want.perm()
-        };
-        sys::fchmodat(dir, name, perm).map_err(|err| CopyError::io(Op::SetMode, path(), err))?;
-    }
-    if run.plan.fake_super && (changes.owner || changes.group || changes.perms) {
-        if let Ok(real) = sys::statx_at(dir, name, false) {
-            super::fake::write(Subject::at(dir, name, false), &want, &real)
-                .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
-        }
-    }
-    if changes.acl || changes.xattr {
-        // A symlink synced as one is read as itself; one followed, through it.
-        let src = Subject::at(pair.src(e), &e.name, e.stat.kind() != Kind::Symlink);
-        super::xattrs::bring(run, src, Subject::at(dir, name, false))
-            .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
-    }
-    if changes.time {
-        let atime = if run.plan.atimes { e.stat.atime } else { OMIT };
-        sys::lutimensat(dir, name, atime, want.mtime)
-            .map_err(|err| CopyError::io(Op::SetTimes, path(), err))?;
-    }
-    Ok(())
-}
-
-/// The mode a new file is created with, and whether it is set again afterwards. Without -p
-/// a new file takes the source's permission bits through the kernel, which applies the umask
-/// or the directory's default ACL, as rsync leaves it; with -p, or over an existing file whose
-/// mode is kept, it is made private and given its mode once written.
-///
-/// Under -p a file whose owner and group stay those it is created with, and whose mode has no
-/// special bit and nothing the umask takes away (and no default ACL in the directory, which would
-/// decide instead), is created with its mode at once: nobody could read it under it then that
-/// may not read it after (saves a chmod per file).
-fn creation(pair: &Pair<'_>, src: &Stat, existing: Option<&Stat>, want: &Stat) -> (u32, bool) {
-    let run = pair.run;
-    let perm = want.perm();
-    // A default ACL, not the umask, decides what the kernel leaves of the mode.
-    let plain = perm & 0o7000 == 0 && perm & run.umask == 0 && !pair.dst_default_acl();
-    let own = (want.uid, want.gid) == run.creator;
-    if existing.is_none() && run.plan.perms && plain && own && !run.plan.fake_super {
-        (perm, false)
-    } else if run.plan.perms || existing.is_some() {
-        (0o600, true)
-    } else {
-        (src.perm() & 0o777, false)
-    }
-}
-
-/// Owner, mode (unless `want`'s type bits are cleared: the mode it was created with stays),
-/// ACLs and extended attributes, and times of a new file, through its descriptor.
-fn file_attrs(
-    run: &Run<'_>,
-    (src, fd): (BorrowedFd<'_>, BorrowedFd<'_>),
-    want: &Stat,
-    src_stat: &Stat,
-    path: &dyn Fn() -> PathBuf,
-    made_in: Option<&Pair<'_>>,
-) -> Result<(), CopyError> {
-    let plan = run.plan;
-    let owned = match made_in {
-        Some(pair) => chown_new(run, pair, want, |u, g| sys::fchown(fd, u, g)),
-        None => chown(run, want, |u, g| sys::fchown(fd, u, g)),
-    };
-    owned.map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
-    if want.mode & libc::S_IFMT != 0 {
-        let perm = if plan.fake_super {
-            super::fake::real_perm(want)
-        } else {
-            want.perm()
-        };
-        sys::fchmod(fd, perm).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
-    }
-    if plan.xattrs || plan.acls {
-        super::xattrs::bring(run, Subject::Fd(src), Subject::Fd(fd))
-            .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
-    }
-    if plan.fake_super {
-        let mut full = *src_stat;
-        full.mode = (src_stat.mode & libc::S_IFMT) | want.perm();
-        full.uid = want.uid;
-        full.gid = want.gid;
-        let real = sys::fstatx(fd).map_err(|e| CopyError::io(Op::Stat, path(), e))?;
-        super::fake::write(Subject::Fd(fd), &full, &real)
-            .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
-    }
-    if plan.times {
-        let atime = if plan.atimes { src_stat.atime } else { OMIT };
-        sys::futimens(fd, atime, want.mtime).map_err(|e| CopyError::io(Op::SetTimes, path(), e))?;
-    }
-    if plan.fsync {
-        rustix::fs::fsync(fd).map_err(|e| CopyError::io(Op::Write, path(), io::Error::from(e)))?;
-    }
-    Ok(())
-}
-
-/// A directory's attributes, once its walk is done; its times unless `times` is false (its
-/// waiting deletions set them once they have deleted: `pair::Handoff`).
-pub(super) fn dir_attrs(
-    run: &Run<'_>,
-    pair: &Pair<'_>,
-    dst: BorrowedFd<'_>,
-    times: bool,
-) -> Result<(), CopyError> {
-    let plan = run.plan;
-    let path = || pair.dst_path.clone();
-    let want = wanted(run, &pair.src_stat, pair.dst_before.as_ref());
-    // As the walk opened it, unless the run changed what it holds since (or may have, where
-    // not every change marks its pair).
-    let unchanged = run.marks_every_change() && !pair.changed.load(Ordering::Relaxed);
-    let now = match pair.dst_stat {
-        Some(opened) if unchanged => opened,
-        _ => sys::fstatx(dst).map_err(|e| CopyError::io(Op::Stat, path(), e))?,
-    };
-    chown(run, &want, |u, g| {
-        if (run.rules.owner && now.uid != u) || (run.rules.group && now.gid != g) {
-            sys::fchown(dst, u, g)
-        } else {
-            Ok(())
-        }
-    })
-    .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
-    let perm = if plan.perms {
-        Some(want.perm())
-    } else if pair.dst_before.is_none() {
-        // Made now, with owner rwx added so it could be filled: only those bits are taken
-        // back; what the kernel gave it (umask, default ACL, a parent's setgid) stays.
-        let added = 0o700 & !pair.src_stat.perm();
-        (added != 0).then_some(now.perm() & !added)
-    } else {
-        None
-    };
-    let perm = if plan.fake_super {
-        perm.map(|_| super::fake::real_perm(&want))
-    } else {
-        perm
-    };
-    if let Some(perm) = perm.filter(|&p| p != now.perm()) {
-        sys::fchmod(dst, perm).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
-    }
-    if plan.fake_super {
-        let real = sys::fstatx(dst).map_err(|e| CopyError::io(Op::Stat, path(), e))?;
-        super::fake::write(Subject::Fd(dst), &want, &real)
-            .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
-    }
-    if plan.xattrs || plan.acls {
-        super::xattrs::bring(run, Subject::Fd(pair.head().fd.as_fd()), Subject::Fd(dst))
-            .map_err(|e| CopyError::io(Op::SetXattr, path(), e))?;
-    }
-    if times
-        && plan.times
-        && !plan.omit_dir_times
-        && !rules::same_time(now.mtime, want.mtime, run.window_ns)
-    {
-        let atime = if plan.atimes {
-            pair.src_stat.atime
-        } else {
-            OMIT
-        };
-        sys::futimens(dst, atime, want.mtime)
-            .map_err(|e| CopyError::io(Op::SetTimes, path(), e))?;
-    }
-    Ok(())
-}
-
-/// A directory's times put back after deleting in it moved its mtime, where no walk of it
-/// will set them (its walk ended before its deletions' turn, or the deletions are a pass of
-/// their own): deleting changes nothing else of a directory, so its times are all that is
-/// set, and the pair needs no source (a [`Pair::detached`] will do).
-pub(super) fn dir_times(pair: &Pair<'_>, dst: BorrowedFd<'_>) -> Result<(), CopyError> {
-    let Some((atime, mtime)) = pair.kept_times() else {
-        return Ok(());
-    };
-    sys::futimens(dst, atime, mtime)
-        .map_err(|e| CopyError::io(Op::SetTimes, pair.dst_path.clone(), e))
 }
 
 /// For a symlink under `--copy-unsafe-links` or `--safe-links`: one that leads out of the
@@ -1011,40 +749,6 @@ pub(super) fn make(
     Ok(Some(item))
 }
 
-/// A new symlink's or special file's owner, mode (special files under -p), extended attributes
-/// and times, set on its temporary `tmp` in `dir`.
-fn special_attrs(
-    run: &Run<'_>,
-    pair: &Pair<'_>,
-    e: &SrcEntry,
-    (dir, tmp): (BorrowedFd<'_>, &CStr),
-) -> Result<(), CopyError> {
-    let plan = run.plan;
-    let kind = e.stat.kind();
-    let path = || pair.dst_of(&e.dst_name);
-    let want = wanted(run, &e.stat, None);
-    chown(run, &want, |u, g| sys::lchownat(dir, tmp, u, g))
-        .map_err(|err| CopyError::io(Op::SetOwner, path(), err))?;
-    // Without -p the kernel gave it the source's bits less the umask.
-    if kind == Kind::Special && plan.perms {
-        sys::fchmodat(dir, tmp, e.stat.perm())
-            .map_err(|err| CopyError::io(Op::SetMode, path(), err))?;
-    }
-    if plan.xattrs || plan.acls {
-        // Symlinks and special files carry them too (trusted.*, security.*); a special file
-        // reached through a followed symlink, its own.
-        let src = Subject::at(pair.src(e), &e.name, kind != Kind::Symlink);
-        super::xattrs::bring(run, src, Subject::at(dir, tmp, false))
-            .map_err(|err| CopyError::io(Op::SetXattr, path(), err))?;
-    }
-    if plan.times {
-        let atime = if plan.atimes { e.stat.atime } else { OMIT };
-        sys::lutimensat(dir, tmp, atime, e.stat.mtime)
-            .map_err(|err| CopyError::io(Op::SetTimes, path(), err))?;
-    }
-    Ok(())
-}
-
 /// Writes a file's data: to a temporary renamed over the old file, or (`--inplace`) into the
 /// file itself. False when the source vanished (reported). With `--hash`, the bytes are
 /// hashed on their way, and the file recorded once in place.
@@ -1245,15 +949,6 @@ fn write_in_place(
     rustix::fs::ftruncate(&fd, e.stat.size).map_err(|err| CopyError::io(Op::Write, path(), err))?;
     file_attrs(run, (src, fd.as_fd()), want, &e.stat, &path, None)?;
     sys::close(fd).map_err(|err| CopyError::io(Op::Close, path(), err))
-}
-
-/// `want`, with its type bits cleared when its mode is not to be set (see [`file_attrs`]).
-fn keep_mode(want: &Stat, chmod: bool) -> Stat {
-    let mut want = *want;
-    if !chmod {
-        want.mode &= !libc::S_IFMT;
-    }
-    want
 }
 
 /// `--delay-updates`: the file is written into the directory's `.~tmp~` under its own name

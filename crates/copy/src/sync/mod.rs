@@ -16,6 +16,7 @@
 
 pub mod alt;
 mod apply;
+mod attrs;
 pub mod chmod;
 mod dirfd;
 mod fake;

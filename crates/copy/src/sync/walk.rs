@@ -96,7 +96,7 @@ impl Drop for Pair<'_> {
                     let dst = self.dst.as_ref().map(|d| d.as_fd());
                     let times = waiting.is_none();
                     if let Err(e) =
-                        dst.map_or(Ok(()), |dst| apply::dir_attrs(run, self, dst, times))
+                        dst.map_or(Ok(()), |dst| super::attrs::dir_attrs(run, self, dst, times))
                     {
                         run.fail(e);
                     }
@@ -104,7 +104,8 @@ impl Drop for Pair<'_> {
                     if waiting.is_some_and(|h| !h.lend(run, take)) {
                         // They came meanwhile, after all.
                         let dst = self.dst.as_ref().map(|d| d.as_fd());
-                        if let Err(e) = dst.map_or(Ok(()), |dst| apply::dir_times(self, dst)) {
+                        if let Err(e) = dst.map_or(Ok(()), |dst| super::attrs::dir_times(self, dst))
+                        {
                             run.fail(e);
                         }
                     }
@@ -1034,7 +1035,7 @@ struct Extraneous {
 /// What waits for its turn holds no descriptor: the pair is kept weakly, with a copy without
 /// descriptors ([`Pair::detached`]). At the turn, a pair still walked lends its directory (and
 /// sets its attributes when its walk ends); a pair whose walk ended has the directory opened
-/// again, and its times put back once something was deleted in it ([`apply::dir_times`]).
+/// again, and its times put back once something was deleted in it ([`super::attrs::dir_times`]).
 fn deletion<'r>(
     pair: &Arc<Pair<'r>>,
     found: Extraneous,
@@ -1103,7 +1104,7 @@ fn deletion<'r>(
         // after the transfer, a walk that ended before its turn, which left its times here).
         let unattended = pass == Pass::Delete || (keeps_attrs && pair.dst.is_none());
         if ((deleted && unattended) || left.is_some()) && !run.plan.dry_run {
-            if let Err(e) = apply::dir_times(pair, dir) {
+            if let Err(e) = super::attrs::dir_times(pair, dir) {
                 run.fail(e);
             }
         }
@@ -1497,7 +1498,7 @@ impl<'r> SyncEntry<'_, 'r> {
             return;
         }
         if !item.attrs.none() && !plan.dry_run {
-            if let Err(err) = apply::fix_attrs(run, pair, e, &item.attrs) {
+            if let Err(err) = super::attrs::fix_attrs(run, pair, e, &item.attrs) {
                 self.failed(err);
                 return;
             }

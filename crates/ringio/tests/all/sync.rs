@@ -1315,7 +1315,11 @@ fn a_directory_changed_only_by_the_walk_gets_its_times_back() {
     let out = sync(dir.path(), &["-rtK", "src/", "dst/"]);
     assert_success(&out);
     assert!(dir.path().join("dst/new").exists());
-    assert_eq!(lstat_times(&dir.path().join("dst")).1, src_mtime, "-K: DEST's mtime");
+    assert_eq!(
+        lstat_times(&dir.path().join("dst")).1,
+        src_mtime,
+        "-K: DEST's mtime"
+    );
     // ringio's own: a stale temporary is removed where the walk finds it (no --delete needed).
     for opts in [&["-a"][..], &["-a", "--delete"]] {
         let twin = Twin::new(build);

@@ -1,0 +1,351 @@
+//! An entry's attributes as sync gives them. What to give is each caller's to say: a kept
+//! entry's differences ([`fix_attrs`]), a new file's ([`file_attrs`]), a new symlink's or
+//! special file's ([`special_attrs`]), a directory's once its walk ends ([`dir_attrs`]); each
+//! says it as a [`Setting`], and one function sets it, in one order, through a descriptor or
+//! by name. Also the mode a new file is created with ([`creation`]).
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use super::pair::{Pair, Run, SrcEntry, Times};
+use super::wanted::wanted;
+use crate::error::{CopyError, Op};
+use crate::policy::sync::{self as rules, Changes};
+use crate::sys::{self, Kind, Stat};
+use crate::xattr::Subject;
+
+/// A time left as it is (`UTIME_OMIT`).
+const OMIT: (i64, u32) = (0, libc::UTIME_OMIT as u32);
+
+/// Where attributes are set: through an open descriptor, or on an entry by its name in its
+/// directory (a final symlink not followed).
+#[derive(Clone, Copy)]
+enum On<'a> {
+    Fd(BorrowedFd<'a>),
+    At(BorrowedFd<'a>, &'a CStr),
+}
+
+impl<'a> On<'a> {
+    fn subject(self) -> Subject<'a> {
+        match self {
+            On::Fd(fd) => Subject::Fd(fd),
+            On::At(dir, name) => Subject::at(dir, name, false),
+        }
+    }
+
+    fn chown(self, uid: u32, gid: u32) -> io::Result<()> {
+        match self {
+            On::Fd(fd) => sys::fchown(fd, uid, gid),
+            On::At(dir, name) => sys::lchownat(dir, name, uid, gid),
+        }
+    }
+
+    fn chmod(self, perm: u32) -> io::Result<()> {
+        match self {
+            On::Fd(fd) => sys::fchmod(fd, perm),
+            On::At(dir, name) => sys::fchmodat(dir, name, perm),
+        }
+    }
+
+    fn times(self, (atime, mtime): Times) -> io::Result<()> {
+        match self {
+            On::Fd(fd) => sys::futimens(fd, atime, mtime),
+            On::At(dir, name) => sys::lutimensat(dir, name, atime, mtime),
+        }
+    }
+
+    fn stat(self) -> io::Result<Stat> {
+        match self {
+            On::Fd(fd) => sys::fstatx(fd),
+            On::At(dir, name) => sys::statx_at(dir, name, false),
+        }
+    }
+}
+
+/// The attributes one entry is given; `None` leaves one as it is.
+struct Setting<'a> {
+    /// Owner and group as chown takes them (`u32::MAX`: that one left).
+    owner: Option<(u32, u32)>,
+    /// The permission bits (under `--fake-super` the entry's real ones).
+    perm: Option<u32>,
+    /// The source whose extended attributes and ACLs it takes (-X, -A).
+    xattrs_of: Option<Subject<'a>>,
+    /// `--fake-super`: what `user.rsync.%stat` records.
+    record: Option<Stat>,
+    /// Access and modification times.
+    times: Option<Times>,
+}
+
+impl Setting<'_> {
+    /// Sets it on `on` in one order: owner and group first (chown clears setuid and setgid),
+    /// then the mode, extended attributes and ACLs (an ACL moves the group bits), the record
+    /// of what the real stat then lacks, and times last. A user who is not root keeps the
+    /// owner and group chown refuses, as rsync does. `path` names the entry in messages.
+    fn apply(
+        &self,
+        run: &Run<'_>,
+        on: On<'_>,
+        path: &dyn Fn() -> PathBuf,
+    ) -> Result<(), CopyError> {
+        let fail = |op: Op| move |e: io::Error| CopyError::io(op, path(), e);
+        if let Some((uid, gid)) = self.owner {
+            match on.chown(uid, gid) {
+                Err(e) if !run.is_root && e.raw_os_error() == Some(libc::EPERM) => {}
+                done => done.map_err(fail(Op::SetOwner))?,
+            }
+        }
+        if let Some(perm) = self.perm {
+            on.chmod(perm).map_err(fail(Op::SetMode))?;
+        }
+        if let Some(src) = self.xattrs_of {
+            super::xattrs::bring(run, src, on.subject()).map_err(fail(Op::SetXattr))?;
+        }
+        if let Some(record) = &self.record {
+            let real = on.stat().map_err(fail(Op::Stat))?;
+            super::fake::write(on.subject(), record, &real).map_err(fail(Op::SetXattr))?;
+        }
+        if let Some(times) = self.times {
+            on.times(times).map_err(fail(Op::SetTimes))?;
+        }
+        Ok(())
+    }
+}
+
+/// The owner and group chown is given for `want` (`u32::MAX` for one the options do not
+/// keep); `None`: nothing to give (neither kept, or `--fake-super`, which records them).
+fn owner_of(run: &Run<'_>, want: &Stat) -> Option<(u32, u32)> {
+    let uid = if run.rules.owner { want.uid } else { u32::MAX };
+    let gid = if run.rules.group { want.gid } else { u32::MAX };
+    let none = run.plan.fake_super || (uid == u32::MAX && gid == u32::MAX);
+    (!none).then_some((uid, gid))
+}
+
+/// The permission bits to set for `want`: under `--fake-super` the real ones it records.
+fn perm_of(run: &Run<'_>, want: &Stat) -> u32 {
+    if run.plan.fake_super {
+        super::fake::real_perm(want)
+    } else {
+        want.perm()
+    }
+}
+
+/// An entry's atime as the run gives it: the source's under `--atimes`, else left.
+fn atime_of(run: &Run<'_>, src: &Stat) -> (i64, u32) {
+    if run.plan.atimes {
+        src.atime
+    } else {
+        OMIT
+    }
+}
+
+impl Pair<'_> {
+    /// The times (atime, mtime) the run gives this directory (when its attributes are kept),
+    /// to put back after it changed below it (deletions, `--delay-updates`' renames); `None`:
+    /// the run keeps no directory times.
+    pub(super) fn kept_times(&self) -> Option<Times> {
+        let plan = self.run.plan;
+        if !plan.times || plan.omit_dir_times {
+            return None;
+        }
+        let want = wanted(self.run, &self.src_stat, self.dst_before.as_ref());
+        Some((atime_of(self.run, &self.src_stat), want.mtime))
+    }
+}
+
+/// Sets the attributes that differ (`changes`) on an existing entry, by name.
+pub(super) fn fix_attrs(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    changes: &Changes,
+) -> Result<(), CopyError> {
+    let Some(dir) = &pair.dst else { return Ok(()) };
+    let (dir, name) = (dir.as_fd(), &*e.dst_name);
+    let mut seen = sys::statx_at(dir, name, false).ok();
+    if let Some(d) = seen.as_mut().filter(|_| run.plan.fake_super) {
+        super::fake::read(Subject::at(dir, name, false), d);
+    }
+    let want = wanted(run, &e.stat, seen.as_ref());
+    let symlink = e.stat.kind() == Kind::Symlink;
+    let owner = changes.owner || changes.group;
+    Setting {
+        owner: owner.then(|| owner_of(run, &want)).flatten(),
+        perm: (changes.perms && !symlink).then(|| perm_of(run, &want)),
+        // A symlink synced as one is read as itself; one followed, through it.
+        xattrs_of: (changes.acl || changes.xattr)
+            .then(|| Subject::at(pair.src(e), &e.name, !symlink)),
+        record: (run.plan.fake_super && (owner || changes.perms)).then_some(want),
+        times: changes.time.then(|| (atime_of(run, &e.stat), want.mtime)),
+    }
+    .apply(run, On::At(dir, name), &|| pair.dst_of(name))
+}
+
+/// The mode a new file is created with, and whether it is set again afterwards. Without -p
+/// a new file takes the source's permission bits through the kernel, which applies the umask
+/// or the directory's default ACL, as rsync leaves it; with -p, or over an existing file whose
+/// mode is kept, it is made private and given its mode once written.
+///
+/// Under -p a file whose owner and group stay those it is created with, and whose mode has no
+/// special bit and nothing the umask takes away (and no default ACL in the directory, which would
+/// decide instead), is created with its mode at once: nobody could read it under it then that
+/// may not read it after (saves a chmod per file).
+pub(super) fn creation(
+    pair: &Pair<'_>,
+    src: &Stat,
+    existing: Option<&Stat>,
+    want: &Stat,
+) -> (u32, bool) {
+    let run = pair.run;
+    let perm = want.perm();
+    // A default ACL, not the umask, decides what the kernel leaves of the mode.
+    let plain = perm & 0o7000 == 0 && perm & run.umask == 0 && !pair.dst_default_acl();
+    let own = (want.uid, want.gid) == run.creator;
+    if existing.is_none() && run.plan.perms && plain && own && !run.plan.fake_super {
+        (perm, false)
+    } else if run.plan.perms || existing.is_some() {
+        (0o600, true)
+    } else {
+        (src.perm() & 0o777, false)
+    }
+}
+
+/// `want`, with its type bits cleared when its mode is not to be set (see [`file_attrs`]).
+pub(super) fn keep_mode(want: &Stat, chmod: bool) -> Stat {
+    let mut want = *want;
+    if !chmod {
+        want.mode &= !libc::S_IFMT;
+    }
+    want
+}
+
+/// Owner, mode (unless `want`'s type bits are cleared: the mode it was created with stays),
+/// ACLs and extended attributes, and times of a new file, through its descriptor; `made_in`:
+/// the pair it was created in (so it is owned by [`Run::creator`], unless the directory is
+/// setgid, and has no owner to give when that is the one wanted).
+pub(super) fn file_attrs(
+    run: &Run<'_>,
+    (src, fd): (BorrowedFd<'_>, BorrowedFd<'_>),
+    want: &Stat,
+    src_stat: &Stat,
+    path: &dyn Fn() -> PathBuf,
+    made_in: Option<&Pair<'_>>,
+) -> Result<(), CopyError> {
+    let plan = run.plan;
+    let settled = made_in.is_some_and(|pair| {
+        let setgid = pair.dst_stat.is_some_and(|d| d.mode & libc::S_ISGID != 0);
+        !setgid
+            && (!run.rules.owner || want.uid == run.creator.0)
+            && (!run.rules.group || want.gid == run.creator.1)
+    });
+    let record = Stat {
+        mode: (src_stat.mode & libc::S_IFMT) | want.perm(),
+        uid: want.uid,
+        gid: want.gid,
+        ..*src_stat
+    };
+    Setting {
+        owner: owner_of(run, want).filter(|_| !settled),
+        perm: (want.mode & libc::S_IFMT != 0).then(|| perm_of(run, want)),
+        xattrs_of: (plan.xattrs || plan.acls).then_some(Subject::Fd(src)),
+        record: plan.fake_super.then_some(record),
+        times: plan.times.then(|| (atime_of(run, src_stat), want.mtime)),
+    }
+    .apply(run, On::Fd(fd), path)?;
+    if plan.fsync {
+        rustix::fs::fsync(fd).map_err(|e| CopyError::io(Op::Write, path(), io::Error::from(e)))?;
+    }
+    Ok(())
+}
+
+/// A new symlink's or special file's owner, mode (special files under -p), extended attributes
+/// and times, set on its temporary `tmp` in `dir`.
+pub(super) fn special_attrs(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    e: &SrcEntry,
+    (dir, tmp): (BorrowedFd<'_>, &CStr),
+) -> Result<(), CopyError> {
+    let plan = run.plan;
+    let kind = e.stat.kind();
+    let want = wanted(run, &e.stat, None);
+    Setting {
+        owner: owner_of(run, &want),
+        // Without -p the kernel gave it the source's bits less the umask.
+        perm: (kind == Kind::Special && plan.perms).then(|| e.stat.perm()),
+        // Symlinks and special files carry them too (trusted.*, security.*); a special file
+        // reached through a followed symlink, its own.
+        xattrs_of: (plan.xattrs || plan.acls)
+            .then(|| Subject::at(pair.src(e), &e.name, kind != Kind::Symlink)),
+        record: None,
+        times: plan.times.then(|| (atime_of(run, &e.stat), e.stat.mtime)),
+    }
+    .apply(run, On::At(dir, tmp), &|| pair.dst_of(&e.dst_name))
+}
+
+/// A directory's attributes, once its walk is done; its times unless `times` is false (its
+/// waiting deletions set them once they have deleted: `pair::Handoff`). What it has is its
+/// stat as the walk opened it, unless the run changed what it holds since (or may have, where
+/// not every change marks its pair: [`Run::marks_every_change`]).
+pub(super) fn dir_attrs(
+    run: &Run<'_>,
+    pair: &Pair<'_>,
+    dst: BorrowedFd<'_>,
+    times: bool,
+) -> Result<(), CopyError> {
+    let plan = run.plan;
+    let path = || pair.dst_path.clone();
+    let want = wanted(run, &pair.src_stat, pair.dst_before.as_ref());
+    let unchanged = run.marks_every_change() && !pair.changed.load(Ordering::Relaxed);
+    let now = match pair.dst_stat {
+        Some(opened) if unchanged => opened,
+        _ => sys::fstatx(dst).map_err(|e| CopyError::io(Op::Stat, path(), e))?,
+    };
+    let differs = |&(uid, gid): &(u32, u32)| {
+        (run.rules.owner && now.uid != uid) || (run.rules.group && now.gid != gid)
+    };
+    let perm = if plan.perms {
+        Some(want.perm())
+    } else if pair.dst_before.is_none() {
+        // Made now, with owner rwx added so it could be filled: only those bits are taken
+        // back; what the kernel gave it (umask, default ACL, a parent's setgid) stays.
+        let added = 0o700 & !pair.src_stat.perm();
+        (added != 0).then_some(now.perm() & !added)
+    } else {
+        None
+    };
+    let perm = perm.map(|p| {
+        if plan.fake_super {
+            perm_of(run, &want)
+        } else {
+            p
+        }
+    });
+    let set_times = times
+        && plan.times
+        && !plan.omit_dir_times
+        && !rules::same_time(now.mtime, want.mtime, run.window_ns);
+    Setting {
+        owner: owner_of(run, &want).filter(differs),
+        perm: perm.filter(|&p| p != now.perm()),
+        xattrs_of: (plan.xattrs || plan.acls).then(|| Subject::Fd(pair.head().fd.as_fd())),
+        record: plan.fake_super.then_some(want),
+        times: set_times.then(|| (atime_of(run, &pair.src_stat), want.mtime)),
+    }
+    .apply(run, On::Fd(dst), &path)
+}
+
+/// A directory's times put back after deleting in it moved its mtime, where no walk of it
+/// will set them (its walk ended before its deletions' turn, or the deletions are a pass of
+/// their own): deleting changes nothing else of a directory, so its times are all that is
+/// set, and the pair needs no source (a [`Pair::detached`] will do).
+pub(super) fn dir_times(pair: &Pair<'_>, dst: BorrowedFd<'_>) -> Result<(), CopyError> {
+    let Some(times) = pair.kept_times() else {
+        return Ok(());
+    };
+    On::Fd(dst)
+        .times(times)
+        .map_err(|e| CopyError::io(Op::SetTimes, pair.dst_path.clone(), e))
+}

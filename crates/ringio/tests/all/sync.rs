@@ -1202,33 +1202,22 @@ fn a_directory_changed_only_by_the_walk_gets_its_times_back() {
     };
     // Each change made in dst/d, whose times are then put back as they were.
     type Change = fn(&Path);
-    let changes: [(&str, Change, &[&str]); 7] = [
-        (
-            "extraneous",
-            |d| write_file(d.join("gone"), "x"),
-            &["-a", "--delete"],
-        ),
-        (
-            "extraneous",
-            |d| write_file(d.join("gone"), "x"),
-            &["-a", "--delete-before"],
-        ),
-        (
-            "extraneous",
-            |d| write_file(d.join("gone"), "x"),
-            &["-a", "--delete-after"],
-        ),
-        (
-            "extraneous",
-            |d| write_file(d.join("gone"), "x"),
-            &["-a", "--delete-delay"],
-        ),
+    let extraneous: Change = |d| write_file(d.join("gone"), "x");
+    let deletions = [
+        "--delete",
+        "--delete-before",
+        "--delete-after",
+        "--delete-delay",
+    ];
+    let mut changes: Vec<(&str, Change, Vec<&str>)> = deletions
+        .iter()
+        .map(|how| ("extraneous", extraneous, vec!["-a", how]))
+        .collect();
+    let more: [(&str, Change, Vec<&str>); 3] = [
         (
             "replaced",
-            |d| {
-                write_file(d.join("p"), "other bytes, same name");
-            },
-            &["-a", "--delay-updates"],
+            |d| write_file(d.join("p"), "other bytes, same name"),
+            vec!["-a", "--delay-updates"],
         ),
         (
             "unlinked",
@@ -1238,14 +1227,15 @@ fn a_directory_changed_only_by_the_walk_gets_its_times_back() {
                 let t = lstat_times(&d.join("a"));
                 set_times(&d.join("b"), Some(t.0), Some(t.1)).expect("times");
             },
-            &["-aH"],
+            vec!["-aH"],
         ),
         (
             "extraneous dir",
             |d| write_file(d.join("x/y/z"), "deep"),
-            &["-a", "--delete"],
+            vec!["-a", "--delete"],
         ),
     ];
+    changes.extend(more);
     for (what, change, opts) in changes {
         let twin = Twin::new(build);
         twin.change(|side| {

@@ -298,7 +298,8 @@ pub(super) struct Pair<'r> {
     /// The run made, replaced, linked or removed an entry in the destination directory
     /// ([`Pair::changing`]), which moves its mtime: when its walk ends its attributes are
     /// compared with a new stat of it, not with `dst_stat` (a re-sync that changes nothing
-    /// makes no third stat of each directory).
+    /// makes no third stat of each directory, where every change marks its pair:
+    /// [`Run::marks_every_change`]).
     pub changed: std::sync::atomic::AtomicBool,
     /// Under -p: the destination directory has a default ACL, which a new file's mode takes
     /// its bits from instead of the umask (so the mode is set after, as rsync sets it). Asked
@@ -475,12 +476,6 @@ impl Name {
     pub fn set(&mut self, name: &CStr) {
         self.0.clear();
         self.0.extend_from_slice(name.to_bytes_with_nul());
-    }
-}
-
-impl From<&CStr> for Name {
-    fn from(name: &CStr) -> Self {
-        Name(name.to_bytes_with_nul().to_vec())
     }
 }
 

@@ -273,8 +273,9 @@ pub(super) fn special_attrs(
     let want = wanted(run, &e.stat, None);
     Setting {
         owner: owner_of(run, &want),
-        // Without -p the kernel gave it the source's bits less the umask.
-        perm: (kind == Kind::Special && plan.perms).then(|| e.stat.perm()),
+        // Without -p the kernel gave it the source's bits less the umask; under --fake-super
+        // it is an empty file whose real mode keeps its owner's rw (its own, recorded).
+        perm: (kind == Kind::Special && plan.perms).then(|| perm_of(run, &e.stat)),
         // Symlinks and special files carry them too (trusted.*, security.*); a special file
         // reached through a followed symlink, its own.
         xattrs_of: (plan.xattrs || plan.acls)

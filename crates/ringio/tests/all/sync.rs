@@ -1331,3 +1331,38 @@ fn a_directory_changed_only_by_the_walk_gets_its_times_back() {
         );
     }
 }
+
+/// `--fake-super` keeps a FIFO as an empty file whose real mode its owner can always read and
+/// write (the FIFO's bits with the owner's rw added, as rsync gives it), its true mode in
+/// `user.rsync.%stat`: a FIFO of mode 000 still leaves a placeholder whose record can be read
+/// back.
+#[test]
+fn fake_super_placeholders_keep_their_owner_rw_as_rsync() {
+    let twin = Twin::new(|side| {
+        fs::create_dir(side.join("src")).expect("mkdir");
+        mkfifo(&side.join("src/closed"), 0o600);
+        chmod(side.join("src/closed"), 0);
+        mkfifo(&side.join("src/open"), 0o600);
+        chmod(side.join("src/open"), 0o644);
+        write_file(side.join("src/f"), "a file");
+        chmod(side.join("src/f"), 0o640);
+        settle(&side.join("src"));
+    });
+    let out = twin.both(&["-a", "--specials", "--fake-super", "src/", "dst/"], "dst");
+    assert_success(&out);
+    for (name, real) in [("closed", 0o600), ("open", 0o644), ("f", 0o640)] {
+        let path = twin.ri.join("dst").join(name);
+        let meta = fs::symlink_metadata(&path).expect("made");
+        assert!(meta.is_file(), "{name}: a placeholder file");
+        assert_eq!(
+            meta.permissions().mode() & 0o7777,
+            real,
+            "{name}: its real mode"
+        );
+    }
+    let record = get_xattr(&twin.ri.join("dst/closed"), "user.rsync.%stat").expect("record");
+    assert!(
+        record.starts_with(b"10000 "),
+        "a FIFO of mode 000: {record:?}"
+    );
+}

@@ -1366,3 +1366,34 @@ fn fake_super_placeholders_keep_their_owner_rw_as_rsync() {
         "a FIFO of mode 000: {record:?}"
     );
 }
+
+/// `--chmod` as rsync reads it: `=` keeps the setuid, setgid and sticky bits unless it gives
+/// `s` or `t`, `o` and no who do not stand for setgid, `X` looks at the mode before the first
+/// item.
+#[test]
+fn chmod_keeps_special_bits_as_rsync() {
+    for spec in [
+        "a=rX,u+w", "Fg-w,o=", "ug=rwX", "g=rs", "a+s", "a-x,a+X", "Do=,F+t",
+    ] {
+        let twin = Twin::new(|side| {
+            for (name, mode) in [("suid", 0o4755), ("sticky", 0o1644), ("both", 0o6754)] {
+                let path = side.join("src").join(name);
+                write_file(&path, name);
+                chmod(&path, mode);
+            }
+            fs::create_dir(side.join("src/dir")).expect("mkdir");
+            write_file(side.join("src/dir/plain"), "plain");
+            chmod(side.join("src/dir/plain"), 0o644);
+            chmod(side.join("src/dir"), 0o3775);
+            settle(&side.join("src"));
+        });
+        let chmod_arg = format!("--chmod={spec}");
+        let out = twin.both(&["-a", &chmod_arg, "src/", "dst/"], "dst");
+        assert_success(&out);
+        if spec == "a=rX,u+w" {
+            let mode = |p: &str| mode_of(twin.ri.join("dst").join(p)) & 0o7777;
+            assert_eq!(mode("suid"), 0o4755, "{spec}");
+            assert_eq!(mode("dir"), 0o3755, "{spec}");
+        }
+    }
+}

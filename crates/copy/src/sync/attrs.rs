@@ -309,10 +309,12 @@ pub(super) fn dir_attrs(
     };
     let perm = if plan.perms {
         Some(want.perm())
-    } else if pair.dst_before.is_none() {
-        // Made now, with owner rwx added so it could be filled: only those bits are taken
-        // back; what the kernel gave it (umask, default ACL, a parent's setgid) stays.
-        let added = 0o700 & !pair.src_stat.perm();
+    } else if pair.made_now {
+        // Made now: a subdirectory with owner rwx added so it could be filled, DEST itself
+        // with every rwx bit (as mkdir(1)); the bits the source lacks are taken back, what the
+        // kernel gave it (umask, default ACL, a parent's setgid) stays, as rsync leaves it.
+        let made_with = if pair._parent.is_some() { 0o700 } else { 0o777 };
+        let added = made_with & !pair.src_stat.perm();
         (added != 0).then_some(now.perm() & !added)
     } else {
         None

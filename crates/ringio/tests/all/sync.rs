@@ -1397,3 +1397,40 @@ fn chmod_keeps_special_bits_as_rsync() {
         }
     }
 }
+
+/// Without -p a DEST the sync makes takes its source directory's mode (after `--chmod`) less
+/// the umask, as its subdirectories do and as rsync gives it; one that only holds a source
+/// named without a trailing slash keeps mkdir's.
+#[test]
+fn a_new_dest_takes_its_source_directory_mode_without_p() {
+    for (opts, src) in [
+        (&["-rt"][..], "src/"),
+        (&["-rt", "--chmod=D750,F600"], "src/"),
+        (&["-rt"], "src"),
+    ] {
+        let twin = Twin::new(|side| {
+            write_file(side.join("src/sub/f"), "f");
+            chmod(side.join("src/sub"), 0o700);
+            chmod(side.join("src"), 0o700);
+            settle(&side.join("src"));
+        });
+        let mut args = opts.to_vec();
+        args.extend([src, "new/"]);
+        // DEST that only holds `src` gets the moment it was made, each tool its own.
+        let check = if src == "src" {
+            Check {
+                mtime: false,
+                ..SAME_AS_RSYNC
+            }
+        } else {
+            SAME_AS_RSYNC
+        };
+        let out = twin.both_with(&args, "new", check);
+        assert_success(&out);
+        // (mkdir's mode depends on the umask: rsync's result is the measure there.)
+        if src == "src/" {
+            let want = if opts.len() == 1 { 0o700 } else { 0o750 };
+            assert_eq!(mode_of(twin.ri.join("new")) & 0o7777, want, "sync {args:?}");
+        }
+    }
+}

@@ -1363,6 +1363,18 @@ impl<'r> SyncEntry<'_, 'r> {
         let (run, plan) = (self.run, self.run.plan);
         let kind = self.e.stat.kind();
         run.stats.files.add(kind);
+        if is_device(&self.e.stat) && !(run.is_root || plan.fake_super) {
+            // rsync's receiver makes a device only as root (or under --super, --fake-super):
+            // it is skipped and said, and the name stays the source's (nothing of that name is
+            // deleted).
+            if !run.out.quiet {
+                self.lines
+                    .extend_from_slice(b"skipping non-regular file \"");
+                self.lines.extend_from_slice(&self.e.rel);
+                self.lines.extend_from_slice(b"\"\n");
+            }
+            return;
+        }
         let Ok(dst) = self.existing() else {
             return;
         };
@@ -1730,10 +1742,15 @@ fn dir_layers(e: &SrcEntry) -> Vec<usize> {
 
 /// Whether a FIFO, socket or device is transferred (`--specials`, `--devices`).
 fn special_wanted(plan: &SyncPlan, stat: &Stat) -> bool {
-    let fmt = stat.mode & libc::S_IFMT;
-    if fmt == libc::S_IFCHR || fmt == libc::S_IFBLK {
+    if is_device(stat) {
         plan.devices
     } else {
         plan.specials
     }
+}
+
+/// A character or block device.
+fn is_device(stat: &Stat) -> bool {
+    let fmt = stat.mode & libc::S_IFMT;
+    fmt == libc::S_IFCHR || fmt == libc::S_IFBLK
 }

@@ -1434,3 +1434,44 @@ fn a_new_dest_takes_its_source_directory_mode_without_p() {
         }
     }
 }
+
+/// A user who is not root gets no device from `-a` (rsync's receiver makes devices only as
+/// root, `--super` or `--fake-super`): it is skipped with rsync's line, the run exits 0, the rest
+/// is synced, and a file of that name in DEST is not deleted for it under `--delete`.
+#[test]
+fn devices_are_skipped_for_a_user_who_is_not_root() {
+    if !is_root() {
+        cannot_run("making a device node and running as nobody need root");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("scratch dir");
+    let root = dir.path();
+    for tool in ["rsync", "ringio"] {
+        if tool == "rsync" && !rsync_available() {
+            continue;
+        }
+        let side = root.join(tool);
+        fs::create_dir_all(side.join("src")).expect("mkdir");
+        let dev = cstring(&side.join("src/null"));
+        // SAFETY: `dev` is a NUL-terminated path in the scratch directory.
+        let made = unsafe { libc::mknod(dev.as_ptr(), libc::S_IFCHR | 0o644, libc::makedev(1, 3)) };
+        assert_eq!(made, 0, "mknod: {}", std::io::Error::last_os_error());
+        write_file(side.join("src/f"), "a file");
+        write_file(side.join("dst/null"), "kept: the source has that name");
+        chown_tree(&side, NOBODY.0, NOBODY.1);
+        let out = sync_or_rsync(tool, &side, &["-a", "--delete", "src/", "dst/"], None, true);
+        assert_success(&out);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "skipping non-regular file \"null\"\n",
+            "{tool}"
+        );
+        assert_eq!(
+            fs::read_to_string(side.join("dst/f")).unwrap(),
+            "a file",
+            "{tool}"
+        );
+        let kept = fs::read_to_string(side.join("dst/null")).unwrap();
+        assert_eq!(kept, "kept: the source has that name", "{tool}");
+    }
+}

@@ -83,34 +83,58 @@ impl Setting<'_> {
     /// Sets it on `on` in one order: owner and group first (chown clears setuid and setgid),
     /// then the mode, extended attributes and ACLs (an ACL moves the group bits), the record
     /// of what the real stat then lacks, and times last. A user who is not root keeps the
-    /// owner and group chown refuses, as rsync does. `path` names the entry in messages.
+    /// owner and group chown refuses, as rsync does. A step that fails does not stop the
+    /// others (as rsync goes on); where the owner could not be given, the mode goes without
+    /// setuid and setgid, so nothing gains them in someone else's name. The first failure is
+    /// returned. `path` names the entry in messages.
     fn apply(
         &self,
         run: &Run<'_>,
         on: On<'_>,
         path: &dyn Fn() -> PathBuf,
     ) -> Result<(), CopyError> {
-        let fail = |op: Op| move |e: io::Error| CopyError::io(op, path(), e);
+        let mut first = None;
+        let mut failed = |op: Op, e: io::Error| {
+            first.get_or_insert_with(|| CopyError::io(op, path(), e));
+        };
+        let mut owner_refused = false;
         if let Some((uid, gid)) = self.owner {
             match on.chown(uid, gid) {
+                Ok(()) => {}
                 Err(e) if !run.is_root && e.raw_os_error() == Some(libc::EPERM) => {}
-                done => done.map_err(fail(Op::SetOwner))?,
+                Err(e) => {
+                    owner_refused = true;
+                    failed(Op::SetOwner, e);
+                }
             }
         }
         if let Some(perm) = self.perm {
-            on.chmod(perm).map_err(fail(Op::SetMode))?;
+            let perm = if owner_refused { perm & !0o6000 } else { perm };
+            if let Err(e) = on.chmod(perm) {
+                failed(Op::SetMode, e);
+            }
         }
         if let Some(src) = self.xattrs_of {
-            super::xattrs::bring(run, src, on.subject()).map_err(fail(Op::SetXattr))?;
+            if let Err(e) = super::xattrs::bring(run, src, on.subject()) {
+                failed(Op::SetXattr, e);
+            }
         }
         if let Some(record) = &self.record {
-            let real = on.stat().map_err(fail(Op::Stat))?;
-            super::fake::write(on.subject(), record, &real).map_err(fail(Op::SetXattr))?;
+            match on.stat() {
+                Ok(real) => {
+                    if let Err(e) = super::fake::write(on.subject(), record, &real) {
+                        failed(Op::SetXattr, e);
+                    }
+                }
+                Err(e) => failed(Op::Stat, e),
+            }
         }
         if let Some(times) = self.times {
-            on.times(times).map_err(fail(Op::SetTimes))?;
+            if let Err(e) = on.times(times) {
+                failed(Op::SetTimes, e);
+            }
         }
-        Ok(())
+        first.map_or(Ok(()), Err)
     }
 }
 
@@ -224,7 +248,8 @@ pub(super) fn keep_mode(want: &Stat, chmod: bool) -> Stat {
 /// Owner, mode (unless `want`'s type bits are cleared: the mode it was created with stays),
 /// ACLs and extended attributes, and times of a new file, through its descriptor; `made_in`:
 /// the pair it was created in (so it is owned by [`Run::creator`], unless the directory is
-/// setgid, and has no owner to give when that is the one wanted).
+/// setgid, and has no owner to give when that is the one wanted). An attribute that fails is
+/// reported and the file kept; only a failed `--fsync` fails it.
 pub(super) fn file_attrs(
     run: &Run<'_>,
     (src, fd): (BorrowedFd<'_>, BorrowedFd<'_>),
@@ -246,14 +271,19 @@ pub(super) fn file_attrs(
         gid: want.gid,
         ..*src_stat
     };
-    Setting {
+    let set = Setting {
         owner: owner_of(run, want).filter(|_| !settled),
         perm: (want.mode & libc::S_IFMT != 0).then(|| perm_of(run, want)),
         xattrs_of: (plan.xattrs || plan.acls).then_some(Subject::Fd(src)),
         record: plan.fake_super.then_some(record),
         times: plan.times.then(|| (atime_of(run, src_stat), want.mtime)),
     }
-    .apply(run, On::Fd(fd), path)?;
+    .apply(run, On::Fd(fd), path);
+    // Its content is complete: a failed attribute is reported (23) and the file still put in
+    // place, as rsync puts it (the quick check sees what is missing on the next run).
+    if let Err(e) = set {
+        run.fail(e);
+    }
     if plan.fsync {
         rustix::fs::fsync(fd).map_err(|e| CopyError::io(Op::Write, path(), io::Error::from(e)))?;
     }
@@ -261,7 +291,8 @@ pub(super) fn file_attrs(
 }
 
 /// A new symlink's or special file's owner, mode (special files under -p), extended attributes
-/// and times, set on its temporary `tmp` in `dir`.
+/// and times, set on its temporary `tmp` in `dir`; one that fails is reported, and the entry
+/// kept.
 pub(super) fn special_attrs(
     run: &Run<'_>,
     pair: &Pair<'_>,
@@ -271,7 +302,7 @@ pub(super) fn special_attrs(
     let plan = run.plan;
     let kind = e.stat.kind();
     let want = wanted(run, &e.stat, None);
-    Setting {
+    let set = Setting {
         owner: owner_of(run, &want),
         // Without -p the kernel gave it the source's bits less the umask; under --fake-super
         // it is an empty file whose real mode keeps its owner's rw (its own, recorded).
@@ -283,7 +314,12 @@ pub(super) fn special_attrs(
         record: None,
         times: plan.times.then(|| (atime_of(run, &e.stat), e.stat.mtime)),
     }
-    .apply(run, On::At(dir, tmp), &|| pair.dst_of(&e.dst_name))
+    .apply(run, On::At(dir, tmp), &|| pair.dst_of(&e.dst_name));
+    // Made: a failed attribute is reported (23), and the entry still put in place.
+    if let Err(e) = set {
+        run.fail(e);
+    }
+    Ok(())
 }
 
 /// A directory's attributes, once its walk is done; its times unless `times` is false (its

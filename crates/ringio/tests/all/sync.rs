@@ -1475,3 +1475,37 @@ fn devices_are_skipped_for_a_user_who_is_not_root() {
         assert_eq!(kept, "kept: the source has that name", "{tool}");
     }
 }
+
+/// An attribute that cannot be set leaves the file in place, reported (23), as rsync leaves
+/// it: under `--super` a user who is not root cannot give a file its owner, and the file is
+/// kept with the user's, its mode without setuid (nothing gains it in someone else's name).
+#[test]
+fn a_file_whose_owner_cannot_be_given_is_kept_and_reported() {
+    if !is_root() {
+        cannot_run("giving files another owner and running as nobody need root");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("scratch dir");
+    let side = dir.path().join("side");
+    write_file(side.join("src/f"), "the bytes");
+    chmod(side.join("src/f"), 0o4755);
+    symlink("f", side.join("src/l")).expect("symlink");
+    chown_tree(&side, NOBODY.0, NOBODY.1);
+    chown_tree(&side.join("src"), 1234, 5678);
+    let out = sync_or_rsync(
+        "ringio",
+        &side,
+        &["-a", "--super", "src/", "dst/"],
+        None,
+        true,
+    );
+    assert_exit(&out, 23);
+    assert_stderr_has(&out, "cannot preserve ownership for 'dst/f'");
+    assert_eq!(fs::read_to_string(side.join("dst/f")).unwrap(), "the bytes");
+    assert_eq!(
+        mode_of(side.join("dst/f")) & 0o7777,
+        0o755,
+        "setuid dropped"
+    );
+    assert_eq!(fs::read_link(side.join("dst/l")).unwrap(), Path::new("f"));
+}

@@ -211,8 +211,28 @@ pub fn fchmod(fd: BorrowedFd<'_>, mode: u32) -> io::Result<()> {
     rustix::fs::fchmod(fd, Mode::from_bits_retain(mode)).map_err(io::Error::from)
 }
 
-/// fchmodat (the final component must not be a symlink).
+/// fchmodat of `name` itself, never through a symlink put there after it was stat'ed:
+/// fchmodat2 with AT_SYMLINK_NOFOLLOW (Linux 6.6; a symlink is refused with EOPNOTSUPP). A
+/// kernel without fchmodat2 gets the plain call, which follows one.
 pub fn fchmodat(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fchmodat2 reads the NUL-terminated `name` and nothing else of our memory.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_fchmodat2,
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            mode,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() != Some(libc::ENOSYS) {
+        return Err(err);
+    }
     rustix::fs::chmodat(dir, name, Mode::from_bits_retain(mode), AtFlags::empty())
         .map_err(io::Error::from)
 }
@@ -572,6 +592,33 @@ mod tests {
     use std::os::fd::AsFd;
 
     use super::*;
+
+    /// fchmodat changes the entry itself, and refuses a symlink rather than change what it
+    /// leads to (a file outside the tree, put there between a stat and the chmod).
+    #[test]
+    fn fchmodat_never_goes_through_a_symlink() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (target, file) = (dir.path().join("target"), dir.path().join("file"));
+        std::fs::write(&target, "outside").unwrap();
+        std::fs::write(&file, "inside").unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("link")).unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let path = std::ffi::CString::new(dir.path().as_os_str().as_encoded_bytes()).unwrap();
+        let at = open_dir(rustix::fs::CWD, &path, true).unwrap();
+        fchmodat(at.as_fd(), c"file", 0o600).unwrap();
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode();
+        assert_eq!(mode(&file) & 0o7777, 0o600);
+        if fchmodat(at.as_fd(), c"link", 0o777).is_ok() {
+            eprintln!("SKIPPED: no fchmodat2 (Linux 6.6+): the plain call follows a symlink");
+            return;
+        }
+        assert_eq!(
+            mode(&target) & 0o7777,
+            0o644,
+            "the symlink's target is left alone"
+        );
+    }
 
     #[test]
     fn cachestat_sees_a_file_leave_the_page_cache() {

@@ -18,6 +18,8 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use rustix::fs::XattrFlags;
 use rustix::io::Errno;
 
+use crate::sys;
+
 /// Where an entry's extended attributes are read or written.
 #[derive(Clone, Copy)]
 pub(crate) enum Subject<'a> {
@@ -310,6 +312,12 @@ pub(crate) enum XattrError {
     Failed(io::Error),
 }
 
+impl From<io::Error> for XattrError {
+    fn from(e: io::Error) -> Self {
+        XattrError::Failed(e)
+    }
+}
+
 /// The POSIX ACL attributes. cp copies them with the mode, never as extended attributes
 /// (libattr's xattr.conf marks them `permissions`).
 const ACCESS: &CStr = c"system.posix_acl_access";
@@ -327,10 +335,67 @@ pub(crate) fn is_acl(name: &[u8]) -> bool {
     name == ACCESS.to_bytes() || name == DEFAULT.to_bytes()
 }
 
+/// Runs `set`, which writes extended attributes on `dst`, where the kernel may refuse them
+/// because `dst` lacks its owner's write bit: it lets only a writer set `user.*` attributes
+/// (its `xattr_permission`), the owner of a read-only file included, though not root. A copy of
+/// a read-only file or directory is such an entry once its mode is set (or from its creation:
+/// `cp -a` makes a 0444 file 0400 while it is written). Refused so (`denied` says which error
+/// that is), `dst` gets u+w for a second try and its mode back after it, as GNU cp gives a new
+/// file u+w for its attributes; an entry that already had u+w, or is not ours to chmod, keeps
+/// the first refusal.
+pub(crate) fn while_writable<T, E: From<io::Error>>(
+    dst: Subject<'_>,
+    denied: impl Fn(&E) -> bool,
+    mut set: impl FnMut() -> Result<T, E>,
+) -> Result<T, E> {
+    let first = match set() {
+        Err(e) if denied(&e) => e,
+        done => return done,
+    };
+    let stat = match dst {
+        Subject::Fd(fd) => sys::fstatx(fd),
+        Subject::At {
+            dir,
+            name,
+            follow: false,
+        } => sys::statx_at(dir, name, false),
+        _ => return Err(first),
+    };
+    let chmod = |perm| match dst {
+        Subject::Fd(fd) => sys::fchmod(fd, perm),
+        Subject::At { dir, name, .. } => sys::fchmodat(dir, name, perm),
+        Subject::PathFd(_) => Err(io::Error::from_raw_os_error(libc::EBADF)),
+    };
+    let perm = match stat {
+        Ok(s) if s.perm() & 0o200 == 0 && s.kind() != sys::Kind::Symlink => s.perm(),
+        _ => return Err(first),
+    };
+    if chmod(perm | 0o200).is_err() {
+        return Err(first);
+    }
+    let again = set();
+    let back = chmod(perm);
+    let done = again?;
+    back.map_err(E::from)?;
+    Ok(done)
+}
+
+/// True for the refusal [`while_writable`] answers.
+pub(crate) fn is_denied(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EACCES)
+}
+
 /// Copies every extended attribute of `src` that this process can read onto `dst`; its POSIX
 /// ACLs only when `acls` (they go with the mode, not the extended attributes). Returns which
-/// ACLs the source listed, copied or not: known from the listing, at no cost of its own.
+/// ACLs the source listed, copied or not: known from the listing, at no cost of its own. A
+/// read-only `dst` takes them too ([`while_writable`]).
 pub(crate) fn copy_all(src: Subject<'_>, dst: Subject<'_>, acls: bool) -> Result<Acls, XattrError> {
+    let denied = |e: &XattrError| matches!(e, XattrError::Failed(e) if is_denied(e));
+    while_writable(dst, denied, || copy_each(src, dst, acls))
+}
+
+/// [`copy_all`], in one try.
+fn copy_each(src: Subject<'_>, dst: Subject<'_>, acls: bool) -> Result<Acls, XattrError> {
     let (src, dst) = (src.resolve(), dst.resolve());
     let names = match names(&src) {
         Ok(names) => names,
@@ -446,6 +511,11 @@ fn minimal_acl(perm: u32) -> Vec<u8> {
 /// same value (a label a new file took from its directory) is left as it is: setting it again
 /// can need a permission that keeping it does not.
 pub(crate) fn set_all(dst: Subject<'_>, attrs: &[(CString, Vec<u8>)]) -> io::Result<()> {
+    while_writable(dst, is_denied, || set_each(dst, attrs))
+}
+
+/// [`set_all`], in one try.
+fn set_each(dst: Subject<'_>, attrs: &[(CString, Vec<u8>)]) -> io::Result<()> {
     let dst = dst.resolve();
     let mut held = Vec::new();
     for (name, value) in attrs {

@@ -36,14 +36,16 @@ pub(super) fn differ(
 }
 
 /// Gives `dst` the carried attributes of `src` (`policy::sync::xattr_steps`): each one that
-/// differs set, each one `src` lacks removed.
+/// differs set, each one `src` lacks removed; a read-only `dst` too (`xattr::while_writable`).
 pub(super) fn bring(run: &Run<'_>, src: Subject<'_>, dst: Subject<'_>) -> io::Result<()> {
     let (want, have) = (carried(run, src)?, carried(run, dst)?);
-    for step in xattr_steps(&want, &have) {
-        match step {
-            XattrStep::Set(name, value) => xattr::set_one(dst, name, value)?,
-            XattrStep::Remove(name) => xattr::remove_one(dst, name)?,
+    xattr::while_writable(dst, xattr::is_denied, || {
+        for step in xattr_steps(&want, &have) {
+            match step {
+                XattrStep::Set(name, value) => xattr::set_one(dst, name, value)?,
+                XattrStep::Remove(name) => xattr::remove_one(dst, name)?,
+            }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }

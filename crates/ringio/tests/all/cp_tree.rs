@@ -6,6 +6,7 @@ use std::fs;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{symlink, MetadataExt};
 use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::common::*;
@@ -31,6 +32,7 @@ engine_tests!(
     force_replaces_unwritable_destination,
     preserve_lists,
     xattrs,
+    xattrs_of_read_only_entries_as_a_user,
     verbose_and_progress,
 );
 
@@ -999,6 +1001,37 @@ fn xattrs(engine: &str) {
         get_xattr(&scratch.join("o-r/file"), "user.ringio.test").is_err(),
         "-r copied an xattr"
     );
+}
+
+/// A user who is not root copies the `user.*` attributes of a read-only file and directory
+/// with -a, as GNU cp does (the kernel lets only a writer set them, the owner included).
+fn xattrs_of_read_only_entries_as_a_user(engine: &str) {
+    let scratch = Scratch::new();
+    if !read_only_with_xattrs(&scratch.join("src")) {
+        skip!("no user xattrs on this filesystem");
+    }
+    // As root, the copies are nobody's (root may write anything); otherwise the caller's.
+    if is_root() {
+        chown_tree(scratch.path(), NOBODY.0, NOBODY.1);
+    }
+    let mut cp = Cp::new()
+        .current_dir(scratch.path())
+        .engine(engine)
+        .args(["-a", "src", "copy"]);
+    if is_root() {
+        cp = cp.run_as(NOBODY.0, NOBODY.1);
+    }
+    assert_success(&cp.run());
+    assert_read_only_with_xattrs(&scratch.join("copy"), "ringio cp -a");
+    if gnu_cp_available() {
+        let mut gnu = Command::new("cp");
+        gnu.args(["-a", "src", "gnu"]).current_dir(scratch.path());
+        if is_root() {
+            as_nobody(&mut gnu);
+        }
+        assert!(gnu.status().expect("run GNU cp").success(), "GNU cp -a");
+        assert_read_only_with_xattrs(&scratch.join("gnu"), "GNU cp -a");
+    }
 }
 
 /// -v names every copied file on stdout; without -v stdout stays empty. --progress does not

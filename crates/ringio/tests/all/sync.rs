@@ -1476,6 +1476,43 @@ fn devices_are_skipped_for_a_user_who_is_not_root() {
     }
 }
 
+/// A user who is not root syncs the `user.*` attributes of a read-only file and directory
+/// with -aX, new and changed, as rsync does (the kernel lets only a writer set them, the owner
+/// included, and a copy's mode takes the write bit away).
+#[test]
+fn xattrs_of_read_only_entries_reach_the_copy_as_a_user() {
+    let dir = tempfile::tempdir().expect("scratch dir");
+    for tool in ["rsync", "ringio"] {
+        if tool == "rsync" && !rsync_available() {
+            continue;
+        }
+        let side = dir.path().join(tool);
+        if !read_only_with_xattrs(&side.join("src")) {
+            skip!("no user xattrs on this filesystem");
+        }
+        if is_root() {
+            chown_tree(&side, NOBODY.0, NOBODY.1);
+        }
+        let out = sync_or_rsync(tool, &side, &["-aX", "src/", "dst/"], None, true);
+        assert_success(&out);
+        assert_read_only_with_xattrs(&side.join("dst"), tool);
+        // A new attribute in the source: the copies, read-only now, take it too.
+        for (name, mode) in [("f", 0o444), ("d", 0o555)] {
+            let path = side.join("src").join(name);
+            chmod(&path, 0o700);
+            set_xattr(&path, "user.new", name.as_bytes()).expect("set xattr");
+            chmod(&path, mode);
+        }
+        let out = sync_or_rsync(tool, &side, &["-aX", "src/", "dst/"], None, true);
+        assert_success(&out);
+        assert_read_only_with_xattrs(&side.join("dst"), tool);
+        for name in ["f", "d"] {
+            let got = get_xattr(&side.join("dst").join(name), "user.new");
+            assert_eq!(got.expect("user.new"), name.as_bytes(), "{tool}: {name}");
+        }
+    }
+}
+
 /// An attribute that cannot be set leaves the file in place, reported (23), as rsync leaves
 /// it: under `--super` a user who is not root cannot give a file its owner, and the file is
 /// kept with the user's, its mode without setuid (nothing gains it in someone else's name).

@@ -215,3 +215,41 @@ impl Drop for TmpfsMount {
         let _ = Command::new("umount").arg("-l").arg(&self.path).status();
     }
 }
+
+/// Makes `src` a tree whose file `f` (0444) and directory `d` (0555) hold a `user.*`
+/// attribute, with the mode `src` itself gets: the kernel lets only a writer set `user.*`
+/// attributes, their owner included, so a copy made as a user who is not root must set them
+/// before it takes the write bit away (or get it back for them). False where the
+/// filesystem takes no user xattrs.
+pub fn read_only_with_xattrs(src: &Path) -> bool {
+    std::fs::create_dir_all(src.join("d")).expect("mkdir");
+    std::fs::write(src.join("f"), "read-only").expect("write");
+    if set_xattr(&src.join("f"), "user.f", b"file").is_err() {
+        return false;
+    }
+    set_xattr(&src.join("d"), "user.d", b"dir").expect("set xattr");
+    super::chmod(src.join("f"), 0o444);
+    super::chmod(src.join("d"), 0o555);
+    true
+}
+
+/// Asserts that `dst` is a copy of [`read_only_with_xattrs`]'s tree: both attributes and
+/// both modes (`what` names the copy in messages).
+pub fn assert_read_only_with_xattrs(dst: &Path, what: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    for (name, attr, value, mode) in [
+        ("f", "user.f", "file", 0o444),
+        ("d", "user.d", "dir", 0o555),
+    ] {
+        let path = dst.join(name);
+        let got =
+            get_xattr(&path, attr).unwrap_or_else(|e| panic!("{what}: {attr} of {name}: {e}"));
+        assert_eq!(got, value.as_bytes(), "{what}: {attr} of {name}");
+        let perm = std::fs::symlink_metadata(&path)
+            .expect("lstat")
+            .permissions()
+            .mode()
+            & 0o7777;
+        assert_eq!(perm, mode, "{what}: mode of {name}");
+    }
+}

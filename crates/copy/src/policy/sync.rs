@@ -291,13 +291,53 @@ pub type Xattrs = [(CString, Vec<u8>)];
 pub fn xattr_steps<'a>(want: &'a Xattrs, have: &'a Xattrs) -> Vec<XattrStep<'a>> {
     let set = want
         .iter()
-        .filter(|(n, v)| !have.iter().any(|(hn, hv)| hn == n && hv == v))
+        .filter(|(n, v)| !have.iter().any(|(hn, hv)| hn == n && same_value(n, hv, v)))
         .map(|(n, v)| XattrStep::Set(n, v));
     let remove = have
         .iter()
         .filter(|(n, _)| !want.iter().any(|(wn, _)| wn == n))
         .map(|(n, _)| XattrStep::Remove(n));
     set.chain(remove).collect()
+}
+
+/// Whether two values of the attribute `name` are the same to rsync: for an access ACL, all
+/// but the permissions the mode holds (the owner's, others', and the mask's, or the owning
+/// group's where there is no mask), which the mode's own comparison judges and its chmod sets:
+/// `-A --chmod=g-w` gives a copy a narrower mask than its source's, and the copy is still
+/// the same.
+fn same_value(name: &CStr, a: &[u8], b: &[u8]) -> bool {
+    if name.to_bytes() != b"system.posix_acl_access" {
+        return a == b;
+    }
+    match (acl_without_mode(a), acl_without_mode(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// An access ACL's value (the kernel's form: a 4-byte version, then entries of a 2-byte tag,
+/// 2-byte permissions and 4-byte id, little-endian) with the permissions the mode holds
+/// cleared; `None` if it is not of that form.
+fn acl_without_mode(value: &[u8]) -> Option<Vec<u8>> {
+    const USER_OBJ: u16 = 0x01;
+    const GROUP_OBJ: u16 = 0x04;
+    const MASK: u16 = 0x10;
+    const OTHER: u16 = 0x20;
+    let entries = value.get(4..)?;
+    if entries.len() % 8 != 0 {
+        return None;
+    }
+    let tag = |e: &[u8]| u16::from_le_bytes([e[0], e[1]]);
+    let masked = entries.chunks(8).any(|e| tag(e) == MASK);
+    let group = if masked { MASK } else { GROUP_OBJ };
+    let mut out = value.to_vec();
+    for (i, e) in entries.chunks(8).enumerate() {
+        if matches!(tag(e), USER_OBJ | OTHER) || tag(e) == group {
+            let at = 4 + i * 8 + 2;
+            out[at..at + 2].fill(0);
+        }
+    }
+    Some(out)
 }
 
 /// Which of [`Changes::acl`] and [`Changes::xattr`] hold between `want` and `have` (carried
@@ -852,5 +892,56 @@ mod tests {
             });
         assert_eq!(choose_alt(lazy).unwrap().1, 0);
         assert_eq!(drawn, 1);
+    }
+
+    /// An access ACL in the kernel's form from (tag, perm, id) entries.
+    fn acl(entries: &[(u16, u16, u32)]) -> Vec<u8> {
+        let mut v = 2u32.to_le_bytes().to_vec();
+        for &(tag, perm, id) in entries {
+            v.extend_from_slice(&tag.to_le_bytes());
+            v.extend_from_slice(&perm.to_le_bytes());
+            v.extend_from_slice(&id.to_le_bytes());
+        }
+        v
+    }
+
+    #[test]
+    fn an_access_acl_is_compared_without_what_the_mode_holds() {
+        const ANY: u32 = u32::MAX;
+        let named = |user: u16, mask: u16, other: u16| {
+            acl(&[
+                (0x01, 7, ANY),
+                (0x02, user, 99),
+                (0x04, 4, ANY),
+                (0x10, mask, ANY),
+                (0x20, other, ANY),
+            ])
+        };
+        let unmasked = |group: u16| acl(&[(0x01, 7, ANY), (0x04, group, ANY), (0x20, 5, ANY)]);
+        let access = c"system.posix_acl_access";
+        let default = c"system.posix_acl_default";
+        let cases: &[(&CStr, Vec<u8>, Vec<u8>, bool)] = &[
+            // The mask, the owner's and others' bits are the mode's: `--chmod` may narrow them.
+            (access, named(7, 7, 5), named(7, 5, 5), true),
+            (access, named(7, 7, 5), named(7, 7, 0), true),
+            // A named user's bits are the ACL's own.
+            (access, named(7, 7, 5), named(5, 7, 5), false),
+            // Without a mask the owning group's bits are the mode's.
+            (access, unmasked(5), unmasked(7), true),
+            // A default ACL is not the mode's: compared whole.
+            (default, named(7, 7, 5), named(7, 5, 5), false),
+            // Any other attribute, or a value of another form, byte for byte.
+            (c"user.x", named(7, 7, 5), named(7, 5, 5), false),
+            (access, vec![2, 0, 0, 0, 1], vec![2, 0, 0, 0, 2], false),
+        ];
+        for (name, want, have, same) in cases {
+            let want = [((*name).to_owned(), want.clone())];
+            let have = [((*name).to_owned(), have.clone())];
+            assert_eq!(
+                xattr_steps(&want, &have).is_empty(),
+                *same,
+                "{name:?} {want:?} {have:?}"
+            );
+        }
     }
 }

@@ -80,9 +80,10 @@ struct Setting<'a> {
 }
 
 impl Setting<'_> {
-    /// Sets it on `on` in one order: owner and group first (chown clears setuid and setgid),
-    /// then the mode, extended attributes and ACLs (an ACL moves the group bits), the record
-    /// of what the real stat then lacks, and times last. A user who is not root keeps the
+    /// Sets it on `on` in rsync's order: owner and group first (chown clears setuid and
+    /// setgid), then extended attributes and ACLs, then the mode (whose group bits become an
+    /// ACL's mask, so `-A --chmod=g-w` leaves no named user write), the record of what the real
+    /// stat then lacks, and times last. A user who is not root keeps the
     /// owner and group chown refuses, as rsync does. A step that fails does not stop the
     /// others (as rsync goes on); where the owner could not be given, the mode goes without
     /// setuid and setgid, so nothing gains them in someone else's name. The first failure is
@@ -108,15 +109,15 @@ impl Setting<'_> {
                 }
             }
         }
+        if let Some(src) = self.xattrs_of {
+            if let Err(e) = super::xattrs::bring(run, src, on.subject()) {
+                failed(Op::SetXattr, e);
+            }
+        }
         if let Some(perm) = self.perm {
             let perm = if owner_refused { perm & !0o6000 } else { perm };
             if let Err(e) = on.chmod(perm) {
                 failed(Op::SetMode, e);
-            }
-        }
-        if let Some(src) = self.xattrs_of {
-            if let Err(e) = super::xattrs::bring(run, src, on.subject()) {
-                failed(Op::SetXattr, e);
             }
         }
         if let Some(record) = &self.record {
@@ -197,7 +198,8 @@ pub(super) fn fix_attrs(
     let owner = changes.owner || changes.group;
     Setting {
         owner: owner.then(|| owner_of(run, &want)).flatten(),
-        perm: (changes.perms && !symlink).then(|| perm_of(run, &want)),
+        // An ACL set moves the group bits (its mask): the mode is set again after it.
+        perm: ((changes.perms || changes.acl) && !symlink).then(|| perm_of(run, &want)),
         // A symlink synced as one is read as itself; one followed, through it.
         xattrs_of: (changes.acl || changes.xattr)
             .then(|| Subject::at(pair.src(e), &e.name, !symlink)),
@@ -213,8 +215,8 @@ pub(super) fn fix_attrs(
 /// mode is kept, it is made private and given its mode once written.
 ///
 /// Under -p a file whose owner and group stay those it is created with, and whose mode has no
-/// special bit and nothing the umask takes away (and no default ACL in the directory, which would
-/// decide instead), is created with its mode at once: nobody could read it under it then that
+/// special bit and nothing the umask takes away (and no ACL to take, from the directory's
+/// default or the source under -A, which would change it), is created with its mode at once: nobody could read it under it then that
 /// may not read it after (saves a chmod per file).
 pub(super) fn creation(
     pair: &Pair<'_>,
@@ -224,8 +226,10 @@ pub(super) fn creation(
 ) -> (u32, bool) {
     let run = pair.run;
     let perm = want.perm();
-    // A default ACL, not the umask, decides what the kernel leaves of the mode.
-    let plain = perm & 0o7000 == 0 && perm & run.umask == 0 && !pair.dst_default_acl();
+    // A default ACL, not the umask, decides what the kernel leaves of the mode; an ACL from
+    // the source (-A) sets the group bits to its mask, so the mode is set after it.
+    let plain =
+        perm & 0o7000 == 0 && perm & run.umask == 0 && !pair.dst_default_acl() && !run.plan.acls;
     let own = (want.uid, want.gid) == run.creator;
     if existing.is_none() && run.plan.perms && plain && own && !run.plan.fake_super {
         (perm, false)
@@ -368,7 +372,8 @@ pub(super) fn dir_attrs(
         && !rules::same_time(now.mtime, want.mtime, run.window_ns);
     Setting {
         owner: owner_of(run, &want).filter(differs),
-        perm: perm.filter(|&p| p != now.perm()),
+        // An ACL set moves the group bits (its mask): under -A the mode is set after it.
+        perm: perm.filter(|&p| p != now.perm() || plan.acls),
         xattrs_of: (plan.xattrs || plan.acls).then(|| Subject::Fd(pair.head().fd.as_fd())),
         record: plan.fake_super.then_some(want),
         times: set_times.then(|| (atime_of(run, &pair.src_stat), want.mtime)),

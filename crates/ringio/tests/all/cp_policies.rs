@@ -337,25 +337,6 @@ fn kept(path: &Path) -> Kept {
     }
 }
 
-/// A POSIX access ACL in the kernel's xattr form: owner, the named user `user`, group, mask
-/// and other, with these permissions.
-fn access_acl(user: u32, [owner, named, group, mask, other]: [u16; 5]) -> Vec<u8> {
-    const NO_ID: u32 = u32::MAX;
-    let mut acl = 2u32.to_le_bytes().to_vec();
-    for (tag, perm, id) in [
-        (0x01u16, owner, NO_ID),
-        (0x02, named, user),
-        (0x04, group, NO_ID),
-        (0x10, mask, NO_ID),
-        (0x20, other, NO_ID),
-    ] {
-        acl.extend(tag.to_le_bytes());
-        acl.extend(perm.to_le_bytes());
-        acl.extend(id.to_le_bytes());
-    }
-    acl
-}
-
 /// `cap_net_raw+ep` in the kernel's `security.capability` form (revision 2).
 fn net_raw_capability() -> Vec<u8> {
     let mut cap = 0x0200_0001u32.to_le_bytes().to_vec();

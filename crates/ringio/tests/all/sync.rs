@@ -786,6 +786,41 @@ fn archive_metadata_with_acls_and_xattrs_as_cp_a_gives_it() {
     assert!(again.stdout.is_empty(), "{}", describe(&again));
 }
 
+/// `-A` with a `--chmod` that narrows the group bits: the mode is set after the ACL, so its
+/// group bits become the mask and a named user keeps no more than the group may (rsync's
+/// order); the mask, the owner's and others' bits are the mode's, so a re-run finds the copy
+/// the same and stays quiet, as rsync's does.
+#[test]
+fn a_narrowed_mode_narrows_the_acl_mask_as_rsync() {
+    let twin = Twin::new(|side| {
+        write_file(side.join("src/f"), "acl");
+        fs::create_dir(side.join("src/d")).unwrap();
+        for (name, mode) in [("f", 0o775), ("d", 0o775)] {
+            let path = side.join("src").join(name);
+            set_xattr(
+                &path,
+                "system.posix_acl_access",
+                &access_acl(2000, [7, 7, 5, 7, 5]),
+            )
+            .unwrap_or_else(|e| skip!("no ACLs on this filesystem: {e}"));
+            chmod(&path, mode);
+        }
+        settle(&side.join("src"));
+    });
+    let args = ["-aAi", "--chmod=g-w", "src/", "dst/"];
+    let out = twin.both(&args, "dst");
+    assert_success(&out);
+    for name in ["f", "d"] {
+        let path = twin.ri.join("dst").join(name);
+        let acl = get_xattr(&path, "system.posix_acl_access").expect("access ACL");
+        assert_eq!(acl, access_acl(2000, [7, 7, 5, 5, 5]), "{name}");
+        let mode = fs::symlink_metadata(&path).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o755, "{name}");
+    }
+    let again = twin.both(&args, "dst");
+    assert!(again.stdout.is_empty(), "{}", describe(&again));
+}
+
 #[test]
 fn link_dest_snapshots_share_unchanged_files_as_rsync() {
     let twin = Twin::new(|side| {

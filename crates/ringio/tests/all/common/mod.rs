@@ -23,7 +23,7 @@ pub use run::{
 };
 pub use server::Server;
 pub use sys::{
-    assert_read_only_with_xattrs, chown_tree, cstring, get_xattr, is_root, list_xattrs,
+    access_acl, assert_read_only_with_xattrs, chown_tree, cstring, get_xattr, is_root, list_xattrs,
     lstat_times, mkfifo, read_only_with_xattrs, set_times, set_xattr, TmpfsMount, NOBODY,
 };
 pub use tree::{Atimes, TestTree, TreeSpec, Ts};

@@ -1,16 +1,18 @@
-//! Metadata after content: owner, then mode (chown clears setuid), then times (last, since
-//! every other change touches ctime and writing into a directory touches its mtime).
+//! Metadata after content, as cp gives it: what a file, a directory, a symlink or special
+//! file is given (the source's owner, mode, ACLs, extended attributes and times, as far as
+//! `--preserve` keeps them), set in `attrs`' one order; and the modes new entries are made
+//! with until then.
 
 use std::ffi::CStr;
-use std::io;
 use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 
+use crate::attrs::{Extended, On, Owner, Perm, Setting};
 use crate::ctx::Ctx;
 use crate::error::{CopyError, Op};
 use crate::plan::CopyPlan;
 use crate::quote::quote;
-use crate::sys::{self, Stat};
+use crate::sys::Stat;
 use crate::xattr::{self, Acls, Subject, XattrError};
 use std::sync::atomic::Ordering;
 
@@ -70,7 +72,7 @@ pub(crate) struct InDir {
 
 /// Applies metadata to a regular file's destination descriptor after its content is written.
 /// `created` says the file was made by this run with [`create_mode`]. `path` names the
-/// destination in messages.
+/// destination in messages. Every attribute is tried; the first failure is returned.
 pub(crate) fn file(
     ctx: &Ctx<'_>,
     dir: InDir,
@@ -84,51 +86,37 @@ pub(crate) fn file(
     // A file this run created already belongs to us, and to our group unless its directory is
     // setgid: skip the chown when that is already the source's owner and group.
     let owned_already = created && stat.uid == ctx.euid && stat.gid == ctx.egid && !dst_setgid;
-    let mut owner_kept = true;
-    if preserve.ownership && !owned_already {
-        owner_kept = chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid))
-            .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
-    }
-    let listed = if preserve.xattr {
-        xattrs(ctx, Subject::Fd(src), Subject::Fd(dst), preserve.mode, path)?
+    let perm = if preserve.mode && (!created || needs_chmod(ctx, stat, fresh_dir)) {
+        Some(kept_perm(stat))
+    } else if !preserve.mode && created && file_omitted(ctx.plan, stat, fresh_dir) != 0 {
+        // Created without group/other bits while it was written: give them back.
+        Some(plain_perm(base_mode(ctx.plan, stat, false) & !ctx.umask))
     } else {
         None
     };
-    if preserve.mode && (!created || needs_chmod(ctx, stat, fresh_dir)) {
-        sys::fchmod(dst, kept_perm(stat, owner_kept))
-            .map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
-    } else if !preserve.mode && created && file_omitted(ctx.plan, stat, fresh_dir) != 0 {
-        // Created without group/other bits while it was written: give them back.
-        let mode = base_mode(ctx.plan, stat, false) & !ctx.umask;
-        sys::fchmod(dst, mode).map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
-    }
     // An existing file may hold an ACL the source lacks, and so does a new one that took its
     // directory's default ACL: cp gives either the source's mode alone. Anywhere else a new
     // file has no ACL to take away, and pays no call for it.
-    let foreign_acl = !created || dir_default_acl;
-    let acl_error = |e| CopyError::io(Op::SetMode, path(), e);
-    if preserve.mode {
-        let held = match listed {
-            Some(held) => Some(held),
-            None if preserve.xattr => None,
-            None => Some(
-                xattr::copy_acls(Subject::Fd(src), Subject::Fd(dst), false).map_err(acl_error)?,
-            ),
-        };
-        if held.is_some_and(|held| foreign_acl && !held.access) {
-            xattr::reset_acls(Subject::Fd(dst), ACCESS_ONLY, stat.perm() & 0o777)
-                .map_err(acl_error)?;
-        }
-    } else if ctx.plan.default_modes && created && dir_default_acl {
+    let mut acls = CpAcls {
+        ctx,
+        src: Subject::Fd(src),
+        acls: true,
+        dir: false,
+        foreign: !created || dir_default_acl,
         // An explicit --no-preserve=mode sets a new file's default mode, ACL and all, as cp.
-        let perm = base_mode(ctx.plan, stat, false) & !ctx.umask;
-        xattr::reset_acls(Subject::Fd(dst), ACCESS_ONLY, perm).map_err(acl_error)?;
+        default_perm: (ctx.plan.default_modes && created && dir_default_acl)
+            .then(|| base_mode(ctx.plan, stat, false) & !ctx.umask),
+        stat,
+        path,
+        listed: None,
+    };
+    Setting {
+        owner: (preserve.ownership && !owned_already).then(|| owner(ctx, stat)),
+        extended: Some(&mut acls),
+        perm,
+        times: preserve.timestamps.then_some((stat.atime, stat.mtime)),
     }
-    if preserve.timestamps {
-        sys::futimens(dst, stat.atime, stat.mtime)
-            .map_err(|e| CopyError::io(Op::SetTimes, path(), e))?;
-    }
-    Ok(())
+    .apply(On::Fd(dst), path)
 }
 
 /// True when a run sets ACLs at all: they go with the mode, kept (`-p`) or explicitly not
@@ -149,31 +137,95 @@ fn needs_chmod(ctx: &Ctx<'_>, stat: &Stat, fresh_dir: bool) -> bool {
     stat.perm() != (create_mode(ctx.plan, stat, fresh_dir) & !ctx.umask)
 }
 
-/// Owner and group as cp does it: root sets both; anyone else tries the group alone, and a
-/// refusal there is not an error (the file simply keeps the caller's group). Returns true
-/// when the copy now has the source's owner and group.
-fn chown(
-    ctx: &Ctx<'_>,
-    stat: &Stat,
-    call: impl Fn(u32, u32) -> io::Result<()>,
-) -> io::Result<bool> {
+/// Owner and group as cp gives them: root both; anyone else the group alone, and a refusal
+/// there is not an error (the file simply keeps the caller's group). The copy then has the
+/// source's owner only where that is the caller.
+fn owner(ctx: &Ctx<'_>, stat: &Stat) -> Owner {
     if ctx.is_root {
-        return call(stat.uid, stat.gid).map(|()| true);
-    }
-    match call(u32::MAX, stat.gid) {
-        Ok(()) => Ok(stat.uid == ctx.euid),
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => Ok(false),
-        Err(e) => Err(e),
+        Owner {
+            ids: (stat.uid, stat.gid),
+            whole: true,
+            refusal_keeps: false,
+        }
+    } else {
+        Owner {
+            ids: (u32::MAX, stat.gid),
+            whole: stat.uid == ctx.euid,
+            refusal_keeps: true,
+        }
     }
 }
 
 /// The mode to preserve: without the source's owner, cp drops setuid, setgid and sticky, so
 /// a copy never gains privileges in someone else's name.
-fn kept_perm(stat: &Stat, owner_kept: bool) -> u32 {
-    if owner_kept {
-        stat.perm()
-    } else {
-        stat.perm() & 0o777
+fn kept_perm(stat: &Stat) -> Perm {
+    Perm {
+        bits: stat.perm(),
+        unless_owned: 0o7000,
+    }
+}
+
+/// A mode of cp's own making (not the source's), set whoever owns the copy.
+fn plain_perm(bits: u32) -> Perm {
+    Perm {
+        bits,
+        unless_owned: 0,
+    }
+}
+
+/// cp's steps around the mode: the extended attributes (ACLs with them where the mode is
+/// kept) before it; after it, the ACLs the source lacks taken away where the entry may hold
+/// some, or under `--no-preserve=mode` a new entry's inherited ACL made its default mode's.
+struct CpAcls<'a> {
+    ctx: &'a Ctx<'a>,
+    src: Subject<'a>,
+    /// ACLs go with the mode (not for a symlink, which has none).
+    acls: bool,
+    /// A directory: its default ACL too.
+    dir: bool,
+    /// The entry may hold ACLs the source lacks: it existed, or took its directory's default
+    /// ACL when it was made.
+    foreign: bool,
+    /// `--no-preserve=mode`: the new entry took an ACL from its directory's default ACL, and
+    /// gets this mode's instead, as cp gives it.
+    default_perm: Option<u32>,
+    stat: &'a Stat,
+    path: &'a dyn Fn() -> PathBuf,
+    /// Which ACLs the source listed when its extended attributes were copied.
+    listed: Option<Acls>,
+}
+
+impl Extended for CpAcls<'_> {
+    fn before_mode(&mut self, on: On<'_>) -> Result<(), CopyError> {
+        let preserve = self.ctx.plan.preserve;
+        if preserve.xattr {
+            let acls = preserve.mode && self.acls;
+            self.listed = xattrs(self.ctx, self.src, on.subject(), acls, self.path)?;
+        }
+        Ok(())
+    }
+
+    fn after_mode(&mut self, on: On<'_>) -> Result<(), CopyError> {
+        let preserve = self.ctx.plan.preserve;
+        let dst = on.subject();
+        let acl_error = |e| CopyError::io(Op::SetMode, (self.path)(), e);
+        if preserve.mode && self.acls {
+            let held = match self.listed {
+                Some(held) => Some(held),
+                None if preserve.xattr => None,
+                None => Some(xattr::copy_acls(self.src, dst, self.dir).map_err(acl_error)?),
+            };
+            let lacking = held.map(|held| Acls {
+                access: !held.access,
+                default: self.dir && !held.default,
+            });
+            if let Some(lacking) = lacking.filter(|l| *l != Acls::default() && self.foreign) {
+                xattr::reset_acls(dst, lacking, self.stat.perm() & 0o777).map_err(acl_error)?;
+            }
+        } else if let Some(perm) = self.default_perm {
+            xattr::reset_acls(dst, ACCESS_ONLY, perm & 0o777).map_err(acl_error)?;
+        }
+        Ok(())
     }
 }
 
@@ -210,72 +262,48 @@ pub(crate) fn directory_of(
     let inherited = fresh
         && acls_matter(ctx.plan)
         && default_acl.unwrap_or_else(|| xattr::has_default_acl(dst));
-    let mut owner_kept = true;
-    if preserve.ownership {
-        match chown(ctx, stat, |uid, gid| sys::fchown(dst, uid, gid)) {
-            Ok(kept) => owner_kept = kept,
-            Err(e) => ctx.fail(CopyError::io(Op::SetOwner, path(), e)),
-        }
-    }
-    let listed = if preserve.xattr {
-        xattrs(ctx, src, Subject::Fd(dst), preserve.mode, path).unwrap_or_else(|e| {
-            ctx.fail(e);
-            None
-        })
-    } else {
-        None
-    };
     // A fresh directory was made with owner rwx so it could be filled; give it its real mode.
-    let mode = if preserve.mode {
-        Some(kept_perm(stat, owner_kept))
+    let made_with = dir_create_mode(ctx.plan, stat) & !ctx.umask;
+    let perm = if preserve.mode {
+        // (Setuid, setgid and sticky are never in what it was made with.)
+        (!fresh || stat.perm() != made_with).then(|| kept_perm(stat))
     } else if fresh || ctx.plan.overwrite.resume().is_some() {
         // (Under --resume an existing directory is taken to be an interrupted run's.)
         // cp keeps the sticky bit of a new directory, drops setuid/setgid, applies the umask.
-        Some((base_mode(ctx.plan, stat, true) | (stat.perm() & 0o1000)) & !ctx.umask)
+        let bits = (base_mode(ctx.plan, stat, true) | (stat.perm() & 0o1000)) & !ctx.umask;
+        (!fresh || bits != made_with).then(|| plain_perm(bits))
     } else {
         None
     };
-    if let Some(mode) = mode {
-        if fresh && mode == dir_create_mode(ctx.plan, stat) & !ctx.umask {
-            // Created with exactly this mode already.
-        } else if let Err(e) = sys::fchmod(dst, mode) {
-            ctx.fail(CopyError::io(Op::SetMode, path(), e));
-        }
-    }
     // As for a file: the ACLs the source lacks go from an existing directory, and from a new
     // one that took them from its parent's default ACL (its access ACL and its default ACL).
-    let acl_error = |e| ctx.fail(CopyError::io(Op::SetMode, path(), e));
-    if preserve.mode {
-        let held = match listed {
-            Some(held) => Some(held),
-            None if preserve.xattr => None,
-            None => xattr::copy_acls(src, Subject::Fd(dst), true)
-                .map_err(acl_error)
-                .ok(),
-        };
-        let lacking = held.map(|held| Acls {
-            access: !held.access,
-            default: !held.default,
-        });
-        if let Some(lacking) = lacking.filter(|l| *l != Acls::default()) {
-            if !fresh || inherited {
-                let perm = mode.unwrap_or(stat.perm()) & 0o777;
-                if let Err(e) = xattr::reset_acls(Subject::Fd(dst), lacking, perm) {
-                    acl_error(e);
-                }
-            }
-        }
-    } else if let Some(mode) = mode.filter(|_| ctx.plan.default_modes && inherited) {
-        // An explicit --no-preserve=mode sets a new directory's access ACL from its default
-        // mode, as cp does, and leaves the default ACL it inherited.
-        if let Err(e) = xattr::reset_acls(Subject::Fd(dst), ACCESS_ONLY, mode & 0o777) {
-            acl_error(e);
-        }
+    // An explicit --no-preserve=mode sets a new directory's access ACL from its default mode,
+    // as cp does, and leaves the default ACL it inherited.
+    let default_perm = if preserve.mode || !ctx.plan.default_modes || !inherited {
+        None
+    } else {
+        Some((base_mode(ctx.plan, stat, true) | (stat.perm() & 0o1000)) & !ctx.umask)
+    };
+    let mut acls = CpAcls {
+        ctx,
+        src,
+        acls: true,
+        dir: true,
+        foreign: !fresh || inherited,
+        default_perm,
+        stat,
+        path,
+        listed: None,
+    };
+    let set = Setting {
+        owner: preserve.ownership.then(|| owner(ctx, stat)),
+        extended: Some(&mut acls),
+        perm,
+        times: preserve.timestamps.then_some((stat.atime, stat.mtime)),
     }
-    if preserve.timestamps {
-        if let Err(e) = sys::futimens(dst, stat.atime, stat.mtime) {
-            ctx.fail(CopyError::io(Op::SetTimes, path(), e));
-        }
+    .apply(On::Fd(dst), path);
+    if let Err(e) = set {
+        ctx.fail(e);
     }
 }
 
@@ -327,38 +355,25 @@ pub(crate) fn entry_at(
 ) -> Result<(), CopyError> {
     let is_symlink = stat.kind() == crate::sys::Kind::Symlink;
     let preserve = ctx.plan.preserve;
-    let mut owner_kept = true;
-    if preserve.ownership {
-        owner_kept = chown(ctx, stat, |uid, gid| sys::lchownat(dir, name, uid, gid))
-            .map_err(|e| CopyError::io(Op::SetOwner, path(), e))?;
-    }
-    let src = Subject::at(src_dir, src_name, !is_symlink);
-    let dst = Subject::at(dir, name, false);
-    let listed = if preserve.xattr {
-        xattrs(ctx, src, dst, preserve.mode && !is_symlink, path)?
-    } else {
-        None
-    };
     // A FIFO's or a device's ACL is part of its mode, as a file's is (symlinks have none).
-    let acl_error = |e| CopyError::io(Op::SetMode, path(), e);
-    if preserve.mode && !is_symlink {
-        sys::fchmodat(dir, name, kept_perm(stat, owner_kept))
-            .map_err(|e| CopyError::io(Op::SetMode, path(), e))?;
-        let held = match listed {
-            Some(held) => Some(held),
-            None if preserve.xattr => None,
-            None => Some(xattr::copy_acls(src, dst, false).map_err(acl_error)?),
-        };
-        if held.is_some_and(|held| dir_default_acl && !held.access) {
-            xattr::reset_acls(dst, ACCESS_ONLY, stat.perm() & 0o777).map_err(acl_error)?;
-        }
-    } else if ctx.plan.default_modes && !is_symlink && dir_default_acl {
+    let mut acls = CpAcls {
+        ctx,
+        src: Subject::at(src_dir, src_name, !is_symlink),
+        acls: !is_symlink,
+        dir: false,
+        foreign: dir_default_acl,
         // As for a file: the default mode it was made with, without the inherited ACL.
-        xattr::reset_acls(dst, ACCESS_ONLY, 0o666 & !ctx.umask).map_err(acl_error)?;
+        default_perm: (ctx.plan.default_modes && !is_symlink && dir_default_acl)
+            .then_some(0o666 & !ctx.umask),
+        stat,
+        path,
+        listed: None,
+    };
+    Setting {
+        owner: preserve.ownership.then(|| owner(ctx, stat)),
+        extended: Some(&mut acls),
+        perm: (preserve.mode && !is_symlink).then(|| kept_perm(stat)),
+        times: preserve.timestamps.then_some((stat.atime, stat.mtime)),
     }
-    if preserve.timestamps {
-        sys::lutimensat(dir, name, stat.atime, stat.mtime)
-            .map_err(|e| CopyError::io(Op::SetTimes, path(), e))?;
-    }
-    Ok(())
+    .apply(On::At(dir, name), path)
 }

@@ -38,6 +38,7 @@ macro_rules! skip {
     }};
 }
 
+mod attrs;
 mod backup;
 mod beneath;
 mod builder;

@@ -1,8 +1,9 @@
 //! An entry's attributes as sync gives them. What to give is each caller's to say: a kept
 //! entry's differences ([`fix_attrs`]), a new file's ([`file_attrs`]), a new symlink's or
 //! special file's ([`special_attrs`]), a directory's once its walk ends ([`dir_attrs`]); each
-//! says it as a [`Setting`], and one function sets it, in one order, through a descriptor or
-//! by name. Also the mode a new file is created with ([`creation`]).
+//! says it in rsync's terms ([`Given`]), and the setter cp uses too (`crate::attrs`) sets it,
+//! in one order, through a descriptor or by name. Also the mode a new file is created with
+//! ([`creation`]).
 
 use std::ffi::CStr;
 use std::io;
@@ -12,6 +13,7 @@ use std::sync::atomic::Ordering;
 
 use super::pair::{Pair, Run, SrcEntry, Times};
 use super::wanted::wanted;
+use crate::attrs::{Extended, On, Owner, Perm, Setting};
 use crate::error::{CopyError, Op};
 use crate::policy::sync::{self as rules, Changes};
 use crate::sys::{self, Kind, Stat};
@@ -20,53 +22,9 @@ use crate::xattr::Subject;
 /// A time left as it is (`UTIME_OMIT`).
 const OMIT: (i64, u32) = (0, libc::UTIME_OMIT as u32);
 
-/// Where attributes are set: through an open descriptor, or on an entry by its name in its
-/// directory (a final symlink not followed).
-#[derive(Clone, Copy)]
-enum On<'a> {
-    Fd(BorrowedFd<'a>),
-    At(BorrowedFd<'a>, &'a CStr),
-}
-
-impl<'a> On<'a> {
-    fn subject(self) -> Subject<'a> {
-        match self {
-            On::Fd(fd) => Subject::Fd(fd),
-            On::At(dir, name) => Subject::at(dir, name, false),
-        }
-    }
-
-    fn chown(self, uid: u32, gid: u32) -> io::Result<()> {
-        match self {
-            On::Fd(fd) => sys::fchown(fd, uid, gid),
-            On::At(dir, name) => sys::lchownat(dir, name, uid, gid),
-        }
-    }
-
-    fn chmod(self, perm: u32) -> io::Result<()> {
-        match self {
-            On::Fd(fd) => sys::fchmod(fd, perm),
-            On::At(dir, name) => sys::fchmodat(dir, name, perm),
-        }
-    }
-
-    fn times(self, (atime, mtime): Times) -> io::Result<()> {
-        match self {
-            On::Fd(fd) => sys::futimens(fd, atime, mtime),
-            On::At(dir, name) => sys::lutimensat(dir, name, atime, mtime),
-        }
-    }
-
-    fn stat(self) -> io::Result<Stat> {
-        match self {
-            On::Fd(fd) => sys::fstatx(fd),
-            On::At(dir, name) => sys::statx_at(dir, name, false),
-        }
-    }
-}
-
-/// The attributes one entry is given; `None` leaves one as it is.
-struct Setting<'a> {
+/// What sync gives one entry, in rsync's terms; `None` leaves one as it is. Set by
+/// [`Setting::apply`], in its order.
+struct Given<'a> {
     /// Owner and group as chown takes them (`u32::MAX`: that one left).
     owner: Option<(u32, u32)>,
     /// The permission bits (under `--fake-super` the entry's real ones).
@@ -79,63 +37,62 @@ struct Setting<'a> {
     times: Option<Times>,
 }
 
-impl Setting<'_> {
-    /// Sets it on `on` in rsync's order: owner and group first (chown clears setuid and
-    /// setgid), then extended attributes and ACLs, then the mode (whose group bits become an
-    /// ACL's mask, so `-A --chmod=g-w` leaves no named user write), the record of what the real
-    /// stat then lacks, and times last. A user who is not root keeps the
-    /// owner and group chown refuses, as rsync does. A step that fails does not stop the
-    /// others (as rsync goes on); where the owner could not be given, the mode goes without
-    /// setuid and setgid, so nothing gains them in someone else's name. The first failure is
-    /// returned. `path` names the entry in messages.
-    fn apply(
-        &self,
-        run: &Run<'_>,
-        on: On<'_>,
-        path: &dyn Fn() -> PathBuf,
-    ) -> Result<(), CopyError> {
-        let mut first = None;
-        let mut failed = |op: Op, e: io::Error| {
-            first.get_or_insert_with(|| CopyError::io(op, path(), e));
+impl Given<'_> {
+    /// Sets it on `on`. A user who is not root keeps the owner and group chown refuses, as
+    /// rsync does; where the owner could not be given, the mode goes without setuid and setgid.
+    /// Every step is tried; the first failure is returned. `path` names the entry in messages.
+    fn apply(self, run: &Run<'_>, on: On<'_>, path: &dyn Fn() -> PathBuf) -> Result<(), CopyError> {
+        let mut extras = Extras {
+            run,
+            xattrs_of: self.xattrs_of,
+            record: self.record,
+            path,
         };
-        let mut owner_refused = false;
-        if let Some((uid, gid)) = self.owner {
-            match on.chown(uid, gid) {
-                Ok(()) => {}
-                Err(e) if !run.is_root && e.raw_os_error() == Some(libc::EPERM) => {}
-                Err(e) => {
-                    owner_refused = true;
-                    failed(Op::SetOwner, e);
-                }
-            }
+        let any = extras.xattrs_of.is_some() || extras.record.is_some();
+        Setting {
+            owner: self.owner.map(|ids| Owner {
+                ids,
+                whole: true,
+                refusal_keeps: !run.is_root,
+            }),
+            extended: any.then_some(&mut extras as &mut dyn Extended),
+            perm: self.perm.map(|bits| Perm {
+                bits,
+                unless_owned: 0o6000,
+            }),
+            times: self.times,
         }
-        if let Some(src) = self.xattrs_of {
-            if let Err(e) = super::xattrs::bring(run, src, on.subject()) {
-                failed(Op::SetXattr, e);
-            }
-        }
-        if let Some(perm) = self.perm {
-            let perm = if owner_refused { perm & !0o6000 } else { perm };
-            if let Err(e) = on.chmod(perm) {
-                failed(Op::SetMode, e);
-            }
-        }
-        if let Some(record) = &self.record {
-            match on.stat() {
-                Ok(real) => {
-                    if let Err(e) = super::fake::write(on.subject(), record, &real) {
-                        failed(Op::SetXattr, e);
-                    }
-                }
-                Err(e) => failed(Op::Stat, e),
-            }
-        }
-        if let Some(times) = self.times {
-            if let Err(e) = on.times(times) {
-                failed(Op::SetTimes, e);
-            }
-        }
-        first.map_or(Ok(()), Err)
+        .apply(on, path)
+    }
+}
+
+/// sync's steps around the mode: rsync's extended attributes and ACLs before it, the
+/// `--fake-super` record of what the real stat then lacks after it.
+struct Extras<'a, 'p> {
+    run: &'a Run<'a>,
+    xattrs_of: Option<Subject<'a>>,
+    record: Option<Stat>,
+    path: &'p dyn Fn() -> PathBuf,
+}
+
+impl Extended for Extras<'_, '_> {
+    fn before_mode(&mut self, on: On<'_>) -> Result<(), CopyError> {
+        let Some(src) = self.xattrs_of else {
+            return Ok(());
+        };
+        super::xattrs::bring(self.run, src, on.subject())
+            .map_err(|e| CopyError::io(Op::SetXattr, (self.path)(), e))
+    }
+
+    fn after_mode(&mut self, on: On<'_>) -> Result<(), CopyError> {
+        let Some(record) = &self.record else {
+            return Ok(());
+        };
+        let real = on
+            .stat()
+            .map_err(|e| CopyError::io(Op::Stat, (self.path)(), e))?;
+        super::fake::write(on.subject(), record, &real)
+            .map_err(|e| CopyError::io(Op::SetXattr, (self.path)(), e))
     }
 }
 
@@ -196,7 +153,7 @@ pub(super) fn fix_attrs(
     let want = wanted(run, &e.stat, seen.as_ref());
     let symlink = e.stat.kind() == Kind::Symlink;
     let owner = changes.owner || changes.group;
-    Setting {
+    Given {
         owner: owner.then(|| owner_of(run, &want)).flatten(),
         // An ACL set moves the group bits (its mask): the mode is set again after it.
         perm: ((changes.perms || changes.acl) && !symlink).then(|| perm_of(run, &want)),
@@ -275,7 +232,7 @@ pub(super) fn file_attrs(
         gid: want.gid,
         ..*src_stat
     };
-    let set = Setting {
+    let set = Given {
         owner: owner_of(run, want).filter(|_| !settled),
         perm: (want.mode & libc::S_IFMT != 0).then(|| perm_of(run, want)),
         xattrs_of: (plan.xattrs || plan.acls).then_some(Subject::Fd(src)),
@@ -306,7 +263,7 @@ pub(super) fn special_attrs(
     let plan = run.plan;
     let kind = e.stat.kind();
     let want = wanted(run, &e.stat, None);
-    let set = Setting {
+    let set = Given {
         owner: owner_of(run, &want),
         // Without -p the kernel gave it the source's bits less the umask; under --fake-super
         // it is an empty file whose real mode keeps its owner's rw (its own, recorded).
@@ -370,7 +327,7 @@ pub(super) fn dir_attrs(
         && plan.times
         && !plan.omit_dir_times
         && !rules::same_time(now.mtime, want.mtime, run.window_ns);
-    Setting {
+    Given {
         owner: owner_of(run, &want).filter(differs),
         // An ACL set moves the group bits (its mask): under -A the mode is set after it.
         perm: perm.filter(|&p| p != now.perm() || plan.acls),

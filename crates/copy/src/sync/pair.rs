@@ -98,8 +98,7 @@ pub(super) struct Delayed {
     pub times: Option<Times>,
 }
 
-/// An (atime, mtime) pair as `futimens` takes it (`UTIME_OMIT`: left as it is).
-pub(super) type Times = ((i64, u32), (i64, u32));
+pub(super) use crate::attrs::Times;
 
 /// Where `--delay-updates` keeps a directory's new files until the end, as rsync names it.
 pub(super) const STAGE: &std::ffi::CStr = c".~tmp~";

@@ -87,12 +87,16 @@ pub(crate) struct Perm {
     /// Cleared where the entry did not get its source's owner, so that nothing gains them in
     /// someone else's name (cp: setuid, setgid and sticky; sync: setuid and setgid).
     pub unless_owned: u32,
+    /// The entry's mode as the caller knows it (what it was made with, or stated): no chmod
+    /// when that is the mode to give and no ACL set since moved it.
+    pub have: Option<u32>,
 }
 
 /// The steps around the mode that cp and sync take each in their own way.
 pub(crate) trait Extended {
-    /// Extended attributes and ACLs, after the owner and before the mode.
-    fn before_mode(&mut self, on: On<'_>) -> Result<(), CopyError>;
+    /// Extended attributes and ACLs, after the owner and before the mode. Returns whether it
+    /// may have moved the mode (an ACL set or removed: its entries are the mode's bits).
+    fn before_mode(&mut self, on: On<'_>) -> Result<bool, CopyError>;
     /// What depends on the final mode, before the times.
     fn after_mode(&mut self, on: On<'_>) -> Result<(), CopyError>;
 }
@@ -106,13 +110,22 @@ pub(crate) struct Setting<'a> {
 }
 
 impl Setting<'_> {
-    /// Sets it on `on`, in the order the module describes. A step that fails does not stop
-    /// the others (rsync goes on, and a complete file is kept); the first failure is returned.
-    /// `path` names the entry in messages.
-    pub(crate) fn apply(self, on: On<'_>, path: &dyn Fn() -> PathBuf) -> Result<(), CopyError> {
+    /// Sets it on `on`, in the order the module describes. A chown that fails (other than a
+    /// refusal the owner allows) stops the steps after it, as it stops GNU cp's and rsync's: the
+    /// entry keeps the private mode it was made with rather than give its group's and others'
+    /// bits to a group that is not the source's. Any other step that fails stops none after it.
+    /// The first failure is returned, each later one handed to `rest`. `path` names the entry
+    /// in messages.
+    pub(crate) fn apply(
+        self,
+        on: On<'_>,
+        path: &dyn Fn() -> PathBuf,
+        rest: &mut dyn FnMut(CopyError),
+    ) -> Result<(), CopyError> {
         let mut first = None;
-        let mut failed = |e: CopyError| {
-            first.get_or_insert(e);
+        let mut failed = |e: CopyError| match first {
+            None => first = Some(e),
+            Some(_) => rest(e),
         };
         let mut owned = true;
         if let Some(owner) = &self.owner {
@@ -120,16 +133,15 @@ impl Setting<'_> {
             owned = match on.chown(uid, gid) {
                 Ok(()) => owner.whole,
                 Err(e) if owner.refusal_keeps && e.raw_os_error() == Some(libc::EPERM) => false,
-                Err(e) => {
-                    failed(CopyError::io(Op::SetOwner, path(), e));
-                    false
-                }
+                Err(e) => return Err(CopyError::io(Op::SetOwner, path(), e)),
             };
         }
         let mut extended = self.extended;
+        let mut moved = false;
         if let Some(ext) = extended.as_deref_mut() {
-            if let Err(e) = ext.before_mode(on) {
-                failed(e);
+            match ext.before_mode(on) {
+                Ok(m) => moved = m,
+                Err(e) => failed(e),
             }
         }
         if let Some(perm) = &self.perm {
@@ -138,8 +150,10 @@ impl Setting<'_> {
             } else {
                 perm.bits & !perm.unless_owned
             };
-            if let Err(e) = on.chmod(bits) {
-                failed(CopyError::io(Op::SetMode, path(), e));
+            if moved || perm.have != Some(bits) {
+                if let Err(e) = on.chmod(bits) {
+                    failed(CopyError::io(Op::SetMode, path(), e));
+                }
             }
         }
         if let Some(ext) = extended {
@@ -161,20 +175,23 @@ mod tests {
     use super::*;
     use std::os::fd::AsFd;
 
-    /// Records the mode each `Extended` step finds, and fails its first step if asked.
+    /// Records the mode each `Extended` step finds; fails its first step, or says it moved
+    /// the mode, if asked.
+    #[derive(Default)]
     struct Probe {
         seen: Vec<u32>,
         fail: bool,
+        moves: bool,
     }
 
     impl Extended for Probe {
-        fn before_mode(&mut self, on: On<'_>) -> Result<(), CopyError> {
+        fn before_mode(&mut self, on: On<'_>) -> Result<bool, CopyError> {
             self.seen.push(on.stat().unwrap().perm());
             if self.fail {
                 let e = io::Error::from_raw_os_error(libc::EACCES);
                 return Err(CopyError::io(Op::SetXattr, PathBuf::from("f"), e));
             }
-            Ok(())
+            Ok(self.moves)
         }
 
         fn after_mode(&mut self, on: On<'_>) -> Result<(), CopyError> {
@@ -193,25 +210,32 @@ mod tests {
         (dir, f)
     }
 
+    fn perm(bits: u32, unless_owned: u32, have: Option<u32>) -> Option<Perm> {
+        Some(Perm {
+            bits,
+            unless_owned,
+            have,
+        })
+    }
+
+    fn apply(set: Setting<'_>, on: On<'_>) -> Result<(), CopyError> {
+        set.apply(on, &|| PathBuf::from("f"), &mut |e| {
+            panic!("a second failure: {e}")
+        })
+    }
+
     #[test]
     fn the_mode_comes_between_the_extended_steps_and_times_last() {
         let (_dir, f) = file(0o600);
-        let mut probe = Probe {
-            seen: Vec::new(),
-            fail: false,
-        };
+        let mut probe = Probe::default();
         let times = ((5, 0), (7, 9));
-        Setting {
+        let set = Setting {
             owner: None,
             extended: Some(&mut probe),
-            perm: Some(Perm {
-                bits: 0o640,
-                unless_owned: 0,
-            }),
+            perm: perm(0o640, 0, None),
             times: Some(times),
-        }
-        .apply(On::Fd(f.as_fd()), &|| PathBuf::from("f"))
-        .unwrap();
+        };
+        apply(set, On::Fd(f.as_fd())).unwrap();
         assert_eq!(probe.seen, [0o600, 0o640]);
         let st = sys::fstatx(f.as_fd()).unwrap();
         assert_eq!((st.perm(), st.mtime), (0o640, (7, 9)));
@@ -221,23 +245,64 @@ mod tests {
     fn a_step_that_fails_stops_none_after_it_and_is_returned() {
         let (_dir, f) = file(0o600);
         let mut probe = Probe {
-            seen: Vec::new(),
             fail: true,
+            ..Probe::default()
         };
-        let got = Setting {
+        let set = Setting {
             owner: None,
             extended: Some(&mut probe),
-            perm: Some(Perm {
-                bits: 0o644,
-                unless_owned: 0,
-            }),
+            perm: perm(0o644, 0, None),
             times: Some(((1, 0), (2, 0))),
-        }
-        .apply(On::Fd(f.as_fd()), &|| PathBuf::from("f"));
-        assert!(got.is_err_and(|e| e.to_string().contains("f")));
+        };
+        assert!(apply(set, On::Fd(f.as_fd())).is_err());
         let st = sys::fstatx(f.as_fd()).unwrap();
         assert_eq!((st.perm(), st.mtime), (0o644, (2, 0)));
         assert_eq!(probe.seen, [0o600, 0o644]);
+    }
+
+    #[test]
+    fn a_chown_that_fails_stops_every_step_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = std::fs::File::open(dir.path()).unwrap();
+        let mut probe = Probe::default();
+        let set = Setting {
+            owner: Some(Owner {
+                ids: (0, 0),
+                whole: true,
+                refusal_keeps: false,
+            }),
+            extended: Some(&mut probe),
+            perm: perm(0o644, 0, None),
+            times: Some(((1, 0), (2, 0))),
+        };
+        // No such entry: the chown fails, and nothing after it is tried (the probe and the
+        // chmod and utimensat, which would each fail and be a second failure).
+        assert!(apply(set, On::At(dir.as_fd(), c"missing")).is_err());
+        assert!(probe.seen.is_empty());
+    }
+
+    #[test]
+    fn a_mode_known_to_be_right_is_set_again_only_when_an_acl_moved_it() {
+        for (moves, want) in [(false, 0o600), (true, 0o644)] {
+            let (_dir, f) = file(0o600);
+            // `have` says 0o644: taken at its word unless the extended step moved the mode.
+            let mut probe = Probe {
+                moves,
+                ..Probe::default()
+            };
+            let set = Setting {
+                owner: None,
+                extended: Some(&mut probe),
+                perm: perm(0o644, 0, Some(0o644)),
+                times: None,
+            };
+            apply(set, On::Fd(f.as_fd())).unwrap();
+            assert_eq!(
+                sys::fstatx(f.as_fd()).unwrap().perm(),
+                want,
+                "moved: {moves}"
+            );
+        }
     }
 
     #[test]
@@ -245,21 +310,17 @@ mod tests {
         for (whole, want) in [(true, 0o4755), (false, 0o755)] {
             let (_dir, f) = file(0o600);
             // A chown that changes nothing, and succeeds for anyone.
-            Setting {
+            let set = Setting {
                 owner: Some(Owner {
                     ids: (u32::MAX, u32::MAX),
                     whole,
                     refusal_keeps: false,
                 }),
                 extended: None,
-                perm: Some(Perm {
-                    bits: 0o4755,
-                    unless_owned: 0o7000,
-                }),
+                perm: perm(0o4755, 0o7000, None),
                 times: None,
-            }
-            .apply(On::Fd(f.as_fd()), &|| PathBuf::from("f"))
-            .unwrap();
+            };
+            apply(set, On::Fd(f.as_fd())).unwrap();
             assert_eq!(
                 sys::fstatx(f.as_fd()).unwrap().perm(),
                 want,

@@ -86,11 +86,17 @@ pub(crate) fn file(
     // A file this run created already belongs to us, and to our group unless its directory is
     // setgid: skip the chown when that is already the source's owner and group.
     let owned_already = created && stat.uid == ctx.euid && stat.gid == ctx.egid && !dst_setgid;
-    let perm = if preserve.mode && (!created || needs_chmod(ctx, stat, fresh_dir)) {
-        Some(kept_perm(stat))
-    } else if !preserve.mode && created && file_omitted(ctx.plan, stat, fresh_dir) != 0 {
+    // A file this run made has the mode it was made with (after the umask): not set again
+    // where that is the one to give.
+    let made_with = created.then(|| create_mode(ctx.plan, stat, fresh_dir) & !ctx.umask);
+    let perm = if preserve.mode {
+        Some(kept_perm(stat, made_with))
+    } else if created && file_omitted(ctx.plan, stat, fresh_dir) != 0 {
         // Created without group/other bits while it was written: give them back.
-        Some(plain_perm(base_mode(ctx.plan, stat, false) & !ctx.umask))
+        Some(plain_perm(
+            base_mode(ctx.plan, stat, false) & !ctx.umask,
+            None,
+        ))
     } else {
         None
     };
@@ -116,7 +122,7 @@ pub(crate) fn file(
         perm,
         times: preserve.timestamps.then_some((stat.atime, stat.mtime)),
     }
-    .apply(On::Fd(dst), path)
+    .apply(On::Fd(dst), path, &mut |e| ctx.fail(e))
 }
 
 /// True when a run sets ACLs at all: they go with the mode, kept (`-p`) or explicitly not
@@ -131,11 +137,6 @@ const ACCESS_ONLY: Acls = Acls {
     access: true,
     default: false,
 };
-
-/// True when the mode a file was created with (after the umask) differs from the source's.
-fn needs_chmod(ctx: &Ctx<'_>, stat: &Stat, fresh_dir: bool) -> bool {
-    stat.perm() != (create_mode(ctx.plan, stat, fresh_dir) & !ctx.umask)
-}
 
 /// Owner and group as cp gives them: root both; anyone else the group alone, and a refusal
 /// there is not an error (the file simply keeps the caller's group). The copy then has the
@@ -158,18 +159,22 @@ fn owner(ctx: &Ctx<'_>, stat: &Stat) -> Owner {
 
 /// The mode to preserve: without the source's owner, cp drops setuid, setgid and sticky, so
 /// a copy never gains privileges in someone else's name.
-fn kept_perm(stat: &Stat) -> Perm {
+/// `have`: the mode the entry has, where known (what this run made it with).
+fn kept_perm(stat: &Stat, have: Option<u32>) -> Perm {
     Perm {
         bits: stat.perm(),
         unless_owned: 0o7000,
+        have,
     }
 }
 
-/// A mode of cp's own making (not the source's), set whoever owns the copy.
-fn plain_perm(bits: u32) -> Perm {
+/// A mode of cp's own making (not the source's), set whoever owns the copy; `have` as for
+/// [`kept_perm`].
+fn plain_perm(bits: u32, have: Option<u32>) -> Perm {
     Perm {
         bits,
         unless_owned: 0,
+        have,
     }
 }
 
@@ -196,13 +201,15 @@ struct CpAcls<'a> {
 }
 
 impl Extended for CpAcls<'_> {
-    fn before_mode(&mut self, on: On<'_>) -> Result<(), CopyError> {
+    /// Moves no mode bit away from cp's: an ACL copied whole from the source gives the entry
+    /// the source's own bits (its owner, mask and other entries are the source's mode).
+    fn before_mode(&mut self, on: On<'_>) -> Result<bool, CopyError> {
         let preserve = self.ctx.plan.preserve;
         if preserve.xattr {
             let acls = preserve.mode && self.acls;
             self.listed = xattrs(self.ctx, self.src, on.subject(), acls, self.path)?;
         }
-        Ok(())
+        Ok(false)
     }
 
     fn after_mode(&mut self, on: On<'_>) -> Result<(), CopyError> {
@@ -263,15 +270,14 @@ pub(crate) fn directory_of(
         && acls_matter(ctx.plan)
         && default_acl.unwrap_or_else(|| xattr::has_default_acl(dst));
     // A fresh directory was made with owner rwx so it could be filled; give it its real mode.
-    let made_with = dir_create_mode(ctx.plan, stat) & !ctx.umask;
+    let made_with = fresh.then(|| dir_create_mode(ctx.plan, stat) & !ctx.umask);
     let perm = if preserve.mode {
-        // (Setuid, setgid and sticky are never in what it was made with.)
-        (!fresh || stat.perm() != made_with).then(|| kept_perm(stat))
+        Some(kept_perm(stat, made_with))
     } else if fresh || ctx.plan.overwrite.resume().is_some() {
         // (Under --resume an existing directory is taken to be an interrupted run's.)
         // cp keeps the sticky bit of a new directory, drops setuid/setgid, applies the umask.
         let bits = (base_mode(ctx.plan, stat, true) | (stat.perm() & 0o1000)) & !ctx.umask;
-        (!fresh || bits != made_with).then(|| plain_perm(bits))
+        Some(plain_perm(bits, made_with))
     } else {
         None
     };
@@ -301,7 +307,7 @@ pub(crate) fn directory_of(
         perm,
         times: preserve.timestamps.then_some((stat.atime, stat.mtime)),
     }
-    .apply(On::Fd(dst), path);
+    .apply(On::Fd(dst), path, &mut |e| ctx.fail(e));
     if let Err(e) = set {
         ctx.fail(e);
     }
@@ -372,8 +378,8 @@ pub(crate) fn entry_at(
     Setting {
         owner: preserve.ownership.then(|| owner(ctx, stat)),
         extended: Some(&mut acls),
-        perm: (preserve.mode && !is_symlink).then(|| kept_perm(stat)),
+        perm: (preserve.mode && !is_symlink).then(|| kept_perm(stat, None)),
         times: preserve.timestamps.then_some((stat.atime, stat.mtime)),
     }
-    .apply(On::At(dir, name), path)
+    .apply(On::At(dir, name), path, &mut |e| ctx.fail(e))
 }

@@ -340,9 +340,11 @@ pub(crate) fn is_acl(name: &[u8]) -> bool {
 /// (its `xattr_permission`), the owner of a read-only file included, though not root. A copy of
 /// a read-only file or directory is such an entry once its mode is set (or from its creation:
 /// `cp -a` makes a 0444 file 0400 while it is written). Refused so (`denied` says which error
-/// that is), `dst` gets u+w for a second try and its mode back after it, as GNU cp gives a new
-/// file u+w for its attributes; an entry that already had u+w, or is not ours to chmod, keeps
-/// the first refusal.
+/// that is), `dst` gets u+w for a second try and its mode back after it (unless an ACL set on
+/// that try made the mode its own), as GNU cp gives a new file u+w for its attributes; an entry
+/// that already had u+w, or is not ours to chmod, keeps the first refusal. The callers set ACLs
+/// after the other attributes, as GNU cp and rsync do, so an ACL that takes the owner's write
+/// bit away comes after what needed it.
 pub(crate) fn while_writable<T, E: From<io::Error>>(
     dst: Subject<'_>,
     denied: impl Fn(&E) -> bool,
@@ -353,12 +355,7 @@ pub(crate) fn while_writable<T, E: From<io::Error>>(
         done => return done,
     };
     let stat = match dst {
-        Subject::Fd(fd) => sys::fstatx(fd),
-        Subject::At {
-            dir,
-            name,
-            follow: false,
-        } => sys::statx_at(dir, name, false),
+        Subject::Fd(_) | Subject::At { follow: false, .. } => stat_of(dst),
         _ => return Err(first),
     };
     let chmod = |perm| match dst {
@@ -374,10 +371,25 @@ pub(crate) fn while_writable<T, E: From<io::Error>>(
         return Err(first);
     }
     let again = set();
-    let back = chmod(perm);
+    // Taken back only where nothing else moved the mode meanwhile: an ACL set on this try
+    // made it the ACL's, which is the source's.
+    let back = match stat_of(dst) {
+        Ok(now) if now.perm() == perm | 0o200 => chmod(perm),
+        Ok(_) => Ok(()),
+        Err(e) => Err(e),
+    };
     let done = again?;
     back.map_err(E::from)?;
     Ok(done)
+}
+
+/// The stat of an open entry, or of one named in its directory (not followed).
+fn stat_of(target: Subject<'_>) -> io::Result<sys::Stat> {
+    match target {
+        Subject::Fd(fd) => sys::fstatx(fd),
+        Subject::At { dir, name, .. } => sys::statx_at(dir, name, false),
+        Subject::PathFd(_) => Err(io::Error::from_raw_os_error(libc::EBADF)),
+    }
 }
 
 /// True for the refusal [`while_writable`] answers.
@@ -403,7 +415,11 @@ fn copy_each(src: Subject<'_>, dst: Subject<'_>, acls: bool) -> Result<Acls, Xat
     };
     let mut held = Acls::default();
     let mut value = Vec::new();
-    for name in names.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+    // The ACLs last, as GNU cp and rsync set them: an ACL rewrites the mode, and one that takes
+    // the owner's write bit away would refuse the `user.*` attributes after it.
+    let mut names: Vec<&[u8]> = names.split(|&b| b == 0).filter(|n| !n.is_empty()).collect();
+    names.sort_by_key(|name| is_acl(name));
+    for name in names {
         if is_acl(name) {
             if name == ACCESS.to_bytes() {
                 held.access = true;

@@ -29,6 +29,8 @@ struct Given<'a> {
     owner: Option<(u32, u32)>,
     /// The permission bits (under `--fake-super` the entry's real ones).
     perm: Option<u32>,
+    /// Its mode now, where known: not set again when that is `perm`, unless an ACL moved it.
+    have: Option<u32>,
     /// The source whose extended attributes and ACLs it takes (-X, -A).
     xattrs_of: Option<Subject<'a>>,
     /// `--fake-super`: what `user.rsync.%stat` records.
@@ -39,8 +41,9 @@ struct Given<'a> {
 
 impl Given<'_> {
     /// Sets it on `on`. A user who is not root keeps the owner and group chown refuses, as
-    /// rsync does; where the owner could not be given, the mode goes without setuid and setgid.
-    /// Every step is tried; the first failure is returned. `path` names the entry in messages.
+    /// rsync does (the mode then goes without setuid and setgid); a chown that fails otherwise
+    /// stops the rest, as it stops rsync's. The first failure is returned, each later one
+    /// reported. `path` names the entry in messages.
     fn apply(self, run: &Run<'_>, on: On<'_>, path: &dyn Fn() -> PathBuf) -> Result<(), CopyError> {
         let mut extras = Extras {
             run,
@@ -59,10 +62,11 @@ impl Given<'_> {
             perm: self.perm.map(|bits| Perm {
                 bits,
                 unless_owned: 0o6000,
+                have: self.have,
             }),
             times: self.times,
         }
-        .apply(on, path)
+        .apply(on, path, &mut |e| run.fail(e))
     }
 }
 
@@ -76,9 +80,9 @@ struct Extras<'a, 'p> {
 }
 
 impl Extended for Extras<'_, '_> {
-    fn before_mode(&mut self, on: On<'_>) -> Result<(), CopyError> {
+    fn before_mode(&mut self, on: On<'_>) -> Result<bool, CopyError> {
         let Some(src) = self.xattrs_of else {
-            return Ok(());
+            return Ok(false);
         };
         super::xattrs::bring(self.run, src, on.subject())
             .map_err(|e| CopyError::io(Op::SetXattr, (self.path)(), e))
@@ -155,8 +159,9 @@ pub(super) fn fix_attrs(
     let owner = changes.owner || changes.group;
     Given {
         owner: owner.then(|| owner_of(run, &want)).flatten(),
-        // An ACL set moves the group bits (its mask): the mode is set again after it.
+        // An ACL set moves the mode's bits (the mask is its group's): set again after it.
         perm: ((changes.perms || changes.acl) && !symlink).then(|| perm_of(run, &want)),
+        have: seen.map(|s| s.perm()),
         // A symlink synced as one is read as itself; one followed, through it.
         xattrs_of: (changes.acl || changes.xattr)
             .then(|| Subject::at(pair.src(e), &e.name, !symlink)),
@@ -169,12 +174,13 @@ pub(super) fn fix_attrs(
 /// The mode a new file is created with, and whether it is set again afterwards. Without -p
 /// a new file takes the source's permission bits through the kernel, which applies the umask
 /// or the directory's default ACL, as rsync leaves it; with -p, or over an existing file whose
-/// mode is kept, it is made private and given its mode once written.
+/// mode is kept, it is made private (its owner's bits) and given its mode once written.
 ///
 /// Under -p a file whose owner and group stay those it is created with, and whose mode has no
-/// special bit and nothing the umask takes away (and no ACL to take, from the directory's
-/// default or the source under -A, which would change it), is created with its mode at once: nobody could read it under it then that
-/// may not read it after (saves a chmod per file).
+/// special bit and nothing the umask takes away (and no default ACL in the directory, which would
+/// decide instead), is created with its mode at once: nobody could read it under it then that
+/// may not read it after (saves a chmod per file; an ACL brought under -A that moves the mode
+/// has it set again).
 pub(super) fn creation(
     pair: &Pair<'_>,
     src: &Stat,
@@ -185,13 +191,14 @@ pub(super) fn creation(
     let perm = want.perm();
     // A default ACL, not the umask, decides what the kernel leaves of the mode; an ACL from
     // the source (-A) sets the group bits to its mask, so the mode is set after it.
-    let plain =
-        perm & 0o7000 == 0 && perm & run.umask == 0 && !pair.dst_default_acl() && !run.plan.acls;
+    let plain = perm & 0o7000 == 0 && perm & run.umask == 0 && !pair.dst_default_acl();
     let own = (want.uid, want.gid) == run.creator;
     if existing.is_none() && run.plan.perms && plain && own && !run.plan.fake_super {
         (perm, false)
     } else if run.plan.perms || existing.is_some() {
-        (0o600, true)
+        // Its owner's bits only, and rw, as rsync makes its temporaries: what it keeps if
+        // its owner cannot be given.
+        ((perm & 0o700) | 0o600, true)
     } else {
         (src.perm() & 0o777, false)
     }
@@ -234,7 +241,9 @@ pub(super) fn file_attrs(
     };
     let set = Given {
         owner: owner_of(run, want).filter(|_| !settled),
-        perm: (want.mode & libc::S_IFMT != 0).then(|| perm_of(run, want)),
+        // Made with its mode where it was not to be set (an ACL may still move it: -A).
+        perm: (want.mode & libc::S_IFMT != 0 || plan.acls).then(|| perm_of(run, want)),
+        have: (want.mode & libc::S_IFMT == 0).then(|| want.perm()),
         xattrs_of: (plan.xattrs || plan.acls).then_some(Subject::Fd(src)),
         record: plan.fake_super.then_some(record),
         times: plan.times.then(|| (atime_of(run, src_stat), want.mtime)),
@@ -268,6 +277,7 @@ pub(super) fn special_attrs(
         // Without -p the kernel gave it the source's bits less the umask; under --fake-super
         // it is an empty file whose real mode keeps its owner's rw (its own, recorded).
         perm: (kind == Kind::Special && plan.perms).then(|| perm_of(run, &e.stat)),
+        have: None,
         // Symlinks and special files carry them too (trusted.*, security.*); a special file
         // reached through a followed symlink, its own.
         xattrs_of: (plan.xattrs || plan.acls)
@@ -329,8 +339,8 @@ pub(super) fn dir_attrs(
         && !rules::same_time(now.mtime, want.mtime, run.window_ns);
     Given {
         owner: owner_of(run, &want).filter(differs),
-        // An ACL set moves the group bits (its mask): under -A the mode is set after it.
-        perm: perm.filter(|&p| p != now.perm() || plan.acls),
+        perm,
+        have: Some(now.perm()),
         xattrs_of: (plan.xattrs || plan.acls).then(|| Subject::Fd(pair.head().fd.as_fd())),
         record: plan.fake_super.then_some(want),
         times: set_times.then(|| (atime_of(run, &pair.src_stat), want.mtime)),

@@ -36,16 +36,24 @@ pub(super) fn differ(
 }
 
 /// Gives `dst` the carried attributes of `src` (`policy::sync::xattr_steps`): each one that
-/// differs set, each one `src` lacks removed; a read-only `dst` too (`xattr::while_writable`).
-pub(super) fn bring(run: &Run<'_>, src: Subject<'_>, dst: Subject<'_>) -> io::Result<()> {
+/// differs set, each one `src` lacks removed, the ACLs last (an ACL rewrites the mode, and one
+/// that takes the owner's write bit away would refuse what comes after it); a read-only `dst`
+/// too (`xattr::while_writable`). Returns whether an ACL was set or removed: the mode moved.
+pub(super) fn bring(run: &Run<'_>, src: Subject<'_>, dst: Subject<'_>) -> io::Result<bool> {
     let (want, have) = (carried(run, src)?, carried(run, dst)?);
+    let mut steps = xattr_steps(&want, &have);
+    let is_acl = |step: &XattrStep<'_>| match step {
+        XattrStep::Set(name, _) | XattrStep::Remove(name) => xattr::is_acl(name.to_bytes()),
+    };
+    steps.sort_by_key(is_acl);
     xattr::while_writable(dst, xattr::is_denied, || {
-        for step in xattr_steps(&want, &have) {
-            match step {
+        for step in &steps {
+            match *step {
                 XattrStep::Set(name, value) => xattr::set_one(dst, name, value)?,
                 XattrStep::Remove(name) => xattr::remove_one(dst, name)?,
             }
         }
         Ok(())
-    })
+    })?;
+    Ok(steps.iter().any(is_acl))
 }

@@ -217,34 +217,47 @@ impl Drop for TmpfsMount {
 }
 
 /// Makes `src` a tree whose file `f` (0444) and directory `d` (0555) hold a `user.*`
-/// attribute, with the mode `src` itself gets: the kernel lets only a writer set `user.*`
-/// attributes, their owner included, so a copy made as a user who is not root must set them
-/// before it takes the write bit away (or get it back for them). False where the
-/// filesystem takes no user xattrs.
+/// attribute, and whose file `a` (0464) holds one and an access ACL that gives its owner no
+/// write (a named user rw): the kernel lets only a writer set `user.*` attributes, their owner
+/// included, so a copy made as a user who is not root must set them before it takes the write
+/// bit away (or get it back for them), and set the ACL after them. False where the filesystem
+/// takes no user xattrs or ACLs.
 pub fn read_only_with_xattrs(src: &Path) -> bool {
     std::fs::create_dir_all(src.join("d")).expect("mkdir");
     std::fs::write(src.join("f"), "read-only").expect("write");
-    if set_xattr(&src.join("f"), "user.f", b"file").is_err() {
+    std::fs::write(src.join("a"), "read-only, by its ACL").expect("write");
+    if set_xattr(&src.join("f"), "user.f", b"file").is_err()
+        || set_xattr(
+            &src.join("a"),
+            "system.posix_acl_access",
+            &access_acl(0, [4, 6, 4, 6, 4]),
+        )
+        .is_err()
+    {
         return false;
     }
+    set_xattr(&src.join("a"), "user.a", b"acl").expect("set xattr");
     set_xattr(&src.join("d"), "user.d", b"dir").expect("set xattr");
     super::chmod(src.join("f"), 0o444);
+    super::chmod(src.join("a"), 0o464);
     super::chmod(src.join("d"), 0o555);
     true
 }
 
-/// Asserts that `dst` is a copy of [`read_only_with_xattrs`]'s tree: both attributes and
-/// both modes (`what` names the copy in messages).
+/// Asserts that `dst` is a copy of [`read_only_with_xattrs`]'s tree: every attribute (the
+/// ACL too) and every mode (`what` names the copy in messages).
 pub fn assert_read_only_with_xattrs(dst: &Path, what: &str) {
     use std::os::unix::fs::PermissionsExt;
-    for (name, attr, value, mode) in [
-        ("f", "user.f", "file", 0o444),
-        ("d", "user.d", "dir", 0o555),
-    ] {
+    let entries = [
+        ("f", "user.f", &b"file"[..], 0o444),
+        ("a", "user.a", b"acl", 0o464),
+        ("d", "user.d", b"dir", 0o555),
+    ];
+    for (name, attr, value, mode) in entries {
         let path = dst.join(name);
         let got =
             get_xattr(&path, attr).unwrap_or_else(|e| panic!("{what}: {attr} of {name}: {e}"));
-        assert_eq!(got, value.as_bytes(), "{what}: {attr} of {name}");
+        assert_eq!(got, value, "{what}: {attr} of {name}");
         let perm = std::fs::symlink_metadata(&path)
             .expect("lstat")
             .permissions()
@@ -252,6 +265,12 @@ pub fn assert_read_only_with_xattrs(dst: &Path, what: &str) {
             & 0o7777;
         assert_eq!(perm, mode, "{what}: mode of {name}");
     }
+    let acl = get_xattr(&dst.join("a"), "system.posix_acl_access");
+    assert_eq!(
+        acl.ok(),
+        Some(access_acl(0, [4, 6, 4, 6, 4])),
+        "{what}: the ACL of a"
+    );
 }
 
 /// A POSIX access ACL in the kernel's xattr form: owner, the named user `user`, group, mask

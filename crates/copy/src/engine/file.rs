@@ -227,14 +227,17 @@ fn split_into_chunks<'a>(
         }
     };
     let file = Arc::new(BigFile::new(held, job.src.clone(), job.dst.clone(), pair));
-    let mut offset = 0;
-    while offset < size {
-        let len = chunk.min(size - offset);
-        queue.push(Task::Chunk {
+    // Taken front to back (the stack is LIFO: pushed one by one, the last chunk was taken
+    // first), so the device reads the file in its order and a sequential hash's front moves
+    // from the start. (Measured level with back to front, cold 1 GiB: docs/bench/
+    // 2026-11-25-verified-copies.md.)
+    let chunks = (0..size.div_ceil(chunk)).map(|i| {
+        let offset = i * chunk;
+        Task::Chunk {
             file: file.clone(),
             offset,
-            len,
-        });
-        offset += len;
-    }
+            len: chunk.min(size - offset),
+        }
+    });
+    queue.push_all(chunks.collect());
 }

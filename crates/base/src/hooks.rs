@@ -59,8 +59,7 @@ pub fn rewrite_after_read(fd: std::os::fd::BorrowedFd<'_>, at: u64, bytes: &[u8]
     let flipped: Vec<u8> = bytes.iter().map(|b| b ^ 0xff).collect();
     // One rewrite at a time: two workers rewriting chunks of one file at once could each read
     // the times the other's write had just moved, and leave them moved.
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = REWRITING.lock().unwrap_or_else(|e| e.into_inner());
     // Its times kept, so that the copy does not see a file changed while it was copied.
     let written = std::fs::OpenOptions::new()
         .write(true)
@@ -76,6 +75,21 @@ pub fn rewrite_after_read(fd: std::os::fd::BorrowedFd<'_>, at: u64, bytes: &[u8]
     if let Err(e) = written {
         eprintln!("RINGIO_TEST_REWRITE_AFTER_READ: cannot rewrite {path}: {e}");
     }
+}
+
+/// Held while [`rewrite_after_read`] writes a source and sets its times back.
+static REWRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs `look` (a check that a source held still while it was copied) where no
+/// [`rewrite_after_read`] is half done: its write and the times it sets back are one step to
+/// the check, as the times-keeping writer it stands for means them to be. Without the hook,
+/// just `look()`.
+pub fn between_rewrites<T>(look: impl FnOnce() -> T) -> T {
+    if !rewrites_after_read() {
+        return look();
+    }
+    let _turn = REWRITING.lock().unwrap_or_else(|e| e.into_inner());
+    look()
 }
 
 /// True when `RINGIO_TEST_REWRITE_AFTER_READ` is set: a reader that moves bytes without seeing

@@ -208,7 +208,7 @@ pub(crate) fn finish_file(
 /// Ok when the source open as `fd` still has the size and modification time of `stat`, which
 /// was taken when it was opened; otherwise what changed.
 pub(crate) fn held_still(fd: BorrowedFd<'_>, stat: &Stat) -> io::Result<()> {
-    let now = sys::fstatx(fd)?;
+    let now = ringio_base::hooks::between_rewrites(|| sys::fstatx(fd))?;
     if now.size != stat.size {
         return Err(io::Error::other(format!(
             "{} bytes when opened, {} now",

@@ -86,12 +86,15 @@ pub(crate) fn file(
     // A file this run created already belongs to us, and to our group unless its directory is
     // setgid: skip the chown when that is already the source's owner and group.
     let owned_already = created && stat.uid == ctx.euid && stat.gid == ctx.egid && !dst_setgid;
-    // A file this run made has the mode it was made with (after the umask): not set again
-    // where that is the one to give.
-    let made_with = created.then(|| create_mode(ctx.plan, stat, fresh_dir) & !ctx.umask);
+    // A file this run made has the mode it was made with, after the umask: not set again
+    // where that is the one to give. In a directory with a default ACL the ACL decided it
+    // instead, and the mode cp gives is set (GNU cp's result, though it made the file
+    // without those bits and this run made it with them, in a directory of its own).
+    let made_with =
+        (created && !dir_default_acl).then(|| create_mode(ctx.plan, stat, fresh_dir) & !ctx.umask);
     let perm = if preserve.mode {
         Some(kept_perm(stat, made_with))
-    } else if created && file_omitted(ctx.plan, stat, fresh_dir) != 0 {
+    } else if created && file_omitted(ctx.plan, stat, fresh_dir && !dir_default_acl) != 0 {
         // Created without group/other bits while it was written: give them back.
         Some(plain_perm(
             base_mode(ctx.plan, stat, false) & !ctx.umask,
@@ -266,11 +269,12 @@ pub(crate) fn directory_of(
     let preserve = ctx.plan.preserve;
     // Asked before anything is set on it: a default ACL copied from the source is not one it
     // took from its parent.
-    let inherited = fresh
-        && acls_matter(ctx.plan)
-        && default_acl.unwrap_or_else(|| xattr::has_default_acl(dst));
+    let took_default = fresh && default_acl.unwrap_or_else(|| xattr::has_default_acl(dst));
+    let inherited = took_default && acls_matter(ctx.plan);
     // A fresh directory was made with owner rwx so it could be filled; give it its real mode.
-    let made_with = fresh.then(|| dir_create_mode(ctx.plan, stat) & !ctx.umask);
+    // What it was made with is known where the umask decided it; a default ACL it took from
+    // its parent decided instead (GNU cp sets its mode all the same).
+    let made_with = (fresh && !took_default).then(|| dir_create_mode(ctx.plan, stat) & !ctx.umask);
     let perm = if preserve.mode {
         Some(kept_perm(stat, made_with))
     } else if fresh || ctx.plan.overwrite.resume().is_some() {

@@ -60,10 +60,9 @@ pub(crate) struct DirNode<'a> {
     /// The destination directory is (or may be) setgid, so new files take its group.
     pub dst_setgid: bool,
     /// The destination directory has a default ACL, so new entries take an ACL from it, which
-    /// `-p` and `--no-preserve=mode` replace. Known only where that matters
-    /// ([`finalize::acls_matter`]; false elsewhere): asked once of a root or a directory that
-    /// was there, and for a directory this run made, its parent's (mkdir gives it the parent's
-    /// default ACL).
+    /// `-p` and `--no-preserve=mode` replace, and a new directory's mode from it, not from the
+    /// umask: asked once of a root or a directory that was there, and for a directory this run
+    /// made, its parent's (mkdir gives it the parent's default ACL).
     pub dst_default_acl: bool,
     /// Apply metadata in Drop (false for the parent of a single-file root).
     pub finalize: bool,
@@ -114,12 +113,11 @@ impl<'a> DirNode<'a> {
         stat: Stat,
         fresh: bool,
     ) -> Self {
-        let dst_default_acl = finalize::acls_matter(parent.ctx.plan)
-            && if fresh {
-                parent.dst_default_acl
-            } else {
-                xattr::has_default_acl(dst.as_fd())
-            };
+        let dst_default_acl = if fresh {
+            parent.dst_default_acl
+        } else {
+            xattr::has_default_acl(dst.as_fd())
+        };
         let (fds, src_raw, dst_raw) = Self::new_fds(parent.ctx, src, dst);
         DirNode {
             dst_default_acl,
@@ -154,8 +152,7 @@ impl<'a> DirNode<'a> {
         finalize: bool,
     ) -> Self {
         let (dst_dev, dst_setgid) = (dst_stat.dev, dst_stat.mode & libc::S_ISGID != 0);
-        let dst_default_acl =
-            finalize::acls_matter(ctx.plan) && xattr::has_default_acl(dst.as_fd());
+        let dst_default_acl = xattr::has_default_acl(dst.as_fd());
         let (fds, src_raw, dst_raw) = Self::new_fds(ctx, src, dst);
         DirNode {
             dst_default_acl,

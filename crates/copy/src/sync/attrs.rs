@@ -150,7 +150,9 @@ pub(super) fn fix_attrs(
 ) -> Result<(), CopyError> {
     let Some(dir) = &pair.dst else { return Ok(()) };
     let (dir, name) = (dir.as_fd(), &*e.dst_name);
-    let mut seen = sys::statx_at(dir, name, false).ok();
+    let real = sys::statx_at(dir, name, false).ok();
+    // Under --fake-super what it has is what its record says (the mode set is its real one).
+    let mut seen = real;
     if let Some(d) = seen.as_mut().filter(|_| run.plan.fake_super) {
         super::fake::read(Subject::at(dir, name, false), d);
     }
@@ -161,7 +163,7 @@ pub(super) fn fix_attrs(
         owner: owner.then(|| owner_of(run, &want)).flatten(),
         // An ACL set moves the mode's bits (the mask is its group's): set again after it.
         perm: ((changes.perms || changes.acl) && !symlink).then(|| perm_of(run, &want)),
-        have: seen.map(|s| s.perm()),
+        have: real.map(|s| s.perm()),
         // A symlink synced as one is read as itself; one followed, through it.
         xattrs_of: (changes.acl || changes.xattr)
             .then(|| Subject::at(pair.src(e), &e.name, !symlink)),

@@ -1402,6 +1402,36 @@ fn fake_super_placeholders_keep_their_owner_rw_as_rsync() {
     );
 }
 
+/// `--fake-super` on a file that is there: a mode change goes to its record, and its real
+/// mode is set to the one that keeps its owner's rw, whatever the record said before (the two
+/// are not one mode, and the real one is what is set).
+#[test]
+fn fake_super_sets_the_real_mode_of_a_kept_file() {
+    if !is_root() {
+        cannot_run("a source of another owner needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("scratch dir");
+    let root = dir.path();
+    write_file(root.join("src/f"), "kept");
+    chmod(root.join("src/f"), 0o600);
+    // Another owner: the copy holds a record (100600 and that owner).
+    chown_tree(&root.join("src"), 1234, 5678);
+    let args = ["-a", "--fake-super", "src/", "dst/"];
+    assert_success(&sync(root, &args));
+    // The real mode moved by hand; the record still says 600, which is also the real mode
+    // that 400 is given (its owner's rw kept).
+    chmod(root.join("dst/f"), 0o644);
+    chmod(root.join("src/f"), 0o400);
+    assert_success(&sync(root, &args));
+    assert_eq!(mode_of(root.join("dst/f")) & 0o7777, 0o600, "its real mode");
+    let record = get_xattr(&root.join("dst/f"), "user.rsync.%stat").expect("record");
+    assert!(
+        record.ends_with(b" 1234:5678") && record.starts_with(b"100400 "),
+        "its record: {record:?}"
+    );
+}
+
 /// `--chmod` as rsync reads it: `=` keeps the setuid, setgid and sticky bits unless it gives
 /// `s` or `t`, `o` and no who do not stand for setgid, `X` looks at the mode before the first
 /// item.
@@ -1481,10 +1511,7 @@ fn devices_are_skipped_for_a_user_who_is_not_root() {
     }
     let dir = tempfile::tempdir().expect("scratch dir");
     let root = dir.path();
-    for tool in ["rsync", "ringio"] {
-        if tool == "rsync" && !rsync_available() {
-            continue;
-        }
+    for tool in rsync_then_ringio() {
         let side = root.join(tool);
         fs::create_dir_all(side.join("src")).expect("mkdir");
         let dev = cstring(&side.join("src/null"));
@@ -1517,10 +1544,7 @@ fn devices_are_skipped_for_a_user_who_is_not_root() {
 #[test]
 fn xattrs_of_read_only_entries_reach_the_copy_as_a_user() {
     let dir = tempfile::tempdir().expect("scratch dir");
-    for tool in ["rsync", "ringio"] {
-        if tool == "rsync" && !rsync_available() {
-            continue;
-        }
+    for tool in rsync_then_ringio() {
         let side = dir.path().join(tool);
         if !read_only_with_xattrs(&side.join("src")) {
             skip!("no user xattrs on this filesystem");
@@ -1560,10 +1584,7 @@ fn a_file_whose_owner_cannot_be_given_is_kept_and_reported() {
         return;
     }
     let dir = tempfile::tempdir().expect("scratch dir");
-    for tool in ["rsync", "ringio"] {
-        if tool == "rsync" && !rsync_available() {
-            continue;
-        }
+    for tool in rsync_then_ringio() {
         let side = dir.path().join(tool);
         write_file(side.join("src/f"), "the bytes");
         chmod(side.join("src/f"), 0o4755);

@@ -69,6 +69,17 @@ pub fn rsync_available() -> bool {
     there
 }
 
+/// The tools a sync test runs side by side, for [`sync_or_rsync`]: rsync where it is installed
+/// (its absence is [`rsync_available`]'s to report), then ringio.
+pub fn rsync_then_ringio() -> Vec<&'static str> {
+    let mut tools = Vec::new();
+    if rsync_available() {
+        tools.push("rsync");
+    }
+    tools.push("ringio");
+    tools
+}
+
 /// Runs `ringio sync ARGS` (`tool` "ringio", with `env` set: a test hook) or `rsync ARGS`
 /// (`LC_ALL=C`) in `cwd`, as nobody when `nobody` and the tests run as root (so that what is
 /// mode 000 cannot be read).
